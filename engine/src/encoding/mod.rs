@@ -1,0 +1,17 @@
+//! Byte formats: binary-comparable keys, versioned keys and stored values.
+
+mod doc_ht;
+mod doc_key;
+mod primitive;
+pub(crate) mod tag;
+mod value;
+pub(crate) mod varint;
+
+pub use doc_key::{doc_key_len, hash_components, DocKey, DocPath, SubDocKey};
+pub use primitive::{KeyEntry, Primitive, SortOrder};
+pub use value::{Ttl, Value, ValueKind};
+
+/// Lowercase hex of `bytes`, for dumps and snapshots.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

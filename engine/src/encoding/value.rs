@@ -1,0 +1,202 @@
+//! Stored values: optional control fields, then a type byte and payload.
+//!
+//! ```text
+//! value = [ 't' ttl_ms:signed-varint ]  type-byte payload
+//! ```
+//! No `t` field means the entry inherits its TTL (from its parent, else the table default);
+//! `t 80` (0 ms) means "never expires", overriding both. Primitive payloads are not
+//! binary-comparable: integers are plain big-endian, strings run to the end of the value.
+
+use super::{tag, varint, Primitive};
+use crate::error::DecodeError;
+
+/// A value's time to live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
+pub enum Ttl {
+    /// No TTL stored: the parent's expiration or the table default applies.
+    #[default]
+    Inherit,
+    /// Explicitly never expires (stored as 0 ms; overrides the table default).
+    Never,
+    /// Expires this many milliseconds after the entry's write time (> 0).
+    Ms(u64),
+}
+
+impl Ttl {
+    /// A TTL from milliseconds: 0 is [`Ttl::Never`].
+    pub fn from_ms(ttl_ms: u64) -> Ttl {
+        if ttl_ms == 0 {
+            Ttl::Never
+        } else {
+            Ttl::Ms(ttl_ms)
+        }
+    }
+}
+
+/// What a stored entry is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueKind {
+    /// A leaf value.
+    Primitive(Primitive),
+    /// An init marker `{}`: an object exists here from this version on.
+    Object,
+    /// A tombstone `DEL`: nothing exists here (or below) at this version.
+    Tombstone,
+}
+
+/// A stored value: TTL control field and kind.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Value {
+    /// The TTL control field.
+    pub ttl: Ttl,
+    /// The entry.
+    pub kind: ValueKind,
+}
+
+impl Value {
+    /// A value without TTL.
+    pub fn new(kind: ValueKind) -> Value {
+        Value { ttl: Ttl::Inherit, kind }
+    }
+
+    /// A tombstone.
+    pub fn tombstone() -> Value {
+        Value::new(ValueKind::Tombstone)
+    }
+
+    /// Append the encoding.
+    pub fn encode_to(&self, out: &mut Vec<u8>) {
+        match self.ttl {
+            Ttl::Inherit => {}
+            Ttl::Never => {
+                out.push(tag::VALUE_TTL);
+                varint::encode_signed(0, out);
+            }
+            Ttl::Ms(ms) => {
+                out.push(tag::VALUE_TTL);
+                varint::encode_signed(i64::try_from(ms).unwrap_or(i64::MAX), out);
+            }
+        }
+        match &self.kind {
+            ValueKind::Object => out.push(tag::VALUE_OBJECT),
+            ValueKind::Tombstone => out.push(tag::VALUE_TOMBSTONE),
+            ValueKind::Primitive(p) => encode_primitive(p, out),
+        }
+    }
+
+    /// The encoding.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.encode_to(&mut out);
+        out
+    }
+
+    /// Decode a whole value. Total: errors name the offset and what is wrong.
+    pub fn decode(input: &[u8]) -> Result<Value, DecodeError> {
+        let err = |at: usize, reason: String| DecodeError::new("value", at, reason);
+        let mut pos = 0;
+        let mut ttl = Ttl::Inherit;
+        if input.first() == Some(&tag::VALUE_TTL) {
+            let (ms, n) = varint::decode_signed(&input[1..], 1)?;
+            let ms = u64::try_from(ms).map_err(|_| err(1, format!("negative TTL {ms} ms")))?;
+            ttl = Ttl::from_ms(ms);
+            pos = 1 + n;
+        }
+        let &type_byte =
+            input.get(pos).ok_or_else(|| err(pos, "missing value type byte".into()))?;
+        let payload = &input[pos + 1..];
+        let fixed = |n: usize| -> Result<[u8; 8], DecodeError> {
+            if payload.len() != n {
+                return Err(err(
+                    pos + 1,
+                    format!("payload of {} bytes, expected {n}", payload.len()),
+                ));
+            }
+            let mut buf = [0u8; 8];
+            buf[8 - n..].copy_from_slice(payload);
+            Ok(buf)
+        };
+        let kind = match type_byte {
+            tag::VALUE_OBJECT | tag::VALUE_TOMBSTONE | tag::NULL_LOW | tag::TRUE | tag::FALSE
+                if !payload.is_empty() =>
+            {
+                return Err(err(pos + 1, format!("{} unexpected trailing bytes", payload.len())));
+            }
+            tag::VALUE_OBJECT => ValueKind::Object,
+            tag::VALUE_TOMBSTONE => ValueKind::Tombstone,
+            tag::NULL_LOW => ValueKind::Primitive(Primitive::Null),
+            tag::TRUE => ValueKind::Primitive(Primitive::Bool(true)),
+            tag::FALSE => ValueKind::Primitive(Primitive::Bool(false)),
+            tag::INT32 => {
+                ValueKind::Primitive(Primitive::Int32(u64::from_be_bytes(fixed(4)?) as u32 as i32))
+            }
+            tag::INT64 => {
+                ValueKind::Primitive(Primitive::Int64(u64::from_be_bytes(fixed(8)?) as i64))
+            }
+            tag::TIMESTAMP => {
+                ValueKind::Primitive(Primitive::Timestamp(u64::from_be_bytes(fixed(8)?) as i64))
+            }
+            tag::DOUBLE => ValueKind::Primitive(Primitive::Double(f64::from_bits(
+                u64::from_be_bytes(fixed(8)?),
+            ))),
+            tag::VALUE_STRING => {
+                let s = std::str::from_utf8(payload).map_err(|e| {
+                    err(pos + 1 + e.valid_up_to(), "invalid UTF-8 in string".into())
+                })?;
+                ValueKind::Primitive(Primitive::String(s.to_owned()))
+            }
+            tag::COLUMN_ID | tag::SYSTEM_COLUMN_ID => {
+                let (v, n) = varint::decode_signed(payload, pos + 1)?;
+                if n != payload.len() {
+                    return Err(err(pos + 1 + n, "trailing bytes after column id".into()));
+                }
+                let id = i32::try_from(v)
+                    .map_err(|_| err(pos + 1, format!("column id {v} out of range")))?;
+                ValueKind::Primitive(if type_byte == tag::COLUMN_ID {
+                    Primitive::ColumnId(id)
+                } else {
+                    Primitive::SystemColumnId(id)
+                })
+            }
+            other => return Err(err(pos, format!("unknown value type byte 0x{other:02x}"))),
+        };
+        Ok(Value { ttl, kind })
+    }
+}
+
+fn encode_primitive(p: &Primitive, out: &mut Vec<u8>) {
+    match p {
+        Primitive::Null => out.push(tag::NULL_LOW),
+        Primitive::Bool(true) => out.push(tag::TRUE),
+        Primitive::Bool(false) => out.push(tag::FALSE),
+        Primitive::Int32(v) => {
+            out.push(tag::INT32);
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        Primitive::Int64(v) => {
+            out.push(tag::INT64);
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        Primitive::Timestamp(v) => {
+            out.push(tag::TIMESTAMP);
+            out.extend_from_slice(&v.to_be_bytes());
+        }
+        Primitive::Double(d) => {
+            out.push(tag::DOUBLE);
+            let d = if d.is_nan() { f64::NAN } else { *d };
+            out.extend_from_slice(&d.to_bits().to_be_bytes());
+        }
+        Primitive::String(s) => {
+            out.push(tag::VALUE_STRING);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Primitive::ColumnId(id) => {
+            out.push(tag::COLUMN_ID);
+            varint::encode_signed(i64::from(*id), out);
+        }
+        Primitive::SystemColumnId(id) => {
+            out.push(tag::SYSTEM_COLUMN_ID);
+            varint::encode_signed(i64::from(*id), out);
+        }
+    }
+}

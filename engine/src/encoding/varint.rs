@@ -1,0 +1,130 @@
+//! YugabyteDB's memcmp-ordered signed varint (`FastEncodeSignedVarInt`).
+//!
+//! A non-negative value in `n` bytes is: a 1 bit (sign), `n - 1` one bits, a 0 bit, then the
+//! magnitude in the remaining `7n - 1` bits, big-endian. A negative value is the bitwise
+//! complement of the encoding of its magnitude. So one byte holds magnitudes below 2^6, two
+//! below 2^13, ..., ten below 2^69; longer encodings of positive values have more leading
+//! ones and sort higher, and every negative value starts with a 0 bit and sorts lower.
+//! Examples: 0 → `80`, 1 → `81`, -1 → `7E`, 63 → `BF`, 64 → `C0 40`.
+
+use crate::error::DecodeError;
+
+/// The longest encoding (a 64-bit magnitude needs 10 bytes).
+pub const MAX_LEN: usize = 10;
+
+/// Append the encoding of `v` to `out`.
+pub fn encode_signed(v: i64, out: &mut Vec<u8>) {
+    let magnitude = v.unsigned_abs();
+    let len = encoded_len(magnitude);
+    let mut buf = [0u8; MAX_LEN];
+    let header_bits = len + 1; // sign bit + (len - 1) ones + the zero bit
+    let payload_bits = 8 * len - header_bits;
+    // Layout as a big-endian 80-bit number: header in the top bits, magnitude below.
+    let header: u128 = ((1u128 << len) - 1) << 1; // `len` ones then a zero
+    let word: u128 = (header << payload_bits) | u128::from(magnitude);
+    let bytes = word.to_be_bytes();
+    buf[..len].copy_from_slice(&bytes[16 - len..]);
+    if v < 0 {
+        buf[..len].iter_mut().for_each(|b| *b = !*b);
+    }
+    out.extend_from_slice(&buf[..len]);
+}
+
+fn encoded_len(magnitude: u64) -> usize {
+    let bits = 64 - magnitude.leading_zeros() as usize;
+    // n bytes hold 7n - 1 bits of magnitude.
+    (1..=MAX_LEN).find(|n| 7 * n > bits).expect("10 bytes hold 69 bits")
+}
+
+/// The length of the varint starting `input`, read from its header bits alone.
+pub fn len_from_header(input: &[u8]) -> Option<usize> {
+    let first = *input.first()?;
+    let flip = |b: u8| if first & 0x80 == 0 { !b } else { b };
+    // Count the run of ones after the sign bit, across at most two bytes.
+    let header = (u16::from(flip(first)) << 8) | u16::from(input.get(1).map_or(0, |&b| flip(b)));
+    Some((header << 1).leading_ones() as usize + 1)
+}
+
+/// Decode a signed varint at the start of `input`; returns the value and its length.
+/// `base` is the offset of `input` in the whole buffer, for error messages.
+pub fn decode_signed(input: &[u8], base: usize) -> Result<(i64, usize), DecodeError> {
+    let err =
+        |offset: usize, reason: &str| DecodeError::new("signed varint", base + offset, reason);
+    let first = *input.first().ok_or_else(|| err(0, "unexpected end of input"))?;
+    let negative = first & 0x80 == 0;
+    let flip = |b: u8| if negative { !b } else { b };
+    let len = len_from_header(input).unwrap_or(MAX_LEN + 1);
+    if len > MAX_LEN {
+        return Err(err(0, "length prefix longer than 10 bytes"));
+    }
+    if input.len() < len {
+        return Err(err(input.len(), &format!("truncated: {len} bytes needed")));
+    }
+    let mut word: u128 = 0;
+    for &b in &input[..len] {
+        word = (word << 8) | u128::from(flip(b));
+    }
+    let payload_bits = 8 * len - (len + 1);
+    let magnitude = word & ((1u128 << payload_bits) - 1);
+    if len > 1 && magnitude >> (7 * (len - 1) - 1) == 0 {
+        return Err(err(0, "non-minimal encoding"));
+    }
+    let value = if negative {
+        if magnitude == 0 {
+            return Err(err(0, "negative zero"));
+        }
+        if magnitude > u128::from(i64::MIN.unsigned_abs()) {
+            return Err(err(0, "value below i64::MIN"));
+        }
+        (magnitude as u64).wrapping_neg() as i64
+    } else {
+        i64::try_from(magnitude).map_err(|_| err(0, "value above i64::MAX"))?
+    };
+    Ok((value, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn enc(v: i64) -> Vec<u8> {
+        let mut out = Vec::new();
+        encode_signed(v, &mut out);
+        out
+    }
+
+    #[test]
+    fn vectors_from_yugabyte() {
+        assert_eq!(enc(0), [0x80]);
+        assert_eq!(enc(1), [0x81]);
+        assert_eq!(enc(-1), [0x7E]);
+        assert_eq!(enc(63), [0xBF]);
+        assert_eq!(enc(64), [0xC0, 0x40]);
+        assert_eq!(enc(i64::MAX).len(), 10);
+        assert_eq!(enc(i64::MIN).len(), 10);
+    }
+
+    #[test]
+    fn rejects_garbage() {
+        assert!(decode_signed(&[], 0).is_err());
+        assert!(decode_signed(&[0xC0], 0).is_err()); // truncated
+        assert!(decode_signed(&[0x7F], 0).is_err()); // negative zero
+        assert!(decode_signed(&[0xFF; 12], 0).is_err()); // overlong
+        assert!(decode_signed(&[0xC0, 0x01], 0).is_err()); // non-minimal
+    }
+
+    proptest! {
+        #[test]
+        fn round_trip_and_order(a: i64, b: i64) {
+            let (ea, eb) = (enc(a), enc(b));
+            prop_assert_eq!(decode_signed(&ea, 0).unwrap(), (a, ea.len()));
+            prop_assert_eq!(a.cmp(&b), ea.cmp(&eb));
+        }
+
+        #[test]
+        fn never_panics(bytes: Vec<u8>) {
+            let _ = decode_signed(&bytes, 0);
+        }
+    }
+}

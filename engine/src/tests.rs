@@ -1,0 +1,279 @@
+//! Property tests and byte-format snapshots of the encodings and the notation.
+
+use crate::document::Document;
+use crate::encoding::{
+    hex, DocKey, DocPath, KeyEntry, Primitive, SortOrder, SubDocKey, Ttl, Value, ValueKind,
+};
+use crate::hybrid_time::{DocHybridTime, HybridTime};
+use crate::notation::{format_duration_us, Parser};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn primitive() -> impl Strategy<Value = Primitive> {
+    prop_oneof![
+        Just(Primitive::Null),
+        any::<bool>().prop_map(Primitive::Bool),
+        any::<i32>().prop_map(Primitive::Int32),
+        any::<i64>().prop_map(Primitive::Int64),
+        any::<f64>().prop_map(Primitive::Double),
+        "(\\PC|\u{0}){0,6}".prop_map(Primitive::String),
+        any::<i64>().prop_map(Primitive::Timestamp),
+        any::<i32>().prop_map(Primitive::ColumnId),
+        any::<i32>().prop_map(Primitive::SystemColumnId),
+    ]
+}
+
+/// Two values of the same kind, so payload order is exercised, not just type bytes.
+fn same_kind_pair() -> impl Strategy<Value = (Primitive, Primitive)> {
+    prop_oneof![
+        (any::<i32>(), any::<i32>()).prop_map(|(a, b)| (Primitive::Int32(a), Primitive::Int32(b))),
+        (any::<i64>(), any::<i64>()).prop_map(|(a, b)| (Primitive::Int64(a), Primitive::Int64(b))),
+        (any::<f64>(), any::<f64>())
+            .prop_map(|(a, b)| (Primitive::Double(a), Primitive::Double(b))),
+        ("[a\u{0}\u{1}\u{ff}é]{0,5}", "[a\u{0}\u{1}\u{ff}é]{0,5}")
+            .prop_map(|(a, b)| (Primitive::String(a), Primitive::String(b))),
+        (any::<i64>(), any::<i64>())
+            .prop_map(|(a, b)| (Primitive::Timestamp(a), Primitive::Timestamp(b))),
+        (any::<i32>(), any::<i32>())
+            .prop_map(|(a, b)| (Primitive::ColumnId(a), Primitive::ColumnId(b))),
+        (any::<i32>(), any::<i32>())
+            .prop_map(|(a, b)| (Primitive::SystemColumnId(a), Primitive::SystemColumnId(b))),
+        (any::<bool>(), any::<bool>()).prop_map(|(a, b)| (Primitive::Bool(a), Primitive::Bool(b))),
+    ]
+}
+
+fn order() -> impl Strategy<Value = SortOrder> {
+    prop_oneof![Just(SortOrder::Ascending), Just(SortOrder::Descending)]
+}
+
+fn key_entry() -> impl Strategy<Value = KeyEntry> {
+    (primitive(), order()).prop_map(|(value, order)| KeyEntry { value, order })
+}
+
+fn small_entry() -> impl Strategy<Value = KeyEntry> {
+    // A small domain, so generated keys share prefixes often.
+    let value = prop_oneof![
+        (0i64..3).prop_map(Primitive::Int64),
+        "[ab]{0,2}".prop_map(Primitive::String),
+        (0i32..2).prop_map(Primitive::ColumnId),
+    ];
+    (value, order()).prop_map(|(value, order)| KeyEntry { value, order })
+}
+
+fn doc_ht() -> impl Strategy<Value = DocHybridTime> {
+    let ht = prop_oneof![
+        (0u64..4, 0u16..3).prop_map(|(p, l)| HybridTime::new(p * 1000, l)),
+        (0..=HybridTime::PHYSICAL_MAX_US, 0u16..=4095).prop_map(|(p, l)| HybridTime::new(p, l)),
+    ];
+    (ht, prop_oneof![0u32..3, any::<u32>()]).prop_map(|(ht, w)| DocHybridTime::new(ht, w))
+}
+
+fn doc_key() -> impl Strategy<Value = DocKey> {
+    let coloc = prop_oneof![Just(None), (0u32..3).prop_map(Some)];
+    let group = || prop::collection::vec(small_entry(), 0..3);
+    (coloc, group(), group()).prop_map(|(colocation_id, hashed, range)| DocKey {
+        colocation_id,
+        hashed,
+        range,
+    })
+}
+
+fn sub_doc_key() -> impl Strategy<Value = SubDocKey> {
+    (doc_key(), prop::collection::vec(small_entry(), 0..4), doc_ht())
+        .prop_map(|(doc_key, subkeys, dht)| SubDocKey::new(DocPath::new(doc_key, subkeys), dht))
+}
+
+fn encode_entry(e: &KeyEntry) -> Vec<u8> {
+    let mut out = Vec::new();
+    e.encode_to(&mut out);
+    out
+}
+
+fn value() -> impl Strategy<Value = Value> {
+    let ttl = prop_oneof![
+        Just(Ttl::Inherit),
+        Just(Ttl::Never),
+        (1u64..i64::MAX as u64).prop_map(Ttl::Ms)
+    ];
+    let kind = prop_oneof![
+        Just(ValueKind::Object),
+        Just(ValueKind::Tombstone),
+        primitive().prop_map(ValueKind::Primitive)
+    ];
+    (ttl, kind).prop_map(|(ttl, kind)| Value { ttl, kind })
+}
+
+fn document() -> impl Strategy<Value = Document> {
+    let leaf = primitive().prop_map(Document::Primitive);
+    leaf.prop_recursive(3, 12, 4, |inner| {
+        prop::collection::btree_map(key_entry(), inner, 0..4).prop_map(Document::Object)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn key_entry_order_matches_bytes((a, b) in same_kind_pair(), o in order()) {
+        let (a, b) = (KeyEntry { value: a, order: o }, KeyEntry { value: b, order: o });
+        prop_assert_eq!(a.cmp(&b), encode_entry(&a).cmp(&encode_entry(&b)), "{} vs {}", a, b);
+    }
+
+    #[test]
+    fn key_entries_of_any_kind_order_like_bytes(a in key_entry(), b in key_entry()) {
+        prop_assert_eq!(a.cmp(&b), encode_entry(&a).cmp(&encode_entry(&b)), "{} vs {}", a, b);
+    }
+
+    #[test]
+    fn key_entry_round_trip(a in key_entry()) {
+        let bytes = encode_entry(&a);
+        prop_assert_eq!(KeyEntry::decode(&bytes, 0).unwrap(), (a, bytes.len()));
+    }
+
+    #[test]
+    fn sub_doc_key_order_matches_bytes(a in sub_doc_key(), b in sub_doc_key()) {
+        prop_assert_eq!(a.cmp(&b), a.encode().cmp(&b.encode()), "{} vs {}", a, b);
+    }
+
+    #[test]
+    fn newer_first_and_parent_first(key in sub_doc_key(), other in doc_ht(), child in small_entry()) {
+        let older = SubDocKey::new(key.path.clone(), other.min(key.doc_ht));
+        let newer = SubDocKey::new(key.path.clone(), other.max(key.doc_ht));
+        prop_assert!(older == newer || newer.encode() < older.encode());
+        let child_key = SubDocKey::new(key.path.child(child), DocHybridTime::MAX);
+        prop_assert!(key.encode() < child_key.encode());
+        let child_key = SubDocKey::new(child_key.path, DocHybridTime::MIN);
+        prop_assert!(key.encode() < child_key.encode());
+    }
+
+    #[test]
+    fn sub_doc_key_round_trip(a in sub_doc_key()) {
+        prop_assert_eq!(SubDocKey::decode(&a.encode()).unwrap(), a);
+    }
+
+    #[test]
+    fn value_round_trip(v in value()) {
+        prop_assert_eq!(Value::decode(&v.encode()).unwrap(), v);
+    }
+
+    #[test]
+    fn decoding_garbage_never_panics(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+        let _ = SubDocKey::decode(&bytes);
+        let _ = Value::decode(&bytes);
+        let _ = DocKey::decode(&bytes);
+    }
+
+    #[test]
+    fn decoding_mutated_keys_never_panics(
+        key in sub_doc_key(), v in value(), at in any::<prop::sample::Index>(), byte: u8, cut: bool,
+    ) {
+        for mut bytes in [key.encode(), v.encode()] {
+            let i = at.index(bytes.len());
+            if cut { bytes.truncate(i) } else { bytes[i] = byte }
+            if let Ok(decoded) = SubDocKey::decode(&bytes) {
+                prop_assert_eq!(decoded.encode(), bytes.clone(), "a decoded key re-encodes to itself");
+            }
+            let _ = Value::decode(&bytes);
+        }
+    }
+
+    #[test]
+    fn print_parse_round_trip(key in sub_doc_key(), doc in document(), us: u64) {
+        let text = key.to_string();
+        let mut p = Parser::new(&text, 1);
+        let path = p.path().unwrap();
+        p.expect("@").unwrap();
+        let dht = p.doc_hybrid_time().unwrap();
+        p.finish().unwrap();
+        prop_assert_eq!(SubDocKey::new(path, dht), key);
+        let text = doc.to_string();
+        prop_assert_eq!(Parser::new(&text, 1).document().unwrap(), doc);
+        let text = format_duration_us(us);
+        prop_assert_eq!(Parser::new(&text, 1).duration_us().unwrap(), us);
+    }
+
+    #[test]
+    fn literal_print_parse_round_trip(e in key_entry()) {
+        let text = e.to_string();
+        let mut p = Parser::new(&text, 1);
+        prop_assert_eq!(p.key_entry().unwrap(), e);
+        p.finish().unwrap();
+    }
+}
+
+fn key(text: &str) -> SubDocKey {
+    let mut p = Parser::new(text, 1);
+    let path = p.path().unwrap();
+    p.expect("@").unwrap();
+    SubDocKey::new(path, p.doc_hybrid_time().unwrap())
+}
+
+#[test]
+fn hash_function_is_pinned() {
+    // The 16-bit hash is part of the on-disk format: crc32c(encoded hashed group) >> 16.
+    let k = DocKey::new(vec![KeyEntry::asc(Primitive::String("user1".into()))], vec![]);
+    assert_eq!(hex(&k.encode()), "474a8453757365723100002121");
+    assert_eq!(k.hash(), Some(0x4a84));
+    assert_eq!(crate::encoding::hash_components(b"Suser1\x00\x00"), 0x4a84);
+    assert_eq!(crc32c::crc32c(b"Suser1\x00\x00") >> 16, 0x4a84);
+}
+
+#[test]
+fn yugabyte_test_vector() {
+    // docdb-test BasicTest: DocKey(["mydockey", 123456]).
+    let k = key(r#"doc(; "mydockey", 123456) @T1000"#);
+    assert_eq!(hex(&k.path.doc_key.encode()), "536d79646f636b6579000049800000000001e24021");
+}
+
+#[test]
+fn encodings_snapshot() {
+    let keys = [
+        r#"doc(; "mydockey", 123456) @T10"#,
+        r#"doc(; "mydockey", 123456)."subkey_a" @T2000w1"#,
+        r#"doc("user1"; 10i32).sys(0) @T1000"#,
+        r#"doc("user1"; 10i32).col(11)."from" @T1000w3"#,
+        r#"doc("abc.com";).col(10) @T1000.7"#,
+        r#"doc(coloc=16385 | ; 5i32).sys(0) @T1"#,
+        "doc(coloc=5 | ;) @T9000",
+        r#"doc(; desc("a\u0000b"), desc(-1), desc(2i32), desc(1.5), desc(true), desc(null)) @T1"#,
+        "doc(; null, false, true, -0.0, nan, -inf, ts(-1), col(-1), sys(64), desc(col(3)), desc(sys(0))) @T1",
+        r#"doc(1, 2i32; "x").1.2 @T4503599627370495.4095w4294967295"#,
+    ];
+    let values = [
+        Value::new(ValueKind::Object),
+        Value::tombstone(),
+        Value::new(ValueKind::Primitive(Primitive::Null)),
+        Value { ttl: Ttl::Ms(86_400_000), kind: ValueKind::Primitive(Primitive::Int32(10)) },
+        Value { ttl: Ttl::Never, kind: ValueKind::Primitive(Primitive::String("news".into())) },
+        Value::new(ValueKind::Primitive(Primitive::Int64(-2))),
+        Value::new(ValueKind::Primitive(Primitive::Double(1.5))),
+        Value::new(ValueKind::Primitive(Primitive::Bool(true))),
+        Value::new(ValueKind::Primitive(Primitive::Timestamp(1_700_000_000_000_000))),
+        Value::new(ValueKind::Primitive(Primitive::ColumnId(12))),
+        Value {
+            ttl: Ttl::Ms(15_000),
+            kind: ValueKind::Primitive(Primitive::String("value1".into())),
+        },
+    ];
+    let mut out = String::new();
+    for text in keys {
+        let k = key(text);
+        assert_eq!(k.to_string(), key(&k.to_string()).to_string());
+        out += &format!("{k}\n  {}\n", hex(&k.encode()));
+    }
+    for v in values {
+        out += &format!("{v:?}\n  {}\n", hex(&v.encode()));
+    }
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn document_literal_orders_keys_like_storage() {
+    let doc = Parser::new(r#"{2: "b", "a": 1, 1: "x", desc(5): 0}"#, 1).document().unwrap();
+    let Document::Object(map) = &doc else { panic!("object") };
+    let encoded: Vec<Vec<u8>> = map.keys().map(encode_entry).collect();
+    let mut sorted = encoded.clone();
+    sorted.sort();
+    assert_eq!(encoded, sorted);
+    let _: &BTreeMap<KeyEntry, Document> = map;
+}
