@@ -1,0 +1,20 @@
+//! CQL on DocDB: each row is a document keyed by its primary key; each regular column a
+//! subdocument keyed by its column id; INSERT also writes the liveness column `sys(0)`.
+//!
+//! ```text
+//! INSERT  → sys(0) -> null (w0), then the columns in declaration order; a collection
+//!           written whole is an init marker then its elements (overwrite)
+//! UPDATE  → only the assigned columns, in statement order; `m = m + {..}` elements only
+//! DELETE  → one tombstone at the row (or at each named column); no read
+//! SELECT  → read the rows of one hash key at a hybrid time, in clustering order
+//! ```
+//! A row exists at R iff its liveness column or some regular column is visible at R: a row
+//! made by INSERT survives all its columns being nulled; a row made only by UPDATE does not.
+
+mod json;
+mod lexer;
+mod schema;
+mod statement;
+
+pub use schema::{Column, ColumnKind, CqlTable, CqlType};
+pub use statement::{execute, target_table};

@@ -1,0 +1,273 @@
+//! CQL table schemas: `CREATE TABLE` parsing, column ids and key layout.
+//!
+//! Hash columns form the hashed group of the document key, clustering columns the range
+//! group (ascending or descending); every other column is a subdocument keyed by its
+//! column id, assigned in declaration order from `col(10)`. The liveness column is `sys(0)`.
+
+use super::lexer::Cursor;
+use crate::encoding::SortOrder;
+use crate::error::Result;
+
+/// The first column id given to a non-key column.
+pub const FIRST_COLUMN_ID: i32 = 10;
+
+/// A CQL type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CqlType {
+    Text,
+    Int,
+    Bigint,
+    Double,
+    Boolean,
+    Timestamp,
+    Map(Box<CqlType>, Box<CqlType>),
+    Set(Box<CqlType>),
+    List(Box<CqlType>),
+    Jsonb,
+}
+
+impl CqlType {
+    /// Whether values of this type are stored as a subdocument.
+    pub fn is_nested(&self) -> bool {
+        matches!(self, CqlType::Map(..) | CqlType::Set(_) | CqlType::List(_) | CqlType::Jsonb)
+    }
+
+    fn parse(c: &mut Cursor<'_>) -> Result<CqlType> {
+        let name = c.ident()?;
+        let elem = |c: &mut Cursor<'_>| -> Result<Box<CqlType>> {
+            let t = CqlType::parse(c)?;
+            if t.is_nested() {
+                return Err(c.error("nested collections are not supported"));
+            }
+            Ok(Box::new(t))
+        };
+        Ok(match name.as_str() {
+            "text" | "varchar" => CqlType::Text,
+            "int" => CqlType::Int,
+            "bigint" => CqlType::Bigint,
+            "double" => CqlType::Double,
+            "boolean" => CqlType::Boolean,
+            "timestamp" => CqlType::Timestamp,
+            "jsonb" => CqlType::Jsonb,
+            "map" => {
+                c.expect("<")?;
+                let k = elem(c)?;
+                c.expect(",")?;
+                let v = elem(c)?;
+                c.expect(">")?;
+                CqlType::Map(k, v)
+            }
+            "set" | "list" => {
+                c.expect("<")?;
+                let e = elem(c)?;
+                c.expect(">")?;
+                if name == "set" {
+                    CqlType::Set(e)
+                } else {
+                    CqlType::List(e)
+                }
+            }
+            other => return Err(c.error(format!("unsupported type `{other}`"))),
+        })
+    }
+}
+
+/// The role of a column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ColumnKind {
+    /// Part of the partition (hash) key.
+    Hash,
+    /// A clustering (range) column and its order.
+    Range(SortOrder),
+    /// A regular column with its id.
+    Regular(i32),
+}
+
+/// One column.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Column {
+    /// Lower-case name.
+    pub name: String,
+    /// Type.
+    pub ty: CqlType,
+    /// Role.
+    pub kind: ColumnKind,
+}
+
+/// A table schema.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CqlTable {
+    /// Lower-case name.
+    pub name: String,
+    /// Columns in declaration order (the order of `SELECT *`).
+    pub columns: Vec<Column>,
+    /// Hash column names in key order.
+    pub hash_key: Vec<String>,
+    /// Clustering column names in key order.
+    pub range_key: Vec<String>,
+    /// `default_time_to_live`, in milliseconds.
+    pub default_ttl_ms: Option<u64>,
+}
+
+impl CqlTable {
+    /// Parse a `CREATE TABLE` statement.
+    pub fn parse(statement: &str) -> Result<CqlTable> {
+        let mut c = Cursor::new(statement)?;
+        c.expect_kw("create")?;
+        c.expect_kw("table")?;
+        let name = c.ident()?;
+        c.expect("(")?;
+        let mut decls: Vec<(String, CqlType)> = Vec::new();
+        let mut hash: Vec<String> = Vec::new();
+        let mut range: Vec<String> = Vec::new();
+        loop {
+            if c.eat_kw("primary") {
+                c.expect_kw("key")?;
+                parse_primary_key(&mut c, &mut hash, &mut range)?;
+            } else {
+                let col = c.ident()?;
+                let ty = CqlType::parse(&mut c)?;
+                if c.eat_kw("primary") {
+                    c.expect_kw("key")?;
+                    hash.push(col.clone());
+                }
+                if decls.iter().any(|(n, _)| *n == col) {
+                    return Err(c.error(format!("column {col} declared twice")));
+                }
+                decls.push((col, ty));
+            }
+            if !c.eat(",") {
+                break;
+            }
+        }
+        c.expect(")")?;
+        let (default_ttl_ms, desc) = parse_with(&mut c)?;
+        c.finish()?;
+        build(name, decls, hash, range, desc, default_ttl_ms, &c)
+    }
+
+    /// The column named `name`.
+    pub fn column(&self, name: &str) -> Option<&Column> {
+        self.columns.iter().find(|c| c.name == name)
+    }
+
+    /// The name of regular column `id`.
+    pub fn column_name(&self, id: i32) -> Option<&str> {
+        self.columns.iter().find(|c| c.kind == ColumnKind::Regular(id)).map(|c| c.name.as_str())
+    }
+
+    /// Hash columns in key order.
+    pub fn hash_columns(&self) -> impl Iterator<Item = &Column> {
+        self.hash_key.iter().map(|n| self.column(n).expect("key columns are declared"))
+    }
+
+    /// Clustering columns in key order.
+    pub fn range_columns(&self) -> impl Iterator<Item = &Column> {
+        self.range_key.iter().map(|n| self.column(n).expect("key columns are declared"))
+    }
+}
+
+fn parse_primary_key(
+    c: &mut Cursor<'_>,
+    hash: &mut Vec<String>,
+    range: &mut Vec<String>,
+) -> Result<()> {
+    if !hash.is_empty() {
+        return Err(c.error("primary key declared twice"));
+    }
+    c.expect("(")?;
+    if c.eat("(") {
+        loop {
+            hash.push(c.ident()?);
+            if !c.eat(",") {
+                break;
+            }
+        }
+        c.expect(")")?;
+    } else {
+        hash.push(c.ident()?);
+    }
+    while c.eat(",") {
+        range.push(c.ident()?);
+    }
+    c.expect(")")
+}
+
+type WithClause = (Option<u64>, Vec<String>);
+
+fn parse_with(c: &mut Cursor<'_>) -> Result<WithClause> {
+    let (mut ttl_ms, mut desc) = (None, Vec::new());
+    if !c.eat_kw("with") {
+        return Ok((ttl_ms, desc));
+    }
+    loop {
+        if c.eat_kw("default_time_to_live") {
+            c.expect("=")?;
+            let secs = c.unsigned()?;
+            ttl_ms = (secs > 0).then(|| secs.saturating_mul(1000));
+        } else if c.eat_kw("clustering") {
+            c.expect_kw("order")?;
+            c.expect_kw("by")?;
+            c.expect("(")?;
+            loop {
+                let col = c.ident()?;
+                if c.eat_kw("desc") {
+                    desc.push(col);
+                } else {
+                    c.eat_kw("asc");
+                }
+                if !c.eat(",") {
+                    break;
+                }
+            }
+            c.expect(")")?;
+        } else {
+            return Err(c.error(format!("unsupported table property {}", c.found())));
+        }
+        if !c.eat_kw("and") {
+            return Ok((ttl_ms, desc));
+        }
+    }
+}
+
+fn build(
+    name: String,
+    decls: Vec<(String, CqlType)>,
+    hash: Vec<String>,
+    range: Vec<String>,
+    desc: Vec<String>,
+    default_ttl_ms: Option<u64>,
+    c: &Cursor<'_>,
+) -> Result<CqlTable> {
+    if hash.is_empty() {
+        return Err(c.error("a table needs a PRIMARY KEY"));
+    }
+    for key in hash.iter().chain(&range).chain(&desc) {
+        let Some((_, ty)) = decls.iter().find(|(n, _)| n == key) else {
+            return Err(c.error(format!("key column {key} is not declared")));
+        };
+        if ty.is_nested() {
+            return Err(c.error(format!("key column {key} cannot be a collection")));
+        }
+    }
+    if let Some(d) = desc.iter().find(|d| !range.contains(d)) {
+        return Err(
+            c.error(format!("CLUSTERING ORDER names {d}, which is not a clustering column"))
+        );
+    }
+    let mut next_id = FIRST_COLUMN_ID;
+    let mut columns = Vec::new();
+    for (n, ty) in decls {
+        let kind = if hash.contains(&n) {
+            ColumnKind::Hash
+        } else if range.contains(&n) {
+            let desc = desc.contains(&n);
+            ColumnKind::Range(if desc { SortOrder::Descending } else { SortOrder::Ascending })
+        } else {
+            next_id += 1;
+            ColumnKind::Regular(next_id - 1)
+        };
+        columns.push(Column { name: n, ty, kind });
+    }
+    Ok(CqlTable { name, columns, hash_key: hash, range_key: range, default_ttl_ms })
+}

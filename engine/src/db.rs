@@ -1,0 +1,325 @@
+//! The RocksDB glue: options chosen for a DocDB, write batches without WAL, document scans,
+//! flush, and compaction through the GC adapter.
+//!
+//! Automatic compactions are off: the caller (the simulator, a script) flushes and
+//! compacts explicitly, and both run to completion before the call returns, so RocksDB's
+//! background threads never race the caller. The RocksDB WAL is off (the tablet's Raft
+//! log is the only log) and memtables are not flushed at close, so a crash loses them.
+
+use crate::document::Document;
+use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Value, ValueKind};
+use crate::error::{Error, Result};
+use crate::gc::{CompactionKind, GcFeed, GcParams, Verdict};
+use crate::hybrid_time::{DocHybridTime, HybridTime};
+use crate::reader::{level_ids, read_subdocument};
+use rocksdb::compaction_filter::{CompactionFilter, Decision};
+use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
+use rocksdb::{
+    BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompactionStyle,
+    FlushOptions, Options, ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
+};
+use std::ffi::CStr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// First byte of the engine's own metadata keys; sorts before every document key.
+const META_PREFIX: u8 = 0x01;
+/// Metadata key holding the highest history cutoff so far (8 bytes, big-endian raw HT).
+const HISTORY_CUTOFF_KEY: &[u8] = b"\x01history_cutoff";
+
+/// The block cache shared by every engine instance in the process (as a YB-TServer shares
+/// one across its tablets).
+fn shared_block_cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Cache::new_lru_cache(64 << 20))
+}
+
+/// A stored entry, decoded.
+pub type Entry = (SubDocKey, Value);
+
+/// A stored entry, decoded, with its raw key and value bytes.
+pub type RawEntry = (Entry, Vec<u8>, Vec<u8>);
+
+/// One DocDB instance on RocksDB.
+pub struct DocDb {
+    db: DB,
+    dir: PathBuf,
+    gc: Arc<Mutex<GcState>>,
+    history_cutoff_ht: HybridTime,
+}
+
+#[derive(Default)]
+struct GcState {
+    params: Option<GcParams>,
+    /// Keys the compaction filter could not decode (kept untouched, reported here).
+    corrupt: Vec<String>,
+}
+
+impl DocDb {
+    /// Open (or create) the instance in `dir`.
+    pub fn open(dir: &Path) -> Result<DocDb> {
+        let gc = Arc::new(Mutex::new(GcState::default()));
+        let db = DB::open(&options(gc.clone())?, dir)?;
+        let history_cutoff_ht = match db.get(HISTORY_CUTOFF_KEY)? {
+            None => HybridTime::MIN,
+            Some(raw) => HybridTime::from_raw(u64::from_be_bytes(
+                raw.try_into()
+                    .map_err(|_| Error::Storage("history cutoff record is not 8 bytes".into()))?,
+            )),
+        };
+        Ok(DocDb { db, dir: dir.to_owned(), gc, history_cutoff_ht })
+    }
+
+    /// The directory holding the instance.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL.
+    pub fn write(&self, entries: &[(DocPath, Value)], ht: HybridTime) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        for (write_id, (path, value)) in entries.iter().enumerate() {
+            let key = SubDocKey::new(path.clone(), DocHybridTime::new(ht, write_id as u32));
+            batch.put(key.encode(), value.encode());
+        }
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
+        self.db.write_opt(batch, &opts)?;
+        Ok(())
+    }
+
+    /// Refuse reads below the history cutoff.
+    pub fn check_read_time(&self, read_ht: HybridTime) -> Result<()> {
+        if read_ht < self.history_cutoff_ht {
+            return Err(Error::SnapshotTooOld { read_ht, cutoff_ht: self.history_cutoff_ht });
+        }
+        Ok(())
+    }
+
+    /// Every entry of `doc_key`'s document in key order, preceded by its colocated table
+    /// key's entries (the table tombstone is an ancestor of every document of the table).
+    pub fn scan_document(&self, doc_key: &DocKey) -> Result<Vec<Entry>> {
+        let mut entries = Vec::new();
+        if let Some(id) = doc_key.colocation_id {
+            if !doc_key.is_table_key() {
+                let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
+                self.scan_prefix(&table.encode(), &mut entries)?;
+            }
+        }
+        self.scan_prefix(&doc_key.encode(), &mut entries)?;
+        Ok(entries)
+    }
+
+    fn scan_prefix(&self, prefix: &[u8], out: &mut Vec<Entry>) -> Result<()> {
+        let mut opts = ReadOptions::default();
+        opts.set_prefix_same_as_start(true);
+        let mut it = self.db.raw_iterator_opt(opts);
+        it.seek(prefix);
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if !key.starts_with(prefix) {
+                break;
+            }
+            out.push(decode_entry(key, value)?);
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
+    /// Every entry whose key starts with `prefix` (which may span many documents).
+    pub fn scan_raw_prefix(&self, prefix: &[u8]) -> Result<Vec<Entry>> {
+        let mut opts = ReadOptions::default();
+        opts.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_opt(opts);
+        it.seek(prefix);
+        let mut out = Vec::new();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if !key.starts_with(prefix) {
+                break;
+            }
+            out.push(decode_entry(key, value)?);
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// The subdocument at `path` as of `read_ht`, with the table default TTL.
+    pub fn get(
+        &self,
+        path: &DocPath,
+        read_ht: HybridTime,
+        table_ttl_ms: Option<u64>,
+    ) -> Result<Option<Document>> {
+        self.check_read_time(read_ht)?;
+        let entries = self.scan_document(&path.doc_key)?;
+        Ok(read_subdocument(entries, path, read_ht, table_ttl_ms))
+    }
+
+    /// Every stored entry in key order (metadata excluded), decoded, with raw bytes.
+    pub fn dump(&self) -> Result<Vec<RawEntry>> {
+        let mut opts = ReadOptions::default();
+        opts.set_total_order_seek(true);
+        let mut it = self.db.raw_iterator_opt(opts);
+        it.seek_to_first();
+        let mut out = Vec::new();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if key.first() != Some(&META_PREFIX) {
+                out.push((decode_entry(key, value)?, key.to_vec(), value.to_vec()));
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(out)
+    }
+
+    /// Flush memtables to SST files and wait.
+    pub fn flush(&self) -> Result<()> {
+        let mut opts = FlushOptions::default();
+        opts.set_wait(true);
+        self.db.flush_opt(&opts)?;
+        Ok(())
+    }
+
+    /// Flush, then compact every file with history cutoff `cutoff_ht` (inclusive).
+    /// Afterwards reads below the highest cutoff so far are refused; the cutoff is stored
+    /// in the same instance, flushed with the compaction, and survives restarts.
+    pub fn compact(
+        &mut self,
+        cutoff_ht: HybridTime,
+        kind: CompactionKind,
+        table_ttl_ms: Option<u64>,
+    ) -> Result<()> {
+        let highest = self.history_cutoff_ht.max(cutoff_ht);
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
+        self.db.put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
+        self.flush()?;
+        self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
+        let mut copts = CompactOptions::default();
+        copts.set_exclusive_manual_compaction(true);
+        copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
+        let corrupt = {
+            let mut gc = self.gc_state();
+            gc.params = None;
+            std::mem::take(&mut gc.corrupt)
+        };
+        self.history_cutoff_ht = highest;
+        if let Some(first) = corrupt.first() {
+            return Err(Error::Storage(format!(
+                "compaction kept {} undecodable entries; first: {first}",
+                corrupt.len()
+            )));
+        }
+        Ok(())
+    }
+
+    /// The highest history cutoff so far.
+    pub fn history_cutoff(&self) -> HybridTime {
+        self.history_cutoff_ht
+    }
+
+    fn gc_state(&self) -> std::sync::MutexGuard<'_, GcState> {
+        self.gc.lock().expect("GC state lock poisoned")
+    }
+}
+
+fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry> {
+    let with_key = |error| Error::Corruption { error, key: Some(crate::encoding::hex(key)) };
+    let k = SubDocKey::decode(key).map_err(with_key)?;
+    let v = Value::decode(value).map_err(with_key)?;
+    Ok((k, v))
+}
+
+fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_disable_auto_compactions(true);
+    // DocDB's layout: universal compaction in one level, so a manual compaction always
+    // covers every file (the GC's "full compaction" premise).
+    opts.set_compaction_style(DBCompactionStyle::Universal);
+    opts.set_num_levels(1);
+    opts.set_max_subcompactions(1);
+    opts.set_max_background_jobs(2);
+    opts.set_prefix_extractor(SliceTransform::create(
+        "docdb_doc_key",
+        doc_key_prefix,
+        Some(is_doc_key),
+    ));
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(shared_block_cache());
+    table.set_cache_index_and_filter_blocks(true);
+    // Bloom filters over the document-key prefix: reads within one document skip files.
+    table.set_bloom_filter(10.0, false);
+    table.set_whole_key_filtering(false);
+    table.set_block_size(32 << 10);
+    opts.set_block_based_table_factory(&table);
+    opts.set_compaction_filter_factory(GcFilterFactory { gc });
+    // Not in the Rust API: a close (and so a crash) must not persist memtables, or replay
+    // after a crash would never be exercised.
+    Ok(opts.get_options_from_string("avoid_flush_during_shutdown=true")?)
+}
+
+fn doc_key_prefix(key: &[u8]) -> &[u8] {
+    &key[..doc_key_len(key).unwrap_or(key.len())]
+}
+
+fn is_doc_key(key: &[u8]) -> bool {
+    key.first() != Some(&META_PREFIX) && doc_key_len(key).is_some()
+}
+
+struct GcFilterFactory {
+    gc: Arc<Mutex<GcState>>,
+}
+
+impl CompactionFilterFactory for GcFilterFactory {
+    type Filter = GcFilter;
+
+    fn create(&mut self, _context: CompactionFilterContext) -> GcFilter {
+        let params = self.gc.lock().expect("GC state lock poisoned").params;
+        GcFilter { feed: params.map(GcFeed::new), gc: self.gc.clone() }
+    }
+
+    fn name(&self) -> &CStr {
+        c"docdb_gc_factory"
+    }
+}
+
+/// The RocksDB compaction filter: decodes each entry and asks the pure [`GcFeed`].
+struct GcFilter {
+    feed: Option<GcFeed>,
+    gc: Arc<Mutex<GcState>>,
+}
+
+/// The value a [`Verdict::Tombstone`] writes.
+const TOMBSTONE_VALUE: &[u8] = b"X";
+
+impl CompactionFilter for GcFilter {
+    fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
+        let Some(feed) = self.feed.as_mut() else { return Decision::Keep };
+        if key.first() == Some(&META_PREFIX) {
+            return Decision::Keep;
+        }
+        let (k, v) = match decode_entry(key, value) {
+            Ok(entry) => entry,
+            Err(e) => {
+                // Never drop what we cannot read; report it after the compaction.
+                self.gc.lock().expect("GC state lock poisoned").corrupt.push(e.to_string());
+                return Decision::Keep;
+            }
+        };
+        let ids = level_ids(&k.path);
+        let components: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
+        let tombstone = v.kind == ValueKind::Tombstone;
+        match feed.decide(&components, k.doc_ht, tombstone, v.ttl) {
+            Verdict::Keep => Decision::Keep,
+            Verdict::Drop => Decision::Remove,
+            Verdict::Tombstone => Decision::Change(TOMBSTONE_VALUE),
+        }
+    }
+
+    fn name(&self) -> &CStr {
+        c"docdb_gc"
+    }
+}

@@ -1,0 +1,133 @@
+//! Turning document writes into the entries of one write batch.
+//!
+//! With optional markers (CQL-like) writes are blind: no reads. With required markers
+//! (Redis-like) each entry first gets `{}` markers, at lower write ids, for every strict
+//! ancestor that does not exist (missing or deleted) as of the batch — counting entries
+//! earlier in the same batch — and a `del` of a path that does not exist writes nothing.
+
+use crate::db::{DocDb, Entry};
+use crate::document::Document;
+use crate::encoding::{DocPath, SubDocKey, Ttl, Value, ValueKind};
+use crate::error::{errinput, Result};
+use crate::hybrid_time::{DocHybridTime, HybridTime};
+use crate::reader::read_subdocument;
+use crate::script::{DocWrite, MarkerMode, WriteKind};
+use std::collections::BTreeMap;
+
+/// Build the entries of one batch at `ht`, in write-id order.
+pub fn build_entries(
+    db: &DocDb,
+    writes: &[DocWrite],
+    ht: HybridTime,
+    mode: MarkerMode,
+    table_ttl_ms: Option<u64>,
+) -> Result<Vec<(DocPath, Value)>> {
+    let mut batch = Pending { db, ht, table_ttl_ms, entries: Vec::new(), stored: BTreeMap::new() };
+    for write in writes {
+        let ttl = write.ttl_us.map_or(Ttl::Inherit, |us| Ttl::from_ms(us / 1000));
+        let items = expand(write, ttl);
+        match mode {
+            MarkerMode::Optional => batch.entries.extend(items),
+            MarkerMode::Required if write.kind == WriteKind::Del => {
+                if batch.probe(&write.path)?.is_some() {
+                    batch.entries.extend(items);
+                }
+            }
+            MarkerMode::Required => {
+                for (path, value) in items {
+                    batch.ensure_ancestors(&path)?;
+                    batch.entries.push((path, value));
+                }
+            }
+        }
+    }
+    Ok(batch.entries)
+}
+
+/// The entries one write stands for, before any required markers.
+pub fn expand(write: &DocWrite, ttl: Ttl) -> Vec<(DocPath, Value)> {
+    let value = |kind| Value { ttl, kind };
+    let mut out = Vec::new();
+    match &write.kind {
+        WriteKind::Set(Document::Primitive(p)) => {
+            out.push((write.path.clone(), value(ValueKind::Primitive(p.clone()))))
+        }
+        WriteKind::Set(Document::Object(map)) => {
+            out.push((write.path.clone(), value(ValueKind::Object)));
+            expand_children(&write.path, map, ttl, &mut out);
+        }
+        WriteKind::Extend(Document::Object(map)) => {
+            expand_children(&write.path, map, ttl, &mut out)
+        }
+        WriteKind::Extend(Document::Primitive(_)) => unreachable!("the parser requires an object"),
+        WriteKind::Obj => out.push((write.path.clone(), value(ValueKind::Object))),
+        WriteKind::Del => out.push((write.path.clone(), Value::tombstone())),
+    }
+    out
+}
+
+fn expand_children(
+    path: &DocPath,
+    map: &BTreeMap<crate::encoding::KeyEntry, Document>,
+    ttl: Ttl,
+    out: &mut Vec<(DocPath, Value)>,
+) {
+    for (key, doc) in map {
+        let child = path.child(key.clone());
+        match doc {
+            Document::Primitive(p) => {
+                out.push((child, Value { ttl, kind: ValueKind::Primitive(p.clone()) }))
+            }
+            Document::Object(inner) => {
+                out.push((child.clone(), Value { ttl, kind: ValueKind::Object }));
+                expand_children(&child, inner, ttl, out);
+            }
+        }
+    }
+}
+
+struct Pending<'a> {
+    db: &'a DocDb,
+    ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+    entries: Vec<(DocPath, Value)>,
+    /// Stored entries per encoded document key, scanned once per batch.
+    stored: BTreeMap<Vec<u8>, Vec<Entry>>,
+}
+
+impl Pending<'_> {
+    /// The subdocument at `path` as of the batch, counting entries already in it.
+    fn probe(&mut self, path: &DocPath) -> Result<Option<Document>> {
+        let doc = path.doc_key.encode();
+        if !self.stored.contains_key(&doc) {
+            let entries = self.db.scan_document(&path.doc_key)?;
+            self.stored.insert(doc.clone(), entries);
+        }
+        let mut merged = self.stored[&doc].clone();
+        for (write_id, (p, v)) in self.entries.iter().enumerate() {
+            if p.doc_key == path.doc_key {
+                let key = SubDocKey::new(p.clone(), DocHybridTime::new(self.ht, write_id as u32));
+                merged.push((key, v.clone()));
+            }
+        }
+        merged.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(read_subdocument(merged, path, self.ht, self.table_ttl_ms))
+    }
+
+    /// Write `{}` markers for the strict ancestors of `path` that do not exist.
+    fn ensure_ancestors(&mut self, path: &DocPath) -> Result<()> {
+        for depth in 0..path.subkeys.len() {
+            let ancestor = DocPath::new(path.doc_key.clone(), path.subkeys[..depth].to_vec());
+            match self.probe(&ancestor)? {
+                Some(Document::Object(_)) => {}
+                Some(Document::Primitive(p)) => {
+                    return errinput!(
+                        "cannot write {path}: {ancestor} holds the primitive {p}, not an object"
+                    );
+                }
+                None => self.entries.push((ancestor, Value::new(ValueKind::Object))),
+            }
+        }
+        Ok(())
+    }
+}

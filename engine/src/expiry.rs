@@ -1,0 +1,77 @@
+//! TTL rules, shared by the reader and compaction GC so that both agree exactly.
+//!
+//! An entry's *expiration* is the nearest explicit TTL on its chain: its own, else the one
+//! in effect at its parent (counted from the write time of the entry that carried it).
+//! `Ttl::Never` (0) stops the chain: never expires, overriding the table default. With no
+//! explicit TTL on the chain the table default applies, counted from the entry's own
+//! write time. An entry expires after `base + ttl`: at exactly `base + ttl` it is visible.
+
+use crate::encoding::Ttl;
+use crate::hybrid_time::HybridTime;
+
+/// The explicit TTL in effect: the write time of the entry that carried it, and the TTL.
+pub(crate) type Expiration = Option<(HybridTime, Ttl)>;
+
+/// The expiration of an entry written at `own_ht` with `own_ttl` under `parent`.
+pub(crate) fn child_expiration(parent: Expiration, own_ttl: Ttl, own_ht: HybridTime) -> Expiration {
+    match own_ttl {
+        Ttl::Inherit => parent,
+        explicit => Some((own_ht, explicit)),
+    }
+}
+
+/// The last hybrid time at which the entry is visible, or `None` if it never expires.
+pub(crate) fn expires_at(
+    exp: Expiration,
+    own_ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+) -> Option<HybridTime> {
+    let (base, ttl_ms) = match exp {
+        Some((_, Ttl::Never)) => return None,
+        Some((base, Ttl::Ms(ms))) => (base, ms),
+        Some((_, Ttl::Inherit)) => unreachable!("Inherit is never an explicit expiration"),
+        None => (own_ht, table_ttl_ms?),
+    };
+    Some(base.add_micros(ttl_ms.saturating_mul(1000)))
+}
+
+/// Whether an entry with this expiration is expired at `read_ht`.
+pub(crate) fn is_expired(
+    exp: Expiration,
+    own_ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+    read_ht: HybridTime,
+) -> bool {
+    expires_at(exp, own_ht, table_ttl_ms).is_some_and(|last| read_ht > last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(us: u64) -> HybridTime {
+        HybridTime::from_micros(us)
+    }
+
+    #[test]
+    fn boundary_is_inclusive() {
+        let exp = Some((t(1000), Ttl::Ms(2)));
+        assert!(!is_expired(exp, t(1000), None, t(3000)));
+        assert!(is_expired(exp, t(1000), None, HybridTime::new(3000, 1)));
+    }
+
+    #[test]
+    fn inheritance_and_overrides() {
+        let parent = child_expiration(None, Ttl::Ms(10), t(0));
+        // A child without TTL counts from the parent's write time.
+        let child = child_expiration(parent, Ttl::Inherit, t(5000));
+        assert_eq!(expires_at(child, t(5000), None), Some(t(10_000)));
+        // A child with its own TTL written later outlives the parent.
+        let own = child_expiration(parent, Ttl::Ms(20), t(5000));
+        assert_eq!(expires_at(own, t(5000), None), Some(t(25_000)));
+        // Never overrides the table default; the default counts from the entry itself.
+        assert_eq!(expires_at(Some((t(0), Ttl::Never)), t(0), Some(1)), None);
+        assert_eq!(expires_at(None, t(7000), Some(1)), Some(t(8000)));
+        assert_eq!(expires_at(None, t(7000), None), None);
+    }
+}

@@ -1,0 +1,154 @@
+//! Compaction GC: which entries a compaction with history cutoff H may drop or rewrite.
+//!
+//! A pure function of the entries in key order ([`GcFeed::decide`]); the RocksDB
+//! compaction filter (`db.rs`) is only an adapter around it. The invariant it must keep:
+//! **a compaction with cutoff H changes no read at R >= H.**
+//!
+//! The feed keeps one level per path component (colocated table, document, subkeys...),
+//! with the newest version at or below H seen at that level or above it (`overwrite`), and
+//! every version seen at the level (for TTL inheritance). For each entry:
+//!
+//! 1. older than `overwrite` → **drop**: a newer version of the path, or of an ancestor, at
+//!    or below H hides it from every read at R >= H;
+//! 2. above H → keep, except an entry *born expired* (it inherits a TTL that ran out before
+//!    its own write time: invisible at every R) becomes a tombstone, so it still hides what
+//!    is older once the ancestor that carried the TTL is gone;
+//! 3. at or below H (inclusive):
+//!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
+//!      in the same compaction); a minor compaction keeps it (older data may live outside);
+//!    - expired at H: full compaction **drops** it; minor **rewrites it as a tombstone**;
+//!    - otherwise keep.
+
+use crate::encoding::Ttl;
+use crate::expiry::{self, Expiration};
+use crate::hybrid_time::{DocHybridTime, HybridTime};
+
+/// Full or minor compaction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactionKind {
+    /// Every file of the tablet: nothing older exists elsewhere.
+    Full,
+    /// Must assume older data may exist outside the compaction.
+    Minor,
+}
+
+/// What one compaction knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GcParams {
+    /// History cutoff, inclusive.
+    pub cutoff_ht: HybridTime,
+    /// Full or minor.
+    pub kind: CompactionKind,
+    /// The table default TTL.
+    pub table_ttl_ms: Option<u64>,
+}
+
+/// The verdict for one entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// Keep unchanged.
+    Keep,
+    /// Drop.
+    Drop,
+    /// Replace the value by a tombstone (same key).
+    Tombstone,
+}
+
+/// One stored version, as GC sees it.
+#[derive(Clone, Copy, Debug)]
+struct Version {
+    dht: DocHybridTime,
+    ttl: Ttl,
+}
+
+struct Level {
+    component: Vec<u8>,
+    /// Newest version at or below the cutoff at this level or an ancestor.
+    overwrite: DocHybridTime,
+    /// Versions of this level's path, newest first.
+    versions: Vec<Version>,
+}
+
+/// The GC decision state for one compaction: feed it every entry in key order.
+pub struct GcFeed {
+    params: GcParams,
+    stack: Vec<Level>,
+}
+
+impl GcFeed {
+    /// A feed for one compaction.
+    pub fn new(params: GcParams) -> GcFeed {
+        GcFeed { params, stack: Vec::new() }
+    }
+
+    /// Decide one entry. `components` are the encoded path components (table, document,
+    /// subkeys); entries must arrive in key order.
+    pub fn decide(
+        &mut self,
+        components: &[&[u8]],
+        dht: DocHybridTime,
+        is_tombstone: bool,
+        ttl: Ttl,
+    ) -> Verdict {
+        assert!(!components.is_empty(), "an entry has at least a document component");
+        self.align(components);
+        let depth = components.len() - 1;
+        let exp = expiry::child_expiration(self.inherited(depth, dht), ttl, dht.ht);
+        let level = self.stack.last_mut().expect("aligned");
+        if let Some(newer) = level.versions.last() {
+            assert!(newer.dht > dht, "versions of one path arrive newest first");
+        }
+        level.versions.push(Version { dht, ttl });
+        if dht < level.overwrite {
+            return Verdict::Drop;
+        }
+        let params = self.params;
+        if dht.ht > params.cutoff_ht {
+            let born_expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, dht.ht);
+            return if born_expired && !is_tombstone { Verdict::Tombstone } else { Verdict::Keep };
+        }
+        level.overwrite = dht;
+        let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
+        match (params.kind, is_tombstone, expired) {
+            (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
+            (CompactionKind::Minor, true, _) => Verdict::Keep,
+            (CompactionKind::Minor, false, true) => Verdict::Tombstone,
+            (_, false, false) => Verdict::Keep,
+        }
+    }
+
+    /// Make the stack hold exactly the levels of `components`, reusing the shared prefix.
+    fn align(&mut self, components: &[&[u8]]) {
+        let shared = self
+            .stack
+            .iter()
+            .zip(components)
+            .take_while(|(level, c)| level.component == **c)
+            .count();
+        self.stack.truncate(shared);
+        while self.stack.len() < components.len() {
+            let overwrite = self.stack.last().map_or(DocHybridTime::MIN, |l| l.overwrite);
+            let component = components[self.stack.len()].to_vec();
+            self.stack.push(Level { component, overwrite, versions: Vec::new() });
+        }
+    }
+
+    /// The explicit TTL an entry at `depth` written at `dht` inherits: at each ancestor
+    /// level, the version in effect for any read that sees the entry is the newest one
+    /// older than it; it counts only if it is newer than the ancestors above it.
+    fn inherited(&self, depth: usize, dht: DocHybridTime) -> Expiration {
+        let mut newest_ancestor: Option<DocHybridTime> = None;
+        let mut exp = None;
+        for level in &self.stack[..depth] {
+            let Some(v) = level.versions.iter().find(|v| v.dht < dht) else { continue };
+            if newest_ancestor.is_none_or(|newest| v.dht > newest) {
+                newest_ancestor = Some(v.dht);
+                exp = expiry::child_expiration(exp, v.ttl, v.dht.ht);
+            }
+        }
+        exp
+    }
+}
+
+#[cfg(test)]
+mod tests;

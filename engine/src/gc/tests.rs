@@ -1,0 +1,105 @@
+//! Table tests of the pure GC decision: paths are `/`-separated component names, times are
+//! microseconds, and each row is fed in key order.
+
+use super::*;
+
+fn t(us: u64) -> DocHybridTime {
+    DocHybridTime::new(HybridTime::from_micros(us), 0)
+}
+
+/// Feed `(path, time_us, tombstone?, ttl_ms)` rows; return the verdicts.
+fn run(
+    kind: CompactionKind,
+    cutoff_us: u64,
+    rows: &[(&str, u64, bool, Option<u64>)],
+) -> Vec<Verdict> {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(cutoff_us), kind, table_ttl_ms: None };
+    let mut feed = GcFeed::new(params);
+    rows.iter()
+        .map(|(path, us, tombstone, ttl)| {
+            let comps: Vec<&[u8]> = path.split('/').map(str::as_bytes).collect();
+            let ttl = ttl.map_or(Ttl::Inherit, Ttl::from_ms);
+            feed.decide(&comps, t(*us), *tombstone, ttl)
+        })
+        .collect()
+}
+
+use CompactionKind::{Full, Minor};
+use Verdict::{Drop, Keep, Tombstone};
+
+#[test]
+fn overwritten_versions_at_or_below_cutoff_are_dropped() {
+    let rows = [("d/a", 3000, false, None), ("d/a", 2000, false, None), ("d/a", 1000, false, None)];
+    // Cutoff 2000 (inclusive): 2000 is the version in effect at H; 1000 is hidden for R >= H.
+    assert_eq!(run(Full, 2000, &rows), [Keep, Keep, Drop]);
+    // Cutoff 1999: 2000 is above it, so 1000 is still visible to reads at R in [1999, 2000).
+    assert_eq!(run(Full, 1999, &rows), [Keep, Keep, Keep]);
+}
+
+#[test]
+fn tombstones_full_versus_minor() {
+    let rows = [("d", 5000, true, None), ("d/a", 1000, false, None), ("d/b", 6000, false, None)];
+    assert_eq!(run(Full, 5000, &rows), [Drop, Drop, Keep]);
+    assert_eq!(run(Minor, 5000, &rows), [Keep, Drop, Keep]);
+    // Above the cutoff the tombstone and what it hides stay.
+    assert_eq!(run(Full, 4999, &rows), [Keep, Keep, Keep]);
+}
+
+#[test]
+fn expired_values_full_versus_minor() {
+    // A 2 ms TTL written at 1000 µs is visible up to 3000 µs inclusive.
+    let rows = [("d/k", 1000, false, Some(2))];
+    assert_eq!(run(Full, 3000, &rows), [Keep]);
+    assert_eq!(run(Full, 3001, &rows), [Drop]);
+    assert_eq!(run(Minor, 3001, &rows), [Tombstone]);
+}
+
+#[test]
+fn expired_newer_version_still_hides_older() {
+    let rows = [("d/k", 6000, false, Some(1)), ("d/k", 4000, false, None)];
+    assert_eq!(run(Full, 11_000, &rows), [Drop, Drop]);
+    assert_eq!(run(Minor, 11_000, &rows), [Tombstone, Drop]);
+}
+
+#[test]
+fn children_inherit_parent_ttl() {
+    // Parent marker with a 10 ms TTL at 0; a child without TTL at 5 ms expires with it,
+    // a child with its own 20 ms TTL outlives it.
+    let rows = [
+        ("d/m", 0, false, Some(10)),
+        ("d/m/a", 5000, false, None),
+        ("d/m/b", 5000, false, Some(20)),
+    ];
+    assert_eq!(run(Full, 12_000, &rows), [Drop, Drop, Keep]);
+}
+
+#[test]
+fn born_expired_child_above_cutoff_becomes_tombstone() {
+    // The parent expired at 1001 µs; a child written at 5000 without TTL inherits that
+    // expiration, so it is invisible at every read. Dropping the parent must not make it
+    // visible: it becomes a tombstone instead.
+    let rows = [("d/m", 1, false, Some(1)), ("d/m/a", 5000, false, None)];
+    assert_eq!(run(Full, 3000, &rows), [Drop, Tombstone]);
+}
+
+#[test]
+fn write_id_breaks_ties() {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10), kind: Full, table_ttl_ms: None };
+    let mut feed = GcFeed::new(params);
+    let ht = HybridTime::from_micros(5);
+    // Marker w0 and child w1 in one batch: the child is newer than the marker and stays.
+    assert_eq!(feed.decide(&[b"d"], DocHybridTime::new(ht, 0), false, Ttl::Inherit), Keep);
+    assert_eq!(feed.decide(&[b"d", b"a"], DocHybridTime::new(ht, 1), false, Ttl::Inherit), Keep);
+}
+
+#[test]
+fn table_ttl_counts_from_each_entry() {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(2500), kind: Full, table_ttl_ms: Some(1) };
+    let mut feed = GcFeed::new(params);
+    assert_eq!(feed.decide(&[b"d", b"a"], t(1000), false, Ttl::Inherit), Drop);
+    assert_eq!(feed.decide(&[b"d", b"b"], t(2000), false, Ttl::Inherit), Keep);
+    assert_eq!(feed.decide(&[b"d", b"c"], t(1000), false, Ttl::Never), Keep);
+}

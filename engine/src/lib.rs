@@ -1,0 +1,61 @@
+//! # docsim-engine: YugabyteDB's DocDB document layer on RocksDB
+//!
+//! DocDB stores *documents* — nested objects of primitive values — in a key-value store.
+//! Every leaf, every object and every deletion is its own RocksDB entry, keyed by the path
+//! from the document root and versioned by a hybrid time:
+//!
+//! ```text
+//!  doc(; "mydockey", 123456) @T2000            -> {}          init marker (object exists)
+//!  doc(; "mydockey", 123456)."a" @T2000w1      -> "value_a"   leaf, 2nd entry of the batch
+//!  doc(; "mydockey", 123456)."b" @T6000        -> DEL         tombstone: hides what is below
+//!  doc(; "mydockey", 123456)."b" @T3000        -> {}          older version of the same path
+//!  doc(; "mydockey", 123456)."b"."c" @T3000w1  -> "value_bc"  child: visible while its
+//!                                                             ancestors' newest versions
+//!                                                             are older than it
+//! ```
+//!
+//! **Keys** ([`encoding`]) are binary-comparable: a document key (optional colocation id,
+//! 16-bit hash and hashed components, range components), then subkeys, then `#` and the
+//! version encoded so that newer versions sort first. RocksDB's bytewise order is therefore
+//! the order a reader wants: for each path its versions newest first, and a parent before
+//! its children, so one forward scan reconstructs a document at any read time.
+//!
+//! **Versions** ([`HybridTime`], [`DocHybridTime`]) are hybrid times (physical microseconds
+//! and a 12-bit logical counter) plus the entry's write id inside its batch. The engine
+//! never reads a clock: hybrid times arrive as arguments, or from a [`HybridClock`] over an
+//! injected [`PhysicalClock`].
+//!
+//! **Values** carry an optional TTL control field (absent: inherit; `0`: never expires),
+//! then a primitive, an init marker `{}` or a tombstone `DEL`. A deletion is one tombstone,
+//! written without reading; a newer tombstone or marker at an ancestor hides every older
+//! descendant.
+//!
+//! **docscript** ([`notation`]) is the text form of all of the above, shared by golden
+//! tests, reproducers and traces; printing and parsing round-trip.
+
+pub mod cql;
+mod db;
+mod doc_write;
+mod document;
+pub mod encoding;
+mod error;
+mod expiry;
+pub mod gc;
+mod hybrid_time;
+pub mod notation;
+mod reader;
+pub mod redis;
+pub mod script;
+mod tablet;
+
+pub use db::{DocDb, Entry};
+pub use document::Document;
+pub use encoding::{
+    DocKey, DocPath, KeyEntry, Primitive, SortOrder, SubDocKey, Ttl, Value, ValueKind,
+};
+pub use error::{DecodeError, Error, Result};
+pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
+pub use tablet::Tablet;
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,227 @@
+//! Redis on DocDB: each key is the document `doc("k";)`. A string is a primitive at the
+//! document root; a hash or set is an object (an init marker at the root) whose subkeys are
+//! the fields or members (set members map to null). Redis writes always use required
+//! markers. A TTL (EX/PX/EXPIRE) is stored at the root and covers the whole document.
+
+use crate::doc_write::build_entries;
+use crate::document::Document;
+use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive};
+use crate::error::{errinput, Error, Result};
+use crate::hybrid_time::HybridTime;
+use crate::script::{DocWrite, MarkerMode, WriteKind};
+use crate::tablet::Tablet;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
+
+/// Run one Redis command at `ht`, appending the redis-cli style reply to `out`.
+pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut String) -> Result<()> {
+    let args = split_args(command)?;
+    let Some((name, args)) = args.split_first() else { return errinput!("empty Redis command") };
+    let name = name.to_ascii_uppercase();
+    let arity = |min: usize, pairs: bool| -> Result<()> {
+        if args.len() < min || (pairs && (args.len() - 1) % 2 != 0) {
+            return errinput!(
+                "ERR wrong number of arguments for '{}' command",
+                name.to_lowercase()
+            );
+        }
+        Ok(())
+    };
+    let reply = match name.as_str() {
+        "SET" => {
+            arity(2, false)?;
+            let ttl_us = parse_set_options(&args[2..])?;
+            let write = DocWrite { path: root(&args[0]), kind: set_value(&args[1]), ttl_us };
+            apply(tablet, ht, vec![write])?;
+            "OK".to_owned()
+        }
+        "GET" => {
+            arity(1, false)?;
+            match tablet.get(&root(&args[0]), ht)? {
+                None => "(nil)".into(),
+                Some(Document::Primitive(p)) => p.to_string(),
+                Some(Document::Object(_)) => return errinput!("{WRONGTYPE}"),
+            }
+        }
+        "DEL" => {
+            arity(1, false)?;
+            let mut writes = Vec::new();
+            for key in args {
+                if tablet.get(&root(key), ht)?.is_some() {
+                    writes.push(DocWrite { path: root(key), kind: WriteKind::Del, ttl_us: None });
+                }
+            }
+            let n = writes.len();
+            apply(tablet, ht, writes)?;
+            format!("(integer) {n}")
+        }
+        "EXPIRE" => {
+            arity(2, false)?;
+            expire(tablet, ht, &args[0], &args[1])?
+        }
+        "HSET" | "HMSET" => {
+            arity(3, true)?;
+            let fields: Vec<(&String, &String)> =
+                args[1..].chunks(2).map(|pair| (&pair[0], &pair[1])).collect();
+            let existing = object(tablet, &args[0], ht)?;
+            let added = fields.iter().filter(|(f, _)| !existing.contains_key(&member(f))).count();
+            let writes = fields
+                .iter()
+                .map(|(f, v)| DocWrite {
+                    path: field(&args[0], f),
+                    kind: set_value(v),
+                    ttl_us: None,
+                })
+                .collect();
+            apply(tablet, ht, writes)?;
+            if name == "HMSET" {
+                "OK".into()
+            } else {
+                format!("(integer) {added}")
+            }
+        }
+        "HGET" => {
+            arity(2, false)?;
+            match object(tablet, &args[0], ht)?.get(&member(&args[1])) {
+                Some(Document::Primitive(p)) => p.to_string(),
+                _ => "(nil)".into(),
+            }
+        }
+        "HDEL" | "SREM" => {
+            arity(2, false)?;
+            let existing = object(tablet, &args[0], ht)?;
+            let writes: Vec<DocWrite> = args[1..]
+                .iter()
+                .filter(|m| existing.contains_key(&member(m)))
+                .map(|m| DocWrite { path: field(&args[0], m), kind: WriteKind::Del, ttl_us: None })
+                .collect();
+            let n = writes.len();
+            apply(tablet, ht, writes)?;
+            format!("(integer) {n}")
+        }
+        "HGETALL" => {
+            arity(1, false)?;
+            let map = object(tablet, &args[0], ht)?;
+            array(map.iter().flat_map(|(k, v)| [k.value.to_string(), v.to_string()]))
+        }
+        "SADD" => {
+            arity(2, false)?;
+            let existing = object(tablet, &args[0], ht)?;
+            let mut fresh: Vec<&String> =
+                args[1..].iter().filter(|m| !existing.contains_key(&member(m))).collect();
+            fresh.dedup();
+            let writes = args[1..]
+                .iter()
+                .map(|m| DocWrite {
+                    path: field(&args[0], m),
+                    kind: WriteKind::Set(Document::Primitive(Primitive::Null)),
+                    ttl_us: None,
+                })
+                .collect();
+            apply(tablet, ht, writes)?;
+            format!("(integer) {}", fresh.len())
+        }
+        "SMEMBERS" => {
+            arity(1, false)?;
+            let map = object(tablet, &args[0], ht)?;
+            array(map.keys().map(|k| k.value.to_string()))
+        }
+        other => return errinput!("ERR unknown command '{}'", other.to_lowercase()),
+    };
+    writeln!(out, "{reply}").expect("write to String");
+    Ok(())
+}
+
+fn root(key: &str) -> DocPath {
+    let doc = DocKey::new(vec![KeyEntry::asc(Primitive::String(key.to_owned()))], vec![]);
+    DocPath::new(doc, vec![])
+}
+
+fn member(m: &str) -> KeyEntry {
+    KeyEntry::asc(Primitive::String(m.to_owned()))
+}
+
+fn field(key: &str, f: &str) -> DocPath {
+    root(key).child(member(f))
+}
+
+fn set_value(v: &str) -> WriteKind {
+    WriteKind::Set(Document::Primitive(Primitive::String(v.to_owned())))
+}
+
+fn apply(tablet: &mut Tablet, ht: HybridTime, writes: Vec<DocWrite>) -> Result<()> {
+    let entries =
+        build_entries(tablet.db(), &writes, ht, MarkerMode::Required, tablet.table_ttl_ms())?;
+    tablet.write(&entries, ht)
+}
+
+/// The fields or members of a hash or set key (empty if the key does not exist).
+fn object(tablet: &Tablet, key: &str, ht: HybridTime) -> Result<BTreeMap<KeyEntry, Document>> {
+    match tablet.get(&root(key), ht)? {
+        None => Ok(BTreeMap::new()),
+        Some(Document::Object(map)) => Ok(map),
+        Some(Document::Primitive(_)) => errinput!("{WRONGTYPE}"),
+    }
+}
+
+/// `EX s` / `PX ms` after `SET k v`: the TTL in microseconds.
+fn parse_set_options(options: &[String]) -> Result<Option<u64>> {
+    match options {
+        [] => Ok(None),
+        [unit, n] => {
+            let n: u64 = match n.parse() {
+                Ok(n) if n > 0 => n,
+                _ => return errinput!("ERR invalid expire time in 'set' command"),
+            };
+            match unit.to_ascii_uppercase().as_str() {
+                "EX" => Ok(Some(n.saturating_mul(1_000_000))),
+                "PX" => Ok(Some(n.saturating_mul(1_000))),
+                _ => errinput!("ERR syntax error"),
+            }
+        }
+        _ => errinput!("ERR syntax error"),
+    }
+}
+
+/// EXPIRE rewrites the key as of now with the TTL: the value (or the marker and every
+/// field) again, so the TTL counts from now and covers the whole document.
+fn expire(tablet: &mut Tablet, ht: HybridTime, key: &str, secs: &str) -> Result<String> {
+    let Ok(secs) = secs.parse::<u64>() else {
+        return errinput!("ERR value is not an integer or out of range");
+    };
+    let Some(doc) = tablet.get(&root(key), ht)? else { return Ok("(integer) 0".into()) };
+    let ttl_us = Some(secs.max(1).saturating_mul(1_000_000));
+    apply(tablet, ht, vec![DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us }])?;
+    Ok("(integer) 1".into())
+}
+
+fn array(items: impl Iterator<Item = String>) -> String {
+    let lines: Vec<String> = items.enumerate().map(|(i, s)| format!("{}) {s}", i + 1)).collect();
+    if lines.is_empty() {
+        "(empty array)".into()
+    } else {
+        lines.join("\n")
+    }
+}
+
+/// Split a command line into arguments; `"double quoted"` arguments may hold spaces and
+/// JSON-style escapes.
+fn split_args(command: &str) -> Result<Vec<String>> {
+    let mut args = Vec::new();
+    let mut rest = command.trim_start();
+    while !rest.is_empty() {
+        if rest.starts_with('"') {
+            let mut p = crate::notation::Parser::new(rest, 1);
+            args.push(p.string().map_err(|e| Error::InvalidInput(format!("Redis: {e}")))?);
+            rest = &rest[p.pos()..];
+        } else {
+            let len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+            args.push(rest[..len].to_owned());
+            rest = &rest[len..];
+        }
+        rest = rest.trim_start();
+    }
+    Ok(args)
+}

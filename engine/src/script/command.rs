@@ -1,0 +1,290 @@
+//! docscript commands: one per line, parsed with line/column errors and printed back as
+//! the same text (reproducers and traces are docscript).
+
+use crate::document::Document;
+use crate::encoding::DocPath;
+use crate::hybrid_time::HybridTime;
+use crate::notation::{format_duration_us, PResult, Parser};
+use std::fmt;
+
+/// Init-marker behaviour of document writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MarkerMode {
+    /// Blind writes, no markers, no reads (CQL-like).
+    #[default]
+    Optional,
+    /// Markers for missing ancestors; deleting a missing path writes nothing (Redis-like).
+    Required,
+}
+
+/// What one document write does at its path.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteKind {
+    /// `set <path> = <document>` (an object literal overwrites: marker first).
+    Set(Document),
+    /// `extend <path> = {...}`: the entries without a marker at the path itself.
+    Extend(Document),
+    /// `obj <path>`: an init marker.
+    Obj,
+    /// `del <path>`: a tombstone.
+    Del,
+}
+
+/// One document write (a command of its own, or one item of a `batch`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocWrite {
+    /// Where.
+    pub path: DocPath,
+    /// What.
+    pub kind: WriteKind,
+    /// `ttl=<dur>` in microseconds (a whole number of milliseconds; 0 = never expires).
+    pub ttl_us: Option<u64>,
+}
+
+/// Which `dump`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DumpStyle {
+    /// Column ids as `col(N)`.
+    Plain,
+    /// Declared column names.
+    Names,
+    /// With the hex of each key and value.
+    Raw,
+}
+
+/// One docscript command.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Command {
+    /// `markers optional|required`.
+    Markers(MarkerMode),
+    /// A document write (`set`, `extend`, `obj`, `del`) at one hybrid time.
+    Write { write: DocWrite, ht: HybridTime },
+    /// `batch @T { ...; ... }`: one write batch.
+    Batch { ht: HybridTime, writes: Vec<DocWrite> },
+    /// `default_ttl <dur>` (microseconds) or `default_ttl none`.
+    DefaultTtl(Option<u64>),
+    /// `get <path> @T`.
+    Get { path: DocPath, ht: HybridTime },
+    /// `dump`, `dump names`, `dump raw`.
+    Dump(DumpStyle),
+    /// `flush`.
+    Flush,
+    /// `compact [minor] cutoff=T`.
+    Compact { cutoff: HybridTime, minor: bool },
+    /// `crash`.
+    Crash,
+    /// `restart`.
+    Restart,
+    /// `table <CREATE TABLE ...>`.
+    Table(String),
+    /// `cql @T <statement>`.
+    Cql { ht: HybridTime, statement: String },
+    /// `redis @T <command>`.
+    Redis { ht: HybridTime, command: String },
+}
+
+/// The line without its `#` comment (a `#` inside a quoted string is text).
+pub fn strip_comment(line: &str) -> &str {
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match quote {
+            Some(_) if escaped => escaped = false,
+            Some(q) if c == '\\' && q == '"' => escaped = true,
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if c == '#' => return &line[..i],
+            None => {}
+        }
+    }
+    line
+}
+
+/// Parse one line (comment already stripped); `None` for a blank line.
+pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
+    let mut p = Parser::new(text, line);
+    if p.at_end() {
+        return Ok(None);
+    }
+    let start = p.pos();
+    let Some(word) = p.word() else {
+        return Err(p.error(format!("expected a command, found {}", p.found())));
+    };
+    let command = match word {
+        "markers" => Command::Markers(match p.word() {
+            Some("optional") => MarkerMode::Optional,
+            Some("required") => MarkerMode::Required,
+            _ => return Err(p.error("expected `optional` or `required`")),
+        }),
+        "set" | "extend" | "obj" | "del" => {
+            let write = parse_write(&mut p, word, true)?;
+            p.expect("@")?;
+            let ht = p.hybrid_time()?;
+            let write = parse_ttl(&mut p, write)?;
+            Command::Write { write, ht }
+        }
+        "batch" => parse_batch(&mut p)?,
+        "default_ttl" => {
+            Command::DefaultTtl(if p.eat_word("none") { None } else { Some(p.duration_us()?) })
+        }
+        "get" => {
+            let path = p.path()?;
+            p.expect("@")?;
+            Command::Get { path, ht: p.hybrid_time()? }
+        }
+        "dump" => Command::Dump(match p.word() {
+            None => DumpStyle::Plain,
+            Some("names") => DumpStyle::Names,
+            Some("raw") => DumpStyle::Raw,
+            Some(other) => return Err(p.error(format!("unknown dump style `{other}`"))),
+        }),
+        "flush" => Command::Flush,
+        "compact" => {
+            let minor = p.eat_word("minor");
+            if !p.eat_word("cutoff") {
+                return Err(p.error(format!("expected `cutoff=`, found {}", p.found())));
+            }
+            p.expect("=")?;
+            Command::Compact { cutoff: p.hybrid_time()?, minor }
+        }
+        "crash" => Command::Crash,
+        "restart" => Command::Restart,
+        "table" => {
+            let rest = p.rest().trim().to_owned();
+            p.skip_to_end();
+            Command::Table(rest)
+        }
+        "cql" | "redis" => {
+            p.expect("@")?;
+            let ht = p.hybrid_time()?;
+            let rest = p.rest().trim().to_owned();
+            if rest.is_empty() {
+                return Err(p.error(format!("expected a {word} statement")));
+            }
+            p.skip_to_end();
+            if word == "cql" {
+                Command::Cql { ht, statement: rest }
+            } else {
+                Command::Redis { ht, command: rest }
+            }
+        }
+        other => return Err(p.error_at(start, format!("unknown command `{other}`"))),
+    };
+    p.finish()?;
+    Ok(Some(command))
+}
+
+fn parse_write(p: &mut Parser<'_>, word: &str, _top: bool) -> PResult<DocWrite> {
+    let path = p.path()?;
+    let kind = match word {
+        "set" | "extend" => {
+            p.expect("=")?;
+            let at = p.pos();
+            let doc = p.document()?;
+            if word == "set" {
+                WriteKind::Set(doc)
+            } else if matches!(doc, Document::Object(_)) {
+                WriteKind::Extend(doc)
+            } else {
+                return Err(p.error_at(at, "extend needs an object literal `{...}`"));
+            }
+        }
+        "obj" => WriteKind::Obj,
+        _ => WriteKind::Del,
+    };
+    Ok(DocWrite { path, kind, ttl_us: None })
+}
+
+fn parse_ttl(p: &mut Parser<'_>, mut write: DocWrite) -> PResult<DocWrite> {
+    if p.eat_word("ttl") {
+        let at = p.pos();
+        p.expect("=")?;
+        let ttl_us = p.duration_us()?;
+        if ttl_us % 1000 != 0 {
+            return Err(p.error_at(at, "a TTL is stored in whole milliseconds"));
+        }
+        if write.kind == WriteKind::Del {
+            return Err(p.error_at(at, "a tombstone carries no TTL"));
+        }
+        write.ttl_us = Some(ttl_us);
+    }
+    Ok(write)
+}
+
+fn parse_batch(p: &mut Parser<'_>) -> PResult<Command> {
+    p.expect("@")?;
+    let ht = p.hybrid_time()?;
+    p.expect("{")?;
+    let mut writes = Vec::new();
+    while !p.eat("}") {
+        let at = p.pos();
+        let word = p.word().unwrap_or_default();
+        if !matches!(word, "set" | "extend" | "obj" | "del") {
+            return Err(p.error_at(at, "expected set, extend, obj or del inside a batch"));
+        }
+        let write = parse_write(p, word, false)?;
+        writes.push(parse_ttl(p, write)?);
+        if !p.eat(";") {
+            p.expect("}")?;
+            break;
+        }
+    }
+    Ok(Command::Batch { ht, writes })
+}
+
+impl fmt::Display for DocWrite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            WriteKind::Set(doc) => write!(f, "set {} = {doc}", self.path),
+            WriteKind::Extend(doc) => write!(f, "extend {} = {doc}", self.path),
+            WriteKind::Obj => write!(f, "obj {}", self.path),
+            WriteKind::Del => write!(f, "del {}", self.path),
+        }
+    }
+}
+
+fn write_ttl(f: &mut fmt::Formatter<'_>, ttl_us: Option<u64>) -> fmt::Result {
+    match ttl_us {
+        Some(us) => write!(f, " ttl={}", format_duration_us(us)),
+        None => Ok(()),
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Command::Markers(MarkerMode::Optional) => f.write_str("markers optional"),
+            Command::Markers(MarkerMode::Required) => f.write_str("markers required"),
+            Command::Write { write, ht } => {
+                write!(f, "{write} @{ht}")?;
+                write_ttl(f, write.ttl_us)
+            }
+            Command::Batch { ht, writes } => {
+                write!(f, "batch @{ht} {{ ")?;
+                for (i, w) in writes.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str("; ")?;
+                    }
+                    write!(f, "{w}")?;
+                    write_ttl(f, w.ttl_us)?;
+                }
+                f.write_str(" }")
+            }
+            Command::DefaultTtl(None) => f.write_str("default_ttl none"),
+            Command::DefaultTtl(Some(us)) => write!(f, "default_ttl {}", format_duration_us(*us)),
+            Command::Get { path, ht } => write!(f, "get {path} @{ht}"),
+            Command::Dump(DumpStyle::Plain) => f.write_str("dump"),
+            Command::Dump(DumpStyle::Names) => f.write_str("dump names"),
+            Command::Dump(DumpStyle::Raw) => f.write_str("dump raw"),
+            Command::Flush => f.write_str("flush"),
+            Command::Compact { cutoff, minor: false } => write!(f, "compact cutoff={cutoff}"),
+            Command::Compact { cutoff, minor: true } => write!(f, "compact minor cutoff={cutoff}"),
+            Command::Crash => f.write_str("crash"),
+            Command::Restart => f.write_str("restart"),
+            Command::Table(stmt) => write!(f, "table {stmt}"),
+            Command::Cql { ht, statement } => write!(f, "cql @{ht} {statement}"),
+            Command::Redis { ht, command } => write!(f, "redis @{ht} {command}"),
+        }
+    }
+}

@@ -1,0 +1,77 @@
+//! A tablet: one DocDB instance and its table properties. Every write is one batch at one
+//! hybrid time; apply asserts that hybrid time never goes backwards... except where tests
+//! deliberately build file layouts (docscript allows any write time).
+
+use crate::db::{DocDb, Entry, RawEntry};
+use crate::document::Document;
+use crate::encoding::{DocPath, Value};
+use crate::error::Result;
+use crate::gc::CompactionKind;
+use crate::hybrid_time::HybridTime;
+use std::path::Path;
+
+/// One tablet.
+pub struct Tablet {
+    db: DocDb,
+    table_ttl_ms: Option<u64>,
+}
+
+impl Tablet {
+    /// Open (or create) the tablet stored in `dir`.
+    pub fn open(dir: &Path) -> Result<Tablet> {
+        Ok(Tablet { db: DocDb::open(dir)?, table_ttl_ms: None })
+    }
+
+    /// The storage, for building write batches that need reads.
+    pub fn db(&self) -> &DocDb {
+        &self.db
+    }
+
+    /// Apply one write batch at `ht` (write ids in order). An empty batch writes nothing.
+    pub fn write(&mut self, entries: &[(DocPath, Value)], ht: HybridTime) -> Result<()> {
+        if entries.is_empty() {
+            return Ok(());
+        }
+        self.db.write(entries, ht)
+    }
+
+    /// The subdocument at `path` as of `read_ht`.
+    pub fn get(&self, path: &DocPath, read_ht: HybridTime) -> Result<Option<Document>> {
+        self.db.get(path, read_ht, self.table_ttl_ms)
+    }
+
+    /// Every stored entry of one document (and its table key) in key order.
+    pub fn scan_document(&self, path: &DocPath) -> Result<Vec<Entry>> {
+        self.db.scan_document(&path.doc_key)
+    }
+
+    /// The table default TTL in milliseconds.
+    pub fn table_ttl_ms(&self) -> Option<u64> {
+        self.table_ttl_ms
+    }
+
+    /// Set the table default TTL.
+    pub fn set_table_ttl_ms(&mut self, ttl_ms: Option<u64>) {
+        self.table_ttl_ms = ttl_ms;
+    }
+
+    /// Flush memtables.
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()
+    }
+
+    /// Flush, then compact everything with history cutoff `cutoff_ht`.
+    pub fn compact(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
+        self.db.compact(cutoff_ht, kind, self.table_ttl_ms)
+    }
+
+    /// Every stored entry with its raw key and value bytes.
+    pub fn dump(&self) -> Result<Vec<RawEntry>> {
+        self.db.dump()
+    }
+
+    /// The highest history cutoff so far.
+    pub fn history_cutoff(&self) -> HybridTime {
+        self.db.history_cutoff()
+    }
+}

@@ -1,0 +1,58 @@
+//! # docsim: the simulator and its command line
+//!
+//! `docsim` drives the DocDB engine (`docsim-engine`) from the outside. Today it runs
+//! docscript files (`docsim script FILE`): golden tests, reproducers and bug reports.
+//! Every script runs against real RocksDB tablets in a scratch directory of its own, so a
+//! script's output depends on nothing but the script.
+
+use std::io::Write;
+use std::path::Path;
+
+/// Run a docscript text, printing its output to standard output. Tablets live in
+/// `data_dir`, or in a fresh scratch directory removed afterwards. Returns whether the
+/// script ran without any error.
+pub fn run_script_file(text: &str, data_dir: Option<&Path>) -> std::io::Result<bool> {
+    let scratch;
+    let dir = match data_dir {
+        Some(dir) => dir,
+        None => {
+            scratch = ScratchDir::new()?;
+            scratch.path()
+        }
+    };
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    let outcome = docsim_engine::script::run_script(text, dir, &mut out)?;
+    out.flush()?;
+    Ok(outcome.ok())
+}
+
+/// A scratch directory under the system temp dir, removed on drop. Its name comes from the
+/// process id and a counter: nothing random.
+pub struct ScratchDir(std::path::PathBuf);
+
+impl ScratchDir {
+    /// Create a fresh scratch directory.
+    pub fn new() -> std::io::Result<ScratchDir> {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let path = std::env::temp_dir().join(format!("docsim-{}-{n}", std::process::id()));
+        if path.exists() {
+            std::fs::remove_dir_all(&path)?;
+        }
+        std::fs::create_dir_all(&path)?;
+        Ok(ScratchDir(path))
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
