@@ -8,7 +8,7 @@
 //! with the newest version at or below H seen at that level or above it (`overwrite`), and
 //! every version seen at the level (for TTL inheritance). For each entry:
 //!
-//! 1. older than `overwrite` → **drop**: a newer version of the path, or of an ancestor, at
+//! 1. not newer than `overwrite` → **drop**: a newer version of the path, or of an ancestor, at
 //!    or below H hides it from every read at R >= H;
 //! 2. above H → keep, except an entry *born expired* (it inherits a TTL that ran out before
 //!    its own write time: invisible at every R) becomes a tombstone, so it still hides what
@@ -63,8 +63,8 @@ struct Version {
 
 struct Level {
     component: Vec<u8>,
-    /// Newest version at or below the cutoff at this level or an ancestor.
-    overwrite: DocHybridTime,
+    /// Newest version at or below the cutoff at this level or an ancestor (`None`: none).
+    overwrite: Option<DocHybridTime>,
     /// Versions of this level's path, newest first.
     versions: Vec<Version>,
 }
@@ -99,7 +99,9 @@ impl GcFeed {
             assert!(newer.dht > dht, "versions of one path arrive newest first");
         }
         level.versions.push(Version { dht, ttl });
-        if dht < level.overwrite {
+        // Equal to an ancestor's version (two batches at one hybrid time) also hides it:
+        // a child must be strictly newer, as the reader requires.
+        if level.overwrite.is_some_and(|overwrite| dht <= overwrite) {
             return Verdict::Drop;
         }
         let params = self.params;
@@ -107,7 +109,7 @@ impl GcFeed {
             let born_expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, dht.ht);
             return if born_expired && !is_tombstone { Verdict::Tombstone } else { Verdict::Keep };
         }
-        level.overwrite = dht;
+        level.overwrite = Some(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
         match (params.kind, is_tombstone, expired) {
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
@@ -127,7 +129,7 @@ impl GcFeed {
             .count();
         self.stack.truncate(shared);
         while self.stack.len() < components.len() {
-            let overwrite = self.stack.last().map_or(DocHybridTime::MIN, |l| l.overwrite);
+            let overwrite = self.stack.last().and_then(|l| l.overwrite);
             let component = components[self.stack.len()].to_vec();
             self.stack.push(Level { component, overwrite, versions: Vec::new() });
         }

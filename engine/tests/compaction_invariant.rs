@@ -1,0 +1,156 @@
+//! The compaction invariant, on real RocksDB: a compaction with history cutoff H changes no
+//! read at R >= H. Random operation sequences (sets, object literals, markers, tombstones,
+//! TTLs, flushes in between) are read at several times at or above H before and after a
+//! full or minor compaction; every read must be identical.
+
+use docsim_engine::script::{Command, DocWrite, Runner, WriteKind};
+use docsim_engine::{DocKey, DocPath, Document, HybridTime, KeyEntry, Primitive};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+
+fn path(doc: u8, subkeys: &[u8]) -> DocPath {
+    let key = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String(format!("d{doc}")))]);
+    let subkeys =
+        subkeys.iter().map(|s| KeyEntry::asc(Primitive::String(format!("k{s}")))).collect();
+    DocPath::new(key, subkeys)
+}
+
+fn leaf() -> impl Strategy<Value = Document> {
+    prop_oneof![
+        (0i64..5).prop_map(|v| Document::Primitive(Primitive::Int64(v))),
+        Just(Document::Primitive(Primitive::Null)),
+        (0u8..3, 0i64..5).prop_map(|(k, v)| {
+            let mut map = BTreeMap::new();
+            map.insert(
+                KeyEntry::asc(Primitive::String(format!("k{k}"))),
+                Document::Primitive(Primitive::Int64(v)),
+            );
+            Document::Object(map)
+        }),
+    ]
+}
+
+fn write() -> impl Strategy<Value = DocWrite> {
+    let kind = prop_oneof![
+        4 => leaf().prop_map(WriteKind::Set),
+        1 => Just(WriteKind::Obj),
+        2 => Just(WriteKind::Del),
+    ];
+    let ttl = prop_oneof![4 => Just(None), 1 => Just(Some(0)), 2 => (1u64..6).prop_map(|ms| Some(ms * 1000))];
+    (0u8..2, prop::collection::vec(0u8..3, 0..3), kind, ttl).prop_map(
+        |(doc, subs, kind, ttl_us)| {
+            let ttl_us = if kind == WriteKind::Del { None } else { ttl_us };
+            DocWrite { path: path(doc, &subs), kind, ttl_us }
+        },
+    )
+}
+
+#[derive(Debug, Clone)]
+enum Step {
+    Write(DocWrite, u64),
+    Flush,
+}
+
+fn steps() -> impl Strategy<Value = Vec<Step>> {
+    let step = prop_oneof![
+        8 => (write(), 1u64..20).prop_map(|(w, ms)| Step::Write(w, ms * 1000)),
+        1 => Just(Step::Flush),
+    ];
+    prop::collection::vec(step, 1..40)
+}
+
+fn reads(runner: &mut Runner, times: &[u64]) -> Vec<String> {
+    let mut out = Vec::new();
+    for &t in times {
+        for doc in 0..2 {
+            for subs in [&[][..], &[0], &[1], &[0, 1], &[2, 2]] {
+                let get = Command::Get { path: path(doc, subs), ht: HybridTime::from_micros(t) };
+                let mut line = String::new();
+                if let Err(e) = runner.execute(&get, &mut line) {
+                    line = format!("error: {e}");
+                }
+                out.push(line);
+            }
+        }
+    }
+    out
+}
+
+fn check(
+    steps: Vec<Step>,
+    cutoff_ms: u64,
+    minor: bool,
+    table_ttl_ms: Option<u64>,
+) -> Result<(), TestCaseError> {
+    static CASE: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let case = CASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("docsim-invariant-{}-{case}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut runner = Runner::new(&dir);
+    let mut ignored = String::new();
+    runner.execute(&Command::DefaultTtl(table_ttl_ms.map(|ms| ms * 1000)), &mut ignored).unwrap();
+    for step in &steps {
+        let command = match step {
+            Step::Write(w, us) => {
+                Command::Write { write: w.clone(), ht: HybridTime::from_micros(*us) }
+            }
+            Step::Flush => Command::Flush,
+        };
+        runner.execute(&command, &mut ignored).unwrap();
+    }
+    let cutoff_us = cutoff_ms * 1000;
+    let times = [cutoff_us, cutoff_us + 1, cutoff_us + 999, cutoff_us + 2500, 25_000, 40_000];
+    let times: Vec<u64> = times.into_iter().filter(|t| *t >= cutoff_us).collect();
+    let before = reads(&mut runner, &times);
+    let compact = Command::Compact { cutoff: HybridTime::from_micros(cutoff_us), minor };
+    runner.execute(&compact, &mut ignored).unwrap();
+    let after = reads(&mut runner, &times);
+    drop(runner);
+    let _ = std::fs::remove_dir_all(&dir);
+    let script: Vec<String> = steps
+        .iter()
+        .map(|step| match step {
+            Step::Write(w, us) => {
+                Command::Write { write: w.clone(), ht: HybridTime::from_micros(*us) }.to_string()
+            }
+            Step::Flush => "flush".into(),
+        })
+        .collect();
+    let diff: Vec<String> = before
+        .iter()
+        .zip(&after)
+        .filter(|(b, a)| b != a)
+        .map(|(b, a)| format!("before: {b}after:  {a}"))
+        .collect();
+    prop_assert!(
+        diff.is_empty(),
+        "default_ttl {:?} ms, compact {} cutoff=T{}\n{}\n{}",
+        table_ttl_ms,
+        if minor { "minor" } else { "full" },
+        cutoff_us,
+        script.join("\n"),
+        diff.join("")
+    );
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+
+    #[test]
+    fn full_compaction_changes_no_read_at_or_above_cutoff(steps in steps(), cutoff_ms in 0u64..22) {
+        check(steps, cutoff_ms, false, None)?;
+    }
+
+    #[test]
+    fn minor_compaction_changes_no_read_at_or_above_cutoff(steps in steps(), cutoff_ms in 0u64..22) {
+        check(steps, cutoff_ms, true, None)?;
+    }
+
+    #[test]
+    fn compaction_with_table_ttl_changes_no_read_at_or_above_cutoff(
+        steps in steps(), cutoff_ms in 0u64..22, table_ttl_ms in 1u64..8, minor: bool,
+    ) {
+        check(steps, cutoff_ms, minor, Some(table_ttl_ms))?;
+    }
+}
