@@ -10,8 +10,9 @@ use crate::document::Document;
 use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Value, ValueKind};
 use crate::error::{Error, Result};
 use crate::gc::{CompactionKind, GcFeed, GcParams, Verdict};
-use crate::hybrid_time::{DocHybridTime, HybridTime};
-use crate::reader::{level_ids, read_subdocument};
+use crate::hybrid_time::HybridTime;
+use crate::reader::{read_subdocument, DocEntry};
+use crate::write_batch::DocWriteBatch;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
 use rocksdb::{
@@ -76,11 +77,16 @@ impl DocDb {
     }
 
     /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL.
-    pub fn write(&self, entries: &[(DocPath, Value)], ht: HybridTime) -> Result<()> {
+    pub fn write(&self, entries: &DocWriteBatch, ht: HybridTime) -> Result<()> {
         let mut batch = WriteBatch::default();
+        let times = crate::encoding::BatchTimeEncoder::new(ht);
+        let mut key = Vec::with_capacity(64);
         for (write_id, (path, value)) in entries.iter().enumerate() {
-            let key = SubDocKey::new(path.clone(), DocHybridTime::new(ht, write_id as u32));
-            batch.put(key.encode(), value.encode());
+            key.clear();
+            key.extend_from_slice(path);
+            key.push(crate::encoding::tag::HYBRID_TIME);
+            times.encode(write_id as u32, &mut key);
+            batch.put(&key, value);
         }
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
@@ -98,46 +104,55 @@ impl DocDb {
 
     /// Every entry of `doc_key`'s document in key order, preceded by its colocated table
     /// key's entries (the table tombstone is an ancestor of every document of the table).
-    pub fn scan_document(&self, doc_key: &DocKey) -> Result<Vec<Entry>> {
+    pub fn scan_document(&self, doc_key: &DocKey) -> Result<Vec<DocEntry>> {
         let mut entries = Vec::new();
         if let Some(id) = doc_key.colocation_id {
             if !doc_key.is_table_key() {
                 let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
-                self.scan_prefix(&table.encode(), &mut entries)?;
+                self.scan_doc_prefix(&table.encode(), true, &mut entries)?;
             }
         }
-        self.scan_prefix(&doc_key.encode(), &mut entries)?;
+        self.scan_doc_prefix(&doc_key.encode(), doc_key.is_table_key(), &mut entries)?;
         Ok(entries)
     }
 
-    fn scan_prefix(&self, prefix: &[u8], out: &mut Vec<Entry>) -> Result<()> {
+    fn scan_doc_prefix(&self, doc: &[u8], table_key: bool, out: &mut Vec<DocEntry>) -> Result<()> {
         let mut opts = ReadOptions::default();
         opts.set_prefix_same_as_start(true);
         let mut it = self.db.raw_iterator_opt(opts);
-        it.seek(prefix);
+        it.seek(doc);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            if !key.starts_with(prefix) {
+            if !key.starts_with(doc) {
                 break;
             }
-            out.push(decode_entry(key, value)?);
+            out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             it.next();
         }
         it.status()?;
         Ok(())
     }
 
-    /// Every entry whose key starts with `prefix` (which may span many documents).
-    pub fn scan_raw_prefix(&self, prefix: &[u8]) -> Result<Vec<Entry>> {
+    /// Every document whose key starts with `prefix` (e.g. one hash key's rows), each with
+    /// its entries, in key order.
+    pub fn scan_documents(&self, prefix: &[u8]) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
         let mut opts = ReadOptions::default();
         opts.set_total_order_seek(true);
         let mut it = self.db.raw_iterator_opt(opts);
         it.seek(prefix);
-        let mut out = Vec::new();
+        let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
+        let mut current: Vec<u8> = Vec::new();
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
                 break;
             }
-            out.push(decode_entry(key, value)?);
+            let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
+            if key[..doc_len] != current[..] {
+                current = key[..doc_len].to_vec();
+                let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
+                out.push((doc, Vec::new()));
+            }
+            let (doc, entries) = out.last_mut().expect("pushed above");
+            entries.push(decode_doc_entry(key, doc_len, doc.is_table_key(), value)?);
             it.next();
         }
         it.status()?;
@@ -225,11 +240,27 @@ impl DocDb {
     }
 }
 
+fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {
+    Error::Corruption { error, key: Some(crate::encoding::hex(key)) }
+}
+
+fn corrupt_key(key: &[u8], reason: &str) -> Error {
+    with_key(key, crate::error::DecodeError::new("key", 0, reason))
+}
+
 fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry> {
-    let with_key = |error| Error::Corruption { error, key: Some(crate::encoding::hex(key)) };
-    let k = SubDocKey::decode(key).map_err(with_key)?;
-    let v = Value::decode(value).map_err(with_key)?;
+    let k = SubDocKey::decode(key).map_err(|e| with_key(key, e))?;
+    let v = Value::decode(value).map_err(|e| with_key(key, e))?;
     Ok((k, v))
+}
+
+/// Decode an entry of a document whose key is `key[..doc_len]`: only the subkeys, the
+/// version and the value.
+fn decode_doc_entry(key: &[u8], doc_len: usize, table_key: bool, value: &[u8]) -> Result<DocEntry> {
+    let (subkeys, doc_ht) =
+        crate::encoding::decode_key_suffix(key, doc_len).map_err(|e| with_key(key, e))?;
+    let value = Value::decode(value).map_err(|e| with_key(key, e))?;
+    Ok(DocEntry { table_key, subkeys, doc_ht, value })
 }
 
 fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
@@ -269,6 +300,28 @@ fn is_doc_key(key: &[u8]) -> bool {
     key.first() != Some(&META_PREFIX) && doc_key_len(key).is_some()
 }
 
+/// The path components of an encoded key, as byte slices: `[table?] [doc] [subkeys...]`
+/// (a colocated table's own key is the table level only).
+fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
+    let doc_end = doc_key_len(key)?;
+    let mut components = Vec::with_capacity(4);
+    let mut doc_start = 0;
+    if key.first() == Some(&crate::encoding::tag::COLOCATION_ID) {
+        components.push(&key[..5]);
+        doc_start = 5;
+    }
+    if &key[doc_start..doc_end] != b"!" || doc_start == 0 {
+        components.push(&key[doc_start..doc_end]);
+    }
+    let mut pos = doc_end;
+    while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
+        let next = crate::encoding::skip_key_entry(key, pos)?;
+        components.push(&key[pos..next]);
+        pos = next;
+    }
+    Some(components)
+}
+
 struct GcFilterFactory {
     gc: Arc<Mutex<GcState>>,
 }
@@ -301,6 +354,7 @@ impl CompactionFilter for GcFilter {
         if key.first() == Some(&META_PREFIX) {
             return Decision::Keep;
         }
+        let components = key_components(key);
         let (k, v) = match decode_entry(key, value) {
             Ok(entry) => entry,
             Err(e) => {
@@ -309,8 +363,7 @@ impl CompactionFilter for GcFilter {
                 return Decision::Keep;
             }
         };
-        let ids = level_ids(&k.path);
-        let components: Vec<&[u8]> = ids.iter().map(Vec::as_slice).collect();
+        let components = components.expect("a key that decodes has components");
         let tombstone = v.kind == ValueKind::Tombstone;
         match feed.decide(&components, k.doc_ht, tombstone, v.ttl) {
             Verdict::Keep => Decision::Keep,

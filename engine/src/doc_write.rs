@@ -5,12 +5,12 @@
 //! ancestor that does not exist (missing or deleted) as of the batch — counting entries
 //! earlier in the same batch — and a `del` of a path that does not exist writes nothing.
 
-use crate::db::{DocDb, Entry};
+use crate::db::DocDb;
 use crate::document::Document;
-use crate::encoding::{DocPath, SubDocKey, Ttl, Value, ValueKind};
+use crate::encoding::{DocPath, Ttl, Value, ValueKind};
 use crate::error::{errinput, Result};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
-use crate::reader::read_subdocument;
+use crate::reader::{read_subdocument, DocEntry};
 use crate::script::{DocWrite, MarkerMode, WriteKind};
 use std::collections::BTreeMap;
 
@@ -92,7 +92,7 @@ struct Pending<'a> {
     table_ttl_ms: Option<u64>,
     entries: Vec<(DocPath, Value)>,
     /// Stored entries per encoded document key, scanned once per batch.
-    stored: BTreeMap<Vec<u8>, Vec<Entry>>,
+    stored: BTreeMap<Vec<u8>, Vec<DocEntry>>,
 }
 
 impl Pending<'_> {
@@ -104,13 +104,22 @@ impl Pending<'_> {
             self.stored.insert(doc.clone(), entries);
         }
         let mut merged = self.stored[&doc].clone();
+        let key = &path.doc_key;
         for (write_id, (p, v)) in self.entries.iter().enumerate() {
-            if p.doc_key == path.doc_key {
-                let key = SubDocKey::new(p.clone(), DocHybridTime::new(self.ht, write_id as u32));
-                merged.push((key, v.clone()));
+            let same_doc = p.doc_key == *key;
+            let table_key = p.doc_key.is_table_key()
+                && p.doc_key.colocation_id.is_some()
+                && p.doc_key.colocation_id == key.colocation_id;
+            if same_doc || table_key {
+                merged.push(DocEntry {
+                    table_key: p.doc_key.is_table_key(),
+                    subkeys: p.subkeys.clone(),
+                    doc_ht: DocHybridTime::new(self.ht, write_id as u32),
+                    value: v.clone(),
+                });
             }
         }
-        merged.sort_by(|a, b| a.0.cmp(&b.0));
+        merged.sort_by(|a, b| a.key_cmp(b));
         Ok(read_subdocument(merged, path, self.ht, self.table_ttl_ms))
     }
 

@@ -47,6 +47,7 @@ mod reader;
 pub mod redis;
 pub mod script;
 mod tablet;
+mod write_batch;
 
 pub use db::{DocDb, Entry};
 pub use document::Document;
@@ -55,7 +56,9 @@ pub use encoding::{
 };
 pub use error::{DecodeError, Error, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
+pub use reader::DocEntry;
 pub use tablet::Tablet;
+pub use write_batch::DocWriteBatch;
 
 #[cfg(test)]
 mod tests;

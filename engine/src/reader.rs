@@ -8,31 +8,63 @@
 //! resurrects them. TTL rules live in `expiry.rs`, shared with compaction GC.
 
 use crate::document::Document;
-use crate::encoding::{DocPath, KeyEntry, SubDocKey, Value, ValueKind};
+use crate::encoding::{DocPath, KeyEntry, Value, ValueKind};
 use crate::expiry::{self, Expiration};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use std::collections::BTreeMap;
 
-/// One level of a path: the colocated table, the document, or a subkey.
+/// One stored entry of a document, decoded relative to its document: whether it is the
+/// colocated table's own key (an ancestor of every document of the table), its subkeys,
+/// version and value. Decoding the document key once per document, not once per entry,
+/// keeps reads cheap.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Level<'a> {
-    Table(u32),
-    Doc(&'a crate::encoding::DocKey),
-    Sub(&'a KeyEntry),
+pub struct DocEntry {
+    /// The entry belongs to the colocated table key, not to the document.
+    pub table_key: bool,
+    /// Subkeys below the table key or document root.
+    pub subkeys: Vec<KeyEntry>,
+    /// The version.
+    pub doc_ht: DocHybridTime,
+    /// The value.
+    pub value: Value,
 }
 
-/// The levels of `path`: `[table?] [doc] [subkeys...]`; a table key is the table level only.
-pub(crate) fn levels(path: &DocPath) -> Vec<Level<'_>> {
-    let key = &path.doc_key;
-    let mut out = Vec::with_capacity(path.subkeys.len() + 2);
-    if let Some(id) = key.colocation_id {
-        out.push(Level::Table(id));
+impl DocEntry {
+    /// Key order: the table key's entries first, then paths (a parent before its
+    /// children), each path's versions newest first.
+    pub fn key_cmp(&self, other: &DocEntry) -> std::cmp::Ordering {
+        other
+            .table_key
+            .cmp(&self.table_key)
+            .then_with(|| self.subkeys.cmp(&other.subkeys))
+            .then_with(|| other.doc_ht.cmp(&self.doc_ht))
     }
-    if !key.is_table_key() {
-        out.push(Level::Doc(key));
+
+    fn same_path(&self, other: &DocEntry) -> bool {
+        self.table_key == other.table_key && self.subkeys == other.subkeys
     }
-    out.extend(path.subkeys.iter().map(Level::Sub));
-    out
+}
+
+/// Where a path sits: colocated or not, on the table key or in the document.
+#[derive(Clone, Copy)]
+struct Shape {
+    colocated: bool,
+}
+
+impl Shape {
+    fn levels(self, table_key: bool, subkeys: &[KeyEntry]) -> usize {
+        usize::from(self.colocated) + usize::from(!table_key) + subkeys.len()
+    }
+
+    fn shared(self, a: (bool, &[KeyEntry]), b: (bool, &[KeyEntry])) -> usize {
+        let base = usize::from(self.colocated);
+        let common = || a.1.iter().zip(b.1).take_while(|(x, y)| x == y).count();
+        match (a.0, b.0) {
+            (true, true) => base + common(),
+            (false, false) => base + 1 + common(),
+            _ => base,
+        }
+    }
 }
 
 #[derive(Clone, Copy)]
@@ -45,80 +77,72 @@ struct Frame {
 /// Read the subdocument at `target` as of `read_ht`. `entries` are every stored entry of
 /// the target's document (and its colocated table key) in key order.
 pub(crate) fn read_subdocument(
-    entries: impl IntoIterator<Item = (SubDocKey, Value)>,
+    entries: impl IntoIterator<Item = DocEntry>,
     target: &DocPath,
     read_ht: HybridTime,
     table_ttl_ms: Option<u64>,
 ) -> Option<Document> {
-    let target_levels = levels(target);
+    let shape = Shape { colocated: target.doc_key.colocation_id.is_some() };
+    let target_at = (target.doc_key.is_table_key(), target.subkeys.as_slice());
+    let target_levels = shape.levels(target_at.0, target_at.1);
     let mut out: Option<Document> = None;
-    let mut stack: Vec<(Vec<u8>, Frame)> = Vec::new();
-    let mut last_path: Option<DocPath> = None;
-    for (key, value) in entries {
-        if key.doc_ht.ht > read_ht || last_path.as_ref() == Some(&key.path) {
+    // Frames for the levels of the last processed entry's path.
+    let mut stack: Vec<Frame> = Vec::new();
+    let mut last: Option<DocEntry> = None;
+    for entry in entries {
+        if entry.doc_ht.ht > read_ht || last.as_ref().is_some_and(|l| l.same_path(&entry)) {
             continue; // too new, or an older version of a path already decided
         }
-        let entry_levels = levels(&key.path);
-        let shared = entry_levels.iter().zip(&target_levels).take_while(|(a, b)| a == b).count();
-        let in_subtree = shared == target_levels.len();
-        if !in_subtree && shared < entry_levels.len() {
+        let at = (entry.table_key, entry.subkeys.as_slice());
+        let levels = shape.levels(at.0, at.1);
+        let with_target = shape.shared(at, target_at);
+        let in_subtree = with_target == target_levels;
+        if !in_subtree && with_target < levels {
             continue; // neither an ancestor of the target nor inside it
         }
-        let frame = push_level(&mut stack, &key, &value);
-        last_path = Some(key.path.clone());
-        if !in_subtree {
-            continue; // an ancestor: it only shapes visibility, through the stack
+        let shared = last.as_ref().map_or(0, |l| shape.shared((l.table_key, &l.subkeys), at));
+        let frame = push_level(&mut stack, shared, levels, entry.doc_ht, entry.value.ttl);
+        if let (true, Some(frame)) = (in_subtree, frame) {
+            let rel = &entry.subkeys[target.subkeys.len()..];
+            let expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
+            match &entry.value.kind {
+                _ if expired => remove(&mut out, rel),
+                ValueKind::Tombstone => remove(&mut out, rel),
+                ValueKind::Object => put(&mut out, rel, Document::empty_object()),
+                ValueKind::Primitive(p) => put(&mut out, rel, Document::Primitive(p.clone())),
+            }
         }
-        let rel = &key.path.subkeys[target.subkeys.len()..];
-        let Some(frame) = frame else { continue };
-        let expired = expiry::is_expired(frame.exp, key.doc_ht.ht, table_ttl_ms, read_ht);
-        match value.kind {
-            _ if expired => remove(&mut out, rel),
-            ValueKind::Tombstone => remove(&mut out, rel),
-            ValueKind::Object => put(&mut out, rel, Document::empty_object()),
-            ValueKind::Primitive(p) => put(&mut out, rel, Document::Primitive(p)),
-        }
+        // An ancestor only shapes visibility, through the stack.
+        last = Some(entry);
     }
     out
 }
 
-/// Align the level stack with `key`'s path and push its frame; returns the frame if the
-/// version is visible by time (newer than every ancestor), `None` if an ancestor hides it.
-fn push_level(stack: &mut Vec<(Vec<u8>, Frame)>, key: &SubDocKey, value: &Value) -> Option<Frame> {
-    let ids = level_ids(&key.path);
-    let shared = stack.iter().zip(&ids).take_while(|((a, _), b)| a == *b).count();
-    stack.truncate(shared.min(ids.len() - 1));
+/// Align the level stack (`shared` levels kept) for a path of `levels` levels and push its
+/// frame; returns the frame if the version is visible by time (newer than every ancestor),
+/// `None` if an ancestor hides it.
+fn push_level(
+    stack: &mut Vec<Frame>,
+    shared: usize,
+    levels: usize,
+    doc_ht: DocHybridTime,
+    ttl: crate::encoding::Ttl,
+) -> Option<Frame> {
+    stack.truncate(shared.min(levels - 1));
     let root = Frame { newest: None, exp: None };
-    while stack.len() < ids.len() - 1 {
-        let inherited = stack.last().map_or(root, |(_, f)| *f);
-        stack.push((ids[stack.len()].clone(), inherited));
+    while stack.len() < levels - 1 {
+        let inherited = stack.last().copied().unwrap_or(root);
+        stack.push(inherited);
     }
-    let parent = stack.last().map_or(root, |(_, f)| *f);
-    let own = ids.last().expect("at least one level").clone();
-    if parent.newest.is_some_and(|newest| key.doc_ht <= newest) {
-        stack.push((own, parent));
+    let parent = stack.last().copied().unwrap_or(root);
+    if parent.newest.is_some_and(|newest| doc_ht <= newest) {
+        stack.push(parent);
         return None;
     }
-    let exp = expiry::child_expiration(parent.exp, value.ttl, key.doc_ht.ht);
-    let frame = Frame { newest: Some(key.doc_ht), exp };
-    stack.push((own, frame));
+    let frame =
+        Frame { newest: Some(doc_ht), exp: expiry::child_expiration(parent.exp, ttl, doc_ht.ht) };
+    stack.push(frame);
     Some(frame)
-}
-
-/// Byte identities of a path's levels, for cheap comparison on the stack.
-pub(crate) fn level_ids(path: &DocPath) -> Vec<Vec<u8>> {
-    levels(path)
-        .into_iter()
-        .map(|level| match level {
-            Level::Table(id) => [&[0u8][..], &id.to_be_bytes()].concat(),
-            Level::Doc(key) => key.encode(),
-            Level::Sub(entry) => {
-                let mut out = vec![1u8];
-                entry.encode_to(&mut out);
-                out
-            }
-        })
-        .collect()
 }
 
 /// Set `node` at `rel` below the root, creating objects on the way (a primitive on the

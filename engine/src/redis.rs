@@ -154,7 +154,7 @@ fn set_value(v: &str) -> WriteKind {
 fn apply(tablet: &mut Tablet, ht: HybridTime, writes: Vec<DocWrite>) -> Result<()> {
     let entries =
         build_entries(tablet.db(), &writes, ht, MarkerMode::Required, tablet.table_ttl_ms())?;
-    tablet.write(&entries, ht)
+    tablet.write(&entries.iter().collect(), ht)
 }
 
 /// The fields or members of a hash or set key (empty if the key does not exist).

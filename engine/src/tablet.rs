@@ -2,12 +2,13 @@
 //! hybrid time; apply asserts that hybrid time never goes backwards... except where tests
 //! deliberately build file layouts (docscript allows any write time).
 
-use crate::db::{DocDb, Entry, RawEntry};
+use crate::db::{DocDb, RawEntry};
 use crate::document::Document;
-use crate::encoding::{DocPath, Value};
+use crate::encoding::DocPath;
 use crate::error::Result;
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
+use crate::write_batch::DocWriteBatch;
 use std::path::Path;
 
 /// One tablet.
@@ -19,6 +20,9 @@ pub struct Tablet {
 impl Tablet {
     /// Open (or create) the tablet stored in `dir`.
     pub fn open(dir: &Path) -> Result<Tablet> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            crate::error::Error::Storage(format!("cannot create {}: {e}", dir.display()))
+        })?;
         Ok(Tablet { db: DocDb::open(dir)?, table_ttl_ms: None })
     }
 
@@ -28,7 +32,7 @@ impl Tablet {
     }
 
     /// Apply one write batch at `ht` (write ids in order). An empty batch writes nothing.
-    pub fn write(&mut self, entries: &[(DocPath, Value)], ht: HybridTime) -> Result<()> {
+    pub fn write(&mut self, entries: &DocWriteBatch, ht: HybridTime) -> Result<()> {
         if entries.is_empty() {
             return Ok(());
         }
@@ -38,11 +42,6 @@ impl Tablet {
     /// The subdocument at `path` as of `read_ht`.
     pub fn get(&self, path: &DocPath, read_ht: HybridTime) -> Result<Option<Document>> {
         self.db.get(path, read_ht, self.table_ttl_ms)
-    }
-
-    /// Every stored entry of one document (and its table key) in key order.
-    pub fn scan_document(&self, path: &DocPath) -> Result<Vec<Entry>> {
-        self.db.scan_document(&path.doc_key)
     }
 
     /// The table default TTL in milliseconds.

@@ -5,6 +5,8 @@
 //! Every script runs against real RocksDB tablets in a scratch directory of its own, so a
 //! script's output depends on nothing but the script.
 
+pub mod bench;
+
 use std::io::Write;
 use std::path::Path;
 

@@ -11,6 +11,7 @@ use crate::hybrid_time::HybridTime;
 use crate::reader::read_subdocument;
 use crate::script::{DocWrite, WriteKind};
 use crate::tablet::Tablet;
+use crate::write_batch::DocWriteBatch;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
@@ -49,7 +50,7 @@ pub fn execute(
         "select" => return select(table, tablet, &mut c, ht, out),
         other => return errinput!("CQL: unsupported statement {}", other.to_uppercase()),
     };
-    tablet.write(&entries, ht)
+    tablet.write(&entries.iter().collect(), ht)
 }
 
 /// A CQL literal as written.
@@ -604,22 +605,12 @@ fn read_rows(tablet: &Tablet, hash: &DocKey, ht: HybridTime) -> Result<Vec<(DocK
     tablet.db().check_read_time(ht)?;
     let mut prefix = hash.encode();
     prefix.pop(); // the empty range group's `!`: keep the hashed group only
-    let entries = tablet.db().scan_raw_prefix(&prefix)?;
     let mut rows = Vec::new();
-    let mut i = 0;
-    while i < entries.len() {
-        let doc = entries[i].0.path.doc_key.clone();
-        let end = entries[i..]
-            .iter()
-            .position(|(k, _)| k.path.doc_key != doc)
-            .map_or(entries.len(), |n| i + n);
+    for (doc, entries) in tablet.db().scan_documents(&prefix)? {
         let root = DocPath::new(doc.clone(), vec![]);
-        if let Some(row) =
-            read_subdocument(entries[i..end].iter().cloned(), &root, ht, tablet.table_ttl_ms())
-        {
+        if let Some(row) = read_subdocument(entries, &root, ht, tablet.table_ttl_ms()) {
             rows.push((doc, row));
         }
-        i = end;
     }
     Ok(rows)
 }
@@ -672,5 +663,88 @@ fn format_cell(ty: &CqlType, cell: Option<&Document>) -> String {
             format!("[{}]", items.join(", "))
         }
         (_, Some(doc)) => doc.to_string(),
+    }
+}
+
+/// A prepared INSERT with bound values: the entries of one row, in the order an INSERT
+/// writes them (liveness column, then the given columns in declaration order). Values are
+/// primitives of the columns' types; collections need the statement form. The document
+/// key is encoded once and shared by every entry.
+pub fn insert_row(
+    table: &CqlTable,
+    values: &[(&str, Primitive)],
+    ttl: Ttl,
+) -> Result<DocWriteBatch> {
+    for (name, value) in values {
+        check_type(&column(table, name)?.ty, value, name)?;
+    }
+    let bound = |name: &String| match values.iter().find(|(n, _)| n == name) {
+        Some((_, v)) => Ok(v.clone()),
+        None => errinput!("missing key column {name}"),
+    };
+    let mut doc = DocKey::default();
+    for name in &table.hash_key {
+        doc.hashed.push(KeyEntry::asc(bound(name)?));
+    }
+    for col in table.range_columns() {
+        let ColumnKind::Range(order) = col.kind else { unreachable!("range column") };
+        doc.range.push(KeyEntry { value: bound(&col.name)?, order });
+    }
+    let doc = doc.encode();
+    let mut batch =
+        DocWriteBatch::with_capacity(values.len() + 1, (doc.len() + 24) * (values.len() + 1));
+    let subkey = |k: &mut Vec<u8>, p: Primitive| {
+        k.extend_from_slice(&doc);
+        KeyEntry::asc(p).encode_to(k);
+    };
+    batch.push_with(
+        |k| subkey(k, Primitive::SystemColumnId(0)),
+        |v| Value::encode_leaf(ttl, &Primitive::Null, v),
+    );
+    for col in &table.columns {
+        let ColumnKind::Regular(id) = col.kind else { continue };
+        if let Some((_, value)) = values.iter().find(|(n, _)| *n == col.name) {
+            batch.push_with(
+                |k| subkey(k, Primitive::ColumnId(id)),
+                |v| match value {
+                    Primitive::Null => Value::tombstone().encode_to(v),
+                    leaf => Value::encode_leaf(ttl, leaf, v),
+                },
+            );
+        }
+    }
+    Ok(batch)
+}
+
+/// Read one row by its full primary key (key columns in key order: hash, then range).
+/// `None` if the row does not exist at `ht`.
+pub fn read_row(
+    table: &CqlTable,
+    tablet: &Tablet,
+    key: &[Primitive],
+    ht: HybridTime,
+) -> Result<Option<Document>> {
+    let names = table.hash_key.iter().chain(&table.range_key);
+    let key: BTreeMap<String, Primitive> = names.cloned().zip(key.iter().cloned()).collect();
+    let doc = doc_key(table, &key)?;
+    let row = tablet.get(&DocPath::new(doc, vec![]), ht)?;
+    Ok(row.filter(row_exists))
+}
+
+fn check_type(ty: &CqlType, value: &Primitive, what: &str) -> Result<()> {
+    let ok = matches!(
+        (ty, value),
+        (_, Primitive::Null)
+            | (CqlType::Text, Primitive::String(_))
+            | (CqlType::Int, Primitive::Int32(_))
+            | (CqlType::Bigint, Primitive::Int64(_))
+            | (CqlType::Double, Primitive::Double(_))
+            | (CqlType::Boolean, Primitive::Bool(_))
+            | (CqlType::Timestamp, Primitive::Timestamp(_))
+    );
+    if ok {
+        Ok(())
+    } else {
+        errinput!("type mismatch for {what}: expected {}, got {}", type_name(ty), value.type_name())
     }
 }

@@ -213,6 +213,26 @@ impl DocPath {
     }
 }
 
+/// Decode the subkeys and version that follow a document key ending at `pos`.
+pub fn decode_key_suffix(
+    input: &[u8],
+    mut pos: usize,
+) -> Result<(Vec<KeyEntry>, DocHybridTime), DecodeError> {
+    let mut subkeys = Vec::new();
+    loop {
+        match input.get(pos) {
+            None => return Err(DecodeError::new("key", pos, "missing hybrid time '#'")),
+            Some(&tag::HYBRID_TIME) => break,
+            Some(_) => {
+                let (entry, next) = KeyEntry::decode(input, pos)?;
+                subkeys.push(entry);
+                pos = next;
+            }
+        }
+    }
+    Ok((subkeys, doc_ht::decode(&input[pos + 1..], pos + 1)?))
+}
+
 impl SubDocKey {
     /// A versioned key.
     pub fn new(path: DocPath, doc_ht: DocHybridTime) -> SubDocKey {
@@ -230,20 +250,8 @@ impl SubDocKey {
 
     /// Decode a RocksDB key. Total: any input gives a key or an error, never a panic.
     pub fn decode(input: &[u8]) -> Result<SubDocKey, DecodeError> {
-        let (doc_key, mut pos) = DocKey::decode(input)?;
-        let mut subkeys = Vec::new();
-        loop {
-            match input.get(pos) {
-                None => return Err(DecodeError::new("key", pos, "missing hybrid time '#'")),
-                Some(&tag::HYBRID_TIME) => break,
-                Some(_) => {
-                    let (entry, next) = KeyEntry::decode(input, pos)?;
-                    subkeys.push(entry);
-                    pos = next;
-                }
-            }
-        }
-        let doc_ht = doc_ht::decode(&input[pos + 1..], pos + 1)?;
+        let (doc_key, pos) = DocKey::decode(input)?;
+        let (subkeys, doc_ht) = decode_key_suffix(input, pos)?;
         Ok(SubDocKey { path: DocPath { doc_key, subkeys }, doc_ht })
     }
 }

@@ -7,9 +7,12 @@ pub(crate) mod tag;
 mod value;
 pub(crate) mod varint;
 
-pub use doc_key::{doc_key_len, hash_components, DocKey, DocPath, SubDocKey};
+pub use doc_key::{decode_key_suffix, doc_key_len, hash_components, DocKey, DocPath, SubDocKey};
 pub use primitive::{KeyEntry, Primitive, SortOrder};
 pub use value::{Ttl, Value, ValueKind};
+
+pub(crate) use doc_ht::BatchTimeEncoder;
+pub(crate) use primitive::skip_key_entry;
 
 /// Lowercase hex of `bytes`, for dumps and snapshots.
 pub fn hex(bytes: &[u8]) -> String {

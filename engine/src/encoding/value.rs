@@ -66,22 +66,18 @@ impl Value {
 
     /// Append the encoding.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
-        match self.ttl {
-            Ttl::Inherit => {}
-            Ttl::Never => {
-                out.push(tag::VALUE_TTL);
-                varint::encode_signed(0, out);
-            }
-            Ttl::Ms(ms) => {
-                out.push(tag::VALUE_TTL);
-                varint::encode_signed(i64::try_from(ms).unwrap_or(i64::MAX), out);
-            }
-        }
+        encode_ttl(self.ttl, out);
         match &self.kind {
             ValueKind::Object => out.push(tag::VALUE_OBJECT),
             ValueKind::Tombstone => out.push(tag::VALUE_TOMBSTONE),
             ValueKind::Primitive(p) => encode_primitive(p, out),
         }
+    }
+
+    /// Append the encoding of a leaf value without building a [`Value`].
+    pub fn encode_leaf(ttl: Ttl, leaf: &Primitive, out: &mut Vec<u8>) {
+        encode_ttl(ttl, out);
+        encode_primitive(leaf, out);
     }
 
     /// The encoding.
@@ -161,6 +157,20 @@ impl Value {
             other => return Err(err(pos, format!("unknown value type byte 0x{other:02x}"))),
         };
         Ok(Value { ttl, kind })
+    }
+}
+
+fn encode_ttl(ttl: Ttl, out: &mut Vec<u8>) {
+    match ttl {
+        Ttl::Inherit => {}
+        Ttl::Never => {
+            out.push(tag::VALUE_TTL);
+            varint::encode_signed(0, out);
+        }
+        Ttl::Ms(ms) => {
+            out.push(tag::VALUE_TTL);
+            varint::encode_signed(i64::try_from(ms).unwrap_or(i64::MAX), out);
+        }
     }
 }
 

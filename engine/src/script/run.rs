@@ -122,7 +122,7 @@ impl Runner {
         let mode = self.mode;
         let tablet = self.docs()?;
         let entries = build_entries(tablet.db(), writes, ht, mode, tablet.table_ttl_ms())?;
-        tablet.write(&entries, ht)
+        tablet.write(&entries.iter().collect(), ht)
     }
 
     fn create_table(&mut self, statement: &str) -> Result<()> {
