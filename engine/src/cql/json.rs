@@ -64,6 +64,9 @@ impl Reader<'_> {
             self.i += 1;
         }
         let word = &self.text[start..self.i];
+        if word.is_empty() {
+            return Err(format!("invalid JSON at offset {start}: expected a value"));
+        }
         let p = match word {
             "true" => Primitive::Bool(true),
             "false" => Primitive::Bool(false),
