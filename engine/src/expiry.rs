@@ -1,7 +1,10 @@
 //! TTL rules, shared by the reader and compaction GC so that both agree exactly.
 //!
 //! An entry's *expiration* is the nearest explicit TTL on its chain: its own, else the one
-//! in effect at its parent (counted from the write time of the entry that carried it).
+//! in effect at its parent (counted from the write time of the entry that carried it) —
+//! provided that one had not run out when the entry was written. A child written after
+//! its parent expired does not inherit a dead TTL (the parent is gone, as after Redis key
+//! expiry); this also makes GC safe: dropping an expired parent changes no later child.
 //! `Ttl::Never` (0) stops the chain: never expires, overriding the table default. With no
 //! explicit TTL on the chain the table default applies, counted from the entry's own
 //! write time. An entry expires after `base + ttl`: at exactly `base + ttl` it is visible.
@@ -12,10 +15,11 @@ use crate::hybrid_time::HybridTime;
 /// The explicit TTL in effect: the write time of the entry that carried it, and the TTL.
 pub(crate) type Expiration = Option<(HybridTime, Ttl)>;
 
-/// The expiration of an entry written at `own_ht` with `own_ttl` under `parent`.
+/// The expiration of an entry written at `own_ht` with `own_ttl` under `parent`: its own
+/// TTL, else the parent's if that was still alive at `own_ht`.
 pub(crate) fn child_expiration(parent: Expiration, own_ttl: Ttl, own_ht: HybridTime) -> Expiration {
     match own_ttl {
-        Ttl::Inherit => parent,
+        Ttl::Inherit => parent.filter(|_| !is_expired(parent, own_ht, None, own_ht)),
         explicit => Some((own_ht, explicit)),
     }
 }
@@ -66,6 +70,8 @@ mod tests {
         // A child without TTL counts from the parent's write time.
         let child = child_expiration(parent, Ttl::Inherit, t(5000));
         assert_eq!(expires_at(child, t(5000), None), Some(t(10_000)));
+        // A child written after the parent expired does not inherit a dead TTL.
+        assert_eq!(child_expiration(parent, Ttl::Inherit, t(10_001)), None);
         // A child with its own TTL written later outlives the parent.
         let own = child_expiration(parent, Ttl::Ms(20), t(5000));
         assert_eq!(expires_at(own, t(5000), None), Some(t(25_000)));

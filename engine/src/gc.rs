@@ -10,9 +10,8 @@
 //!
 //! 1. not newer than `overwrite` → **drop**: a newer version of the path, or of an ancestor, at
 //!    or below H hides it from every read at R >= H;
-//! 2. above H → keep, except an entry *born expired* (it inherits a TTL that ran out before
-//!    its own write time: invisible at every R) becomes a tombstone, so it still hides what
-//!    is older once the ancestor that carried the TTL is gone;
+//! 2. above H → keep (a child never inherits a TTL that ran out before it was written, so
+//!    dropping an expired ancestor changes nothing above H);
 //! 3. at or below H (inclusive):
 //!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
 //!      in the same compaction); a minor compaction keeps it (older data may live outside);
@@ -41,6 +40,9 @@ pub struct GcParams {
     pub kind: CompactionKind,
     /// The table default TTL.
     pub table_ttl_ms: Option<u64>,
+    /// The planted bug [`crate::canary::Plant::GcIgnoresCutoff`], decided on the caller's
+    /// thread (the filter runs on RocksDB's).
+    pub ignore_cutoff_bug: bool,
 }
 
 /// The verdict for one entry.
@@ -105,9 +107,8 @@ impl GcFeed {
             return Verdict::Drop;
         }
         let params = self.params;
-        if dht.ht > params.cutoff_ht {
-            let born_expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, dht.ht);
-            return if born_expired && !is_tombstone { Verdict::Tombstone } else { Verdict::Keep };
+        if dht.ht > params.cutoff_ht && !params.ignore_cutoff_bug {
+            return Verdict::Keep;
         }
         level.overwrite = Some(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);

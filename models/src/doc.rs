@@ -1,0 +1,407 @@
+//! The document model: paths, versions, reads at a time, writes with markers.
+
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// A raw hybrid time: `physical_us << 12 | logical`.
+pub type Time = u64;
+
+/// Microseconds as a [`Time`] delta.
+fn micros(us: u64) -> Time {
+    us.saturating_mul(1 << 12)
+}
+
+/// A primitive value. The order is arbitrary but total (maps need one); documents are
+/// compared as maps, never by the engine's byte order.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Scalar {
+    Null,
+    Bool(bool),
+    Int32(i32),
+    Int64(i64),
+    /// The bit pattern (NaN canonical).
+    Double(u64),
+    Str(String),
+    Timestamp(i64),
+    Column(i32),
+    SystemColumn(i32),
+}
+
+/// A subkey or key component: a scalar and whether it sorts descending.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct Key {
+    pub scalar: Scalar,
+    pub desc: bool,
+}
+
+impl Key {
+    /// An ascending key.
+    pub fn of(scalar: Scalar) -> Key {
+        Key { scalar, desc: false }
+    }
+}
+
+/// A document's identity.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct DocId {
+    pub colocation: Option<u32>,
+    pub hashed: Vec<Key>,
+    pub range: Vec<Key>,
+}
+
+impl DocId {
+    /// A colocated table's own key (`doc(coloc=N | ;)`).
+    pub fn is_table(&self) -> bool {
+        self.colocation.is_some() && self.hashed.is_empty() && self.range.is_empty()
+    }
+
+    fn table(&self) -> Option<DocId> {
+        let id = self.colocation?;
+        (!self.is_table()).then(|| DocId { colocation: Some(id), hashed: vec![], range: vec![] })
+    }
+}
+
+/// What a version stores.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Entry {
+    Marker,
+    Tombstone,
+    Value(Scalar),
+}
+
+/// A version's TTL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Ttl {
+    Inherit,
+    Never,
+    Ms(u64),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Version {
+    time: Time,
+    write_id: u32,
+    entry: Entry,
+    ttl: Ttl,
+}
+
+/// A document or subdocument as read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Doc {
+    Leaf(Scalar),
+    Object(BTreeMap<Key, Doc>),
+}
+
+/// A write at one path.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    /// A value, or an object literal: a marker then its entries (overwrite).
+    Set(Doc),
+    /// An object literal's entries without a marker at the path (merge).
+    Extend(BTreeMap<Key, Doc>),
+    /// A marker.
+    Obj,
+    /// A tombstone.
+    Del,
+}
+
+/// Init-marker mode.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Markers {
+    Optional,
+    Required,
+}
+
+/// Why the model refuses an operation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ModelError {
+    /// A read below the highest history cutoff.
+    SnapshotTooOld,
+    /// A required-marker write under a path that holds a primitive.
+    NotAnObject,
+    /// Redis: the key holds another type.
+    WrongType,
+}
+
+type Paths = BTreeMap<Vec<Key>, Vec<Version>>;
+
+/// The reference model of one tablet.
+#[derive(Clone, Debug, Default)]
+pub struct Model {
+    docs: BTreeMap<DocId, Paths>,
+    table_ttl_ms: Option<u64>,
+    cutoff: Time,
+}
+
+impl Model {
+    /// An empty model.
+    pub fn new() -> Model {
+        Model::default()
+    }
+
+    /// Set the table default TTL.
+    pub fn set_table_ttl_ms(&mut self, ttl_ms: Option<u64>) {
+        self.table_ttl_ms = ttl_ms;
+    }
+
+    /// The table default TTL.
+    pub fn table_ttl_ms(&self) -> Option<u64> {
+        self.table_ttl_ms
+    }
+
+    /// A compaction with history cutoff `cutoff` happened: no read at or above it changes;
+    /// reads below the highest cutoff so far are refused.
+    pub fn compacted(&mut self, cutoff: Time) {
+        self.cutoff = self.cutoff.max(cutoff);
+    }
+
+    /// The highest history cutoff so far.
+    pub fn cutoff(&self) -> Time {
+        self.cutoff
+    }
+
+    /// Store one batch of entries at `time`; entry `i` has write id `i`. A version with the
+    /// same time and write id as a stored one replaces it (it is the same stored key).
+    pub fn write_entries(&mut self, time: Time, entries: Vec<(DocId, Vec<Key>, Entry, Ttl)>) {
+        for (write_id, (doc, path, entry, ttl)) in entries.into_iter().enumerate() {
+            let write_id = write_id as u32;
+            insert_version(
+                self.docs.entry(doc).or_default().entry(path).or_default(),
+                Version { time, write_id, entry, ttl },
+            );
+        }
+    }
+
+    /// Read the subdocument at `path` of `doc` as of `at`.
+    pub fn read(&self, doc: &DocId, path: &[Key], at: Time) -> Result<Option<Doc>, ModelError> {
+        if at < self.cutoff {
+            return Err(ModelError::SnapshotTooOld);
+        }
+        Ok(self.read_unchecked(doc, path, at))
+    }
+
+    fn read_unchecked(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
+        let paths = self.docs.get(doc)?;
+        // A path's descendants follow it in the map: a prefix sorts before its extensions.
+        let visible: BTreeMap<&[Key], &Entry> = paths
+            .range(path.to_vec()..)
+            .map(|(p, _)| p)
+            .take_while(|p| p.starts_with(path))
+            .filter_map(|p| self.visible(doc, p, at).map(|e| (p.as_slice(), e)))
+            .collect();
+        build(&visible, path)
+    }
+
+    /// The newest version at or before `at` of `path` in `doc` (versions are kept sorted
+    /// by time and write id).
+    fn newest(&self, doc: &DocId, path: &[Key], at: Time) -> Option<&Version> {
+        let versions = self.docs.get(doc)?.get(path)?;
+        versions[..versions.partition_point(|v| v.time <= at)].last()
+    }
+
+    /// What is at `path`: an object (a visible descendant or marker), a leaf, or nothing.
+    /// Like a read, but stops at the first visible descendant.
+    fn probe(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
+        let paths = self.docs.get(doc)?;
+        let mut below =
+            paths.range(path.to_vec()..).map(|(p, _)| p).take_while(|p| p.starts_with(path));
+        if below.any(|p| p.len() > path.len() && self.visible(doc, p, at).is_some()) {
+            return Some(Doc::Object(BTreeMap::new()));
+        }
+        match self.visible(doc, path, at)? {
+            Entry::Marker => Some(Doc::Object(BTreeMap::new())),
+            Entry::Value(s) => Some(Doc::Leaf(s.clone())),
+            Entry::Tombstone => unreachable!("tombstones are never visible"),
+        }
+    }
+
+    /// The entry visible at `path` at `at`, by the definition in the crate essay.
+    fn visible(&self, doc: &DocId, path: &[Key], at: Time) -> Option<&Entry> {
+        let mut chain: Vec<Option<&Version>> = Vec::new();
+        if let Some(table) = doc.table() {
+            chain.push(self.newest(&table, &[], at));
+        }
+        for depth in 0..=path.len() {
+            chain.push(self.newest(doc, &path[..depth], at));
+        }
+        let (own, ancestors) = chain.split_last().expect("at least the path itself");
+        let own = (*own)?;
+        // Walk the visible ancestors top down, carrying the explicit TTL in effect: a
+        // version's own TTL, else its parent's if that was alive when it was written.
+        let mut newest: Option<(Time, u32)> = None;
+        let mut explicit: Option<(Time, Ttl)> = None;
+        let carry = |explicit: Option<(Time, Ttl)>, v: &Version| match v.ttl {
+            Ttl::Inherit => explicit.filter(|e| last_alive(*e).is_none_or(|last| v.time <= last)),
+            own => Some((v.time, own)),
+        };
+        for v in ancestors.iter().flatten() {
+            if newest.is_none_or(|n| (v.time, v.write_id) > n) {
+                newest = Some((v.time, v.write_id));
+                explicit = carry(explicit, v);
+            }
+        }
+        if newest.is_some_and(|n| (own.time, own.write_id) <= n) {
+            return None; // an ancestor's version is as new or newer: it hides this one
+        }
+        let last_visible = match carry(explicit, own) {
+            Some(e) => last_alive(e),
+            None => self.table_ttl_ms.map(|ms| own.time.saturating_add(micros(ms * 1000))),
+        };
+        if last_visible.is_some_and(|last| at > last) || own.entry == Entry::Tombstone {
+            return None;
+        }
+        Some(&own.entry)
+    }
+
+    /// Apply one write batch of document writes at `time`.
+    pub fn write_batch(
+        &mut self,
+        time: Time,
+        markers: Markers,
+        writes: &[(DocId, Vec<Key>, Write, Ttl)],
+    ) -> Result<(), ModelError> {
+        // A failed batch writes nothing: keep the touched documents to restore them.
+        let before: BTreeMap<DocId, Option<Paths>> =
+            writes.iter().map(|(doc, ..)| (doc.clone(), self.docs.get(doc).cloned())).collect();
+        let mut write_id = 0usize;
+        for (doc, path, write, ttl) in writes {
+            if let Err(e) = self.apply_write(time, markers, doc, path, write, *ttl, &mut write_id) {
+                for (doc, paths) in before {
+                    match paths {
+                        Some(paths) => self.docs.insert(doc, paths),
+                        None => self.docs.remove(&doc),
+                    };
+                }
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn apply_write(
+        &mut self,
+        time: Time,
+        markers: Markers,
+        doc: &DocId,
+        path: &[Key],
+        write: &Write,
+        ttl: Ttl,
+        write_id: &mut usize,
+    ) -> Result<(), ModelError> {
+        let mut entries = Vec::new();
+        match write {
+            Write::Set(Doc::Leaf(s)) => entries.push((path.to_vec(), Entry::Value(s.clone()))),
+            Write::Set(Doc::Object(map)) => {
+                entries.push((path.to_vec(), Entry::Marker));
+                flatten(path, map, &mut entries);
+            }
+            Write::Extend(map) => flatten(path, map, &mut entries),
+            Write::Obj => entries.push((path.to_vec(), Entry::Marker)),
+            Write::Del => {
+                let exists = self.probe(doc, path, time).is_some();
+                if markers == Markers::Required && !exists {
+                    return Ok(()); // deleting what does not exist writes nothing
+                }
+                entries.push((path.to_vec(), Entry::Tombstone));
+            }
+        }
+        for (p, entry) in entries {
+            if markers == Markers::Required && entry != Entry::Tombstone {
+                for depth in 0..p.len() {
+                    match self.probe(doc, &p[..depth], time) {
+                        Some(Doc::Object(_)) => {}
+                        Some(Doc::Leaf(_)) => return Err(ModelError::NotAnObject),
+                        None => {
+                            self.put(time, write_id, doc, &p[..depth], Entry::Marker, Ttl::Inherit)
+                        }
+                    }
+                }
+            }
+            let entry_ttl = if entry == Entry::Tombstone { Ttl::Inherit } else { ttl };
+            self.put(time, write_id, doc, &p, entry, entry_ttl);
+        }
+        Ok(())
+    }
+
+    fn put(
+        &mut self,
+        time: Time,
+        write_id: &mut usize,
+        doc: &DocId,
+        path: &[Key],
+        entry: Entry,
+        ttl: Ttl,
+    ) {
+        let versions = self.docs.entry(doc.clone()).or_default().entry(path.to_vec()).or_default();
+        insert_version(versions, Version { time, write_id: *write_id as u32, entry, ttl });
+        *write_id += 1;
+    }
+
+    /// Every document whose id matches `pred`, in id order (for CQL hash-key scans).
+    pub fn docs_where(&self, pred: impl Fn(&DocId) -> bool) -> Vec<DocId> {
+        self.docs.keys().filter(|d| pred(d)).cloned().collect()
+    }
+}
+
+/// Insert keeping versions sorted by (time, write id); the same (time, write id) is the
+/// same stored key, so the new version replaces the old one.
+fn insert_version(versions: &mut Vec<Version>, v: Version) {
+    let at = versions.partition_point(|x| (x.time, x.write_id) < (v.time, v.write_id));
+    match versions.get(at) {
+        Some(x) if (x.time, x.write_id) == (v.time, v.write_id) => versions[at] = v,
+        _ => versions.insert(at, v),
+    }
+}
+
+/// The last time an explicit TTL keeps its entry visible (`None`: forever).
+fn last_alive((base, ttl): (Time, Ttl)) -> Option<Time> {
+    match ttl {
+        Ttl::Ms(ms) => Some(base.saturating_add(micros(ms.saturating_mul(1000)))),
+        Ttl::Never | Ttl::Inherit => None,
+    }
+}
+
+/// Entries of an object literal below `path`, depth first in key order.
+fn flatten(path: &[Key], map: &BTreeMap<Key, Doc>, out: &mut Vec<(Vec<Key>, Entry)>) {
+    for (key, doc) in map {
+        let mut child = path.to_vec();
+        child.push(key.clone());
+        match doc {
+            Doc::Leaf(s) => out.push((child, Entry::Value(s.clone()))),
+            Doc::Object(inner) => {
+                out.push((child.clone(), Entry::Marker));
+                flatten(&child, inner, out);
+            }
+        }
+    }
+}
+
+/// The document at `prefix` from the visible entries: an object if anything below is
+/// visible, else the entry itself.
+fn build(visible: &BTreeMap<&[Key], &Entry>, prefix: &[Key]) -> Option<Doc> {
+    let children: BTreeSet<&Key> = visible
+        .keys()
+        .filter(|p| p.len() > prefix.len() && p.starts_with(prefix))
+        .map(|p| &p[prefix.len()])
+        .collect();
+    if !children.is_empty() {
+        let mut map = BTreeMap::new();
+        for key in children {
+            let mut child = prefix.to_vec();
+            child.push(key.clone());
+            let doc = build(visible, &child).expect("has a visible entry at or below");
+            map.insert(key.clone(), doc);
+        }
+        return Some(Doc::Object(map));
+    }
+    match visible.get(prefix)? {
+        Entry::Marker => Some(Doc::Object(BTreeMap::new())),
+        Entry::Value(s) => Some(Doc::Leaf(s.clone())),
+        Entry::Tombstone => unreachable!("tombstones are never visible"),
+    }
+}
+
+#[cfg(test)]
+#[path = "doc_tests.rs"]
+mod tests;
