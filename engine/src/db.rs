@@ -41,9 +41,15 @@ pub type Entry = (SubDocKey, Value);
 /// A stored entry, decoded, with its raw key and value bytes.
 pub type RawEntry = (Entry, Vec<u8>, Vec<u8>);
 
+/// Serializes opening and closing RocksDB instances process-wide: RocksDB's shared
+/// periodic-task timer races when one thread closes the last instance while another opens
+/// one ("Failed to register periodic task"), which torture's worker threads hit.
+static OPEN_CLOSE: Mutex<()> = Mutex::new(());
+
 /// One DocDB instance on RocksDB.
 pub struct DocDb {
-    db: DB,
+    /// Always `Some` until drop (which closes it under [`OPEN_CLOSE`]).
+    db: Option<DB>,
     dir: PathBuf,
     gc: Arc<Mutex<GcState>>,
     history_cutoff_ht: HybridTime,
@@ -57,10 +63,20 @@ struct GcState {
 }
 
 impl DocDb {
-    /// Open (or create) the instance in `dir`.
+    /// Open (or create) the instance in `dir` on the real file system.
     pub fn open(dir: &Path) -> Result<DocDb> {
+        DocDb::open_in(dir, None)
+    }
+
+    /// Open (or create) the instance in `dir` of `env` (an in-memory RocksDB environment,
+    /// for fast simulation), or of the real file system when `env` is `None`.
+    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>) -> Result<DocDb> {
         let gc = Arc::new(Mutex::new(GcState::default()));
-        let db = DB::open(&options(gc.clone())?, dir)?;
+        let mut opts = options(gc.clone())?;
+        if let Some(env) = env {
+            opts.set_env(env);
+        }
+        let db = open_with_retry(&opts, dir)?;
         let history_cutoff_ht = match db.get(HISTORY_CUTOFF_KEY)? {
             None => HybridTime::MIN,
             Some(raw) => HybridTime::from_raw(u64::from_be_bytes(
@@ -68,7 +84,11 @@ impl DocDb {
                     .map_err(|_| Error::Storage("history cutoff record is not 8 bytes".into()))?,
             )),
         };
-        Ok(DocDb { db, dir: dir.to_owned(), gc, history_cutoff_ht })
+        Ok(DocDb { db: Some(db), dir: dir.to_owned(), gc, history_cutoff_ht })
+    }
+
+    fn db(&self) -> &DB {
+        self.db.as_ref().expect("open until dropped")
     }
 
     /// The directory holding the instance.
@@ -90,13 +110,18 @@ impl DocDb {
         }
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
-        self.db.write_opt(batch, &opts)?;
+        self.db().write_opt(batch, &opts)?;
         Ok(())
     }
 
     /// Refuse reads below the history cutoff.
     pub fn check_read_time(&self, read_ht: HybridTime) -> Result<()> {
-        if read_ht < self.history_cutoff_ht {
+        let refused = if crate::canary::planted(crate::canary::Plant::ExclusiveCutoff) {
+            read_ht <= self.history_cutoff_ht && self.history_cutoff_ht > HybridTime::MIN
+        } else {
+            read_ht < self.history_cutoff_ht
+        };
+        if refused {
             return Err(Error::SnapshotTooOld { read_ht, cutoff_ht: self.history_cutoff_ht });
         }
         Ok(())
@@ -119,7 +144,7 @@ impl DocDb {
     fn scan_doc_prefix(&self, doc: &[u8], table_key: bool, out: &mut Vec<DocEntry>) -> Result<()> {
         let mut opts = ReadOptions::default();
         opts.set_prefix_same_as_start(true);
-        let mut it = self.db.raw_iterator_opt(opts);
+        let mut it = self.db().raw_iterator_opt(opts);
         it.seek(doc);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(doc) {
@@ -137,7 +162,7 @@ impl DocDb {
     pub fn scan_documents(&self, prefix: &[u8]) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
         let mut opts = ReadOptions::default();
         opts.set_total_order_seek(true);
-        let mut it = self.db.raw_iterator_opt(opts);
+        let mut it = self.db().raw_iterator_opt(opts);
         it.seek(prefix);
         let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
         let mut current: Vec<u8> = Vec::new();
@@ -175,7 +200,7 @@ impl DocDb {
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
         let mut opts = ReadOptions::default();
         opts.set_total_order_seek(true);
-        let mut it = self.db.raw_iterator_opt(opts);
+        let mut it = self.db().raw_iterator_opt(opts);
         it.seek_to_first();
         let mut out = Vec::new();
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
@@ -192,7 +217,7 @@ impl DocDb {
     pub fn flush(&self) -> Result<()> {
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
-        self.db.flush_opt(&opts)?;
+        self.db().flush_opt(&opts)?;
         Ok(())
     }
 
@@ -208,13 +233,15 @@ impl DocDb {
         let highest = self.history_cutoff_ht.max(cutoff_ht);
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
-        self.db.put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
+        self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
         self.flush()?;
-        self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
+        let ignore_cutoff_bug = crate::canary::planted(crate::canary::Plant::GcIgnoresCutoff);
+        self.gc_state().params =
+            Some(GcParams { cutoff_ht, kind, table_ttl_ms, ignore_cutoff_bug });
         let mut copts = CompactOptions::default();
         copts.set_exclusive_manual_compaction(true);
         copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
-        self.db.compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
+        self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
         let corrupt = {
             let mut gc = self.gc_state();
             gc.params = None;
@@ -237,6 +264,34 @@ impl DocDb {
 
     fn gc_state(&self) -> std::sync::MutexGuard<'_, GcState> {
         self.gc.lock().expect("GC state lock poisoned")
+    }
+}
+
+/// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer
+/// refuses a registration stamped earlier than the task it is running, which happens when
+/// the opening thread's clock is madsim's simulated one. Nothing is written by a failed
+/// open, and the data decides nothing about when it succeeds.
+fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
+    let mut attempts = 0;
+    loop {
+        let opened = {
+            let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
+            DB::open(opts, dir)
+        };
+        match opened {
+            Err(e) if attempts < 100 && e.to_string().contains("register periodic task") => {
+                attempts += 1;
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            other => return Ok(other?),
+        }
+    }
+}
+
+impl Drop for DocDb {
+    fn drop(&mut self) {
+        let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
+        drop(self.db.take());
     }
 }
 
@@ -273,6 +328,12 @@ fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
     opts.set_num_levels(1);
     opts.set_max_subcompactions(1);
     opts.set_max_background_jobs(2);
+    // No periodic statistics: the tasks run on RocksDB's timer thread and are stamped with
+    // the opening thread's clock, which in simulation is madsim's; they would fire at
+    // arbitrary moments (and race DB close). The engine reports what it needs itself.
+    opts.set_stats_dump_period_sec(0);
+    opts.set_stats_persist_period_sec(0);
+    opts.set_keep_log_file_num(2);
     opts.set_prefix_extractor(SliceTransform::create(
         "docdb_doc_key",
         doc_key_prefix,

@@ -33,6 +33,7 @@
 //! **docscript** ([`notation`]) is the text form of all of the above, shared by golden
 //! tests, reproducers and traces; printing and parsing round-trip.
 
+pub mod canary;
 pub mod cql;
 mod db;
 mod doc_write;

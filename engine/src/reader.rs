@@ -7,6 +7,7 @@
 //! expired or deleted version still hides older versions and older descendants: it never
 //! resurrects them. TTL rules live in `expiry.rs`, shared with compaction GC.
 
+use crate::canary::{self, Plant};
 use crate::document::Document;
 use crate::encoding::{DocPath, KeyEntry, Value, ValueKind};
 use crate::expiry::{self, Expiration};
@@ -104,7 +105,11 @@ pub(crate) fn read_subdocument(
         let frame = push_level(&mut stack, shared, levels, entry.doc_ht, entry.value.ttl);
         if let (true, Some(frame)) = (in_subtree, frame) {
             let rel = &entry.subkeys[target.subkeys.len()..];
-            let expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
+            let mut expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
+            if canary::planted(Plant::TtlOffByOne) && expired {
+                let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
+                expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, at);
+            }
             match &entry.value.kind {
                 _ if expired => remove(&mut out, rel),
                 ValueKind::Tombstone => remove(&mut out, rel),
@@ -135,12 +140,18 @@ fn push_level(
         stack.push(inherited);
     }
     let parent = stack.last().copied().unwrap_or(root);
-    if parent.newest.is_some_and(|newest| doc_ht <= newest) {
+    let hidden = if canary::planted(Plant::WriteIdIgnored) {
+        parent.newest.is_some_and(|newest| doc_ht.ht < newest.ht)
+    } else {
+        parent.newest.is_some_and(|newest| doc_ht <= newest)
+    };
+    if hidden {
         stack.push(parent);
         return None;
     }
+    let inherited = if canary::planted(Plant::ParentTtlNotInherited) { None } else { parent.exp };
     let frame =
-        Frame { newest: Some(doc_ht), exp: expiry::child_expiration(parent.exp, ttl, doc_ht.ht) };
+        Frame { newest: Some(doc_ht), exp: expiry::child_expiration(inherited, ttl, doc_ht.ht) };
     stack.push(frame);
     Some(frame)
 }

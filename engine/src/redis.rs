@@ -15,8 +15,57 @@ use std::fmt::Write as _;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
+/// A Redis reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// A status reply (`OK`).
+    Status(String),
+    /// A bulk string, or `(nil)`.
+    Bulk(Option<String>),
+    /// An integer.
+    Integer(i64),
+    /// An array of bulk strings.
+    Array(Vec<String>),
+}
+
+impl std::fmt::Display for Reply {
+    /// As redis-cli prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let quoted = |s: &str| Primitive::String(s.to_owned()).to_string();
+        match self {
+            Reply::Status(s) => f.write_str(s),
+            Reply::Bulk(None) => f.write_str("(nil)"),
+            Reply::Bulk(Some(s)) => f.write_str(&quoted(s)),
+            Reply::Integer(n) => write!(f, "(integer) {n}"),
+            Reply::Array(items) if items.is_empty() => f.write_str("(empty array)"),
+            Reply::Array(items) => {
+                let lines: Vec<String> = items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, s)| format!("{}) {}", i + 1, quoted(s)))
+                    .collect();
+                f.write_str(&lines.join("\n"))
+            }
+        }
+    }
+}
+
+fn text(p: &Primitive) -> String {
+    match p {
+        Primitive::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
 /// Run one Redis command at `ht`, appending the redis-cli style reply to `out`.
 pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut String) -> Result<()> {
+    let reply = run(tablet, ht, command)?;
+    writeln!(out, "{reply}").expect("write to String");
+    Ok(())
+}
+
+/// Run one Redis command at `ht`.
+pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> {
     let args = split_args(command)?;
     let Some((name, args)) = args.split_first() else { return errinput!("empty Redis command") };
     let name = name.to_ascii_uppercase();
@@ -35,13 +84,13 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut Str
             let ttl_us = parse_set_options(&args[2..])?;
             let write = DocWrite { path: root(&args[0]), kind: set_value(&args[1]), ttl_us };
             apply(tablet, ht, vec![write])?;
-            "OK".to_owned()
+            Reply::Status("OK".into())
         }
         "GET" => {
             arity(1, false)?;
             match tablet.get(&root(&args[0]), ht)? {
-                None => "(nil)".into(),
-                Some(Document::Primitive(p)) => p.to_string(),
+                None => Reply::Bulk(None),
+                Some(Document::Primitive(p)) => Reply::Bulk(Some(text(&p))),
                 Some(Document::Object(_)) => return errinput!("{WRONGTYPE}"),
             }
         }
@@ -55,7 +104,7 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut Str
             }
             let n = writes.len();
             apply(tablet, ht, writes)?;
-            format!("(integer) {n}")
+            Reply::Integer(n as i64)
         }
         "EXPIRE" => {
             arity(2, false)?;
@@ -66,7 +115,12 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut Str
             let fields: Vec<(&String, &String)> =
                 args[1..].chunks(2).map(|pair| (&pair[0], &pair[1])).collect();
             let existing = object(tablet, &args[0], ht)?;
-            let added = fields.iter().filter(|(f, _)| !existing.contains_key(&member(f))).count();
+            let added: std::collections::BTreeSet<&String> = fields
+                .iter()
+                .map(|(f, _)| *f)
+                .filter(|f| !existing.contains_key(&member(f)))
+                .collect();
+            let added = added.len();
             let writes = fields
                 .iter()
                 .map(|(f, v)| DocWrite {
@@ -77,16 +131,16 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut Str
                 .collect();
             apply(tablet, ht, writes)?;
             if name == "HMSET" {
-                "OK".into()
+                Reply::Status("OK".into())
             } else {
-                format!("(integer) {added}")
+                Reply::Integer(added as i64)
             }
         }
         "HGET" => {
             arity(2, false)?;
             match object(tablet, &args[0], ht)?.get(&member(&args[1])) {
-                Some(Document::Primitive(p)) => p.to_string(),
-                _ => "(nil)".into(),
+                Some(Document::Primitive(p)) => Reply::Bulk(Some(text(p))),
+                _ => Reply::Bulk(None),
             }
         }
         "HDEL" | "SREM" => {
@@ -99,19 +153,18 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut Str
                 .collect();
             let n = writes.len();
             apply(tablet, ht, writes)?;
-            format!("(integer) {n}")
+            Reply::Integer(n as i64)
         }
         "HGETALL" => {
             arity(1, false)?;
             let map = object(tablet, &args[0], ht)?;
-            array(map.iter().flat_map(|(k, v)| [k.value.to_string(), v.to_string()]))
+            Reply::Array(map.iter().flat_map(|(k, v)| [text(&k.value), document_text(v)]).collect())
         }
         "SADD" => {
             arity(2, false)?;
             let existing = object(tablet, &args[0], ht)?;
-            let mut fresh: Vec<&String> =
+            let fresh: std::collections::BTreeSet<&String> =
                 args[1..].iter().filter(|m| !existing.contains_key(&member(m))).collect();
-            fresh.dedup();
             let writes = args[1..]
                 .iter()
                 .map(|m| DocWrite {
@@ -121,17 +174,23 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut Str
                 })
                 .collect();
             apply(tablet, ht, writes)?;
-            format!("(integer) {}", fresh.len())
+            Reply::Integer(fresh.len() as i64)
         }
         "SMEMBERS" => {
             arity(1, false)?;
             let map = object(tablet, &args[0], ht)?;
-            array(map.keys().map(|k| k.value.to_string()))
+            Reply::Array(map.keys().map(|k| text(&k.value)).collect())
         }
         other => return errinput!("ERR unknown command '{}'", other.to_lowercase()),
     };
-    writeln!(out, "{reply}").expect("write to String");
-    Ok(())
+    Ok(reply)
+}
+
+fn document_text(doc: &Document) -> String {
+    match doc {
+        Document::Primitive(p) => text(p),
+        other => other.to_string(),
+    }
 }
 
 fn root(key: &str) -> DocPath {
@@ -187,23 +246,14 @@ fn parse_set_options(options: &[String]) -> Result<Option<u64>> {
 
 /// EXPIRE rewrites the key as of now with the TTL: the value (or the marker and every
 /// field) again, so the TTL counts from now and covers the whole document.
-fn expire(tablet: &mut Tablet, ht: HybridTime, key: &str, secs: &str) -> Result<String> {
+fn expire(tablet: &mut Tablet, ht: HybridTime, key: &str, secs: &str) -> Result<Reply> {
     let Ok(secs) = secs.parse::<u64>() else {
         return errinput!("ERR value is not an integer or out of range");
     };
-    let Some(doc) = tablet.get(&root(key), ht)? else { return Ok("(integer) 0".into()) };
+    let Some(doc) = tablet.get(&root(key), ht)? else { return Ok(Reply::Integer(0)) };
     let ttl_us = Some(secs.max(1).saturating_mul(1_000_000));
     apply(tablet, ht, vec![DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us }])?;
-    Ok("(integer) 1".into())
-}
-
-fn array(items: impl Iterator<Item = String>) -> String {
-    let lines: Vec<String> = items.enumerate().map(|(i, s)| format!("{}) {s}", i + 1)).collect();
-    if lines.is_empty() {
-        "(empty array)".into()
-    } else {
-        lines.join("\n")
-    }
+    Ok(Reply::Integer(1))
 }
 
 /// Split a command line into arguments; `"double quoted"` arguments may hold spaces and

@@ -20,10 +20,18 @@ pub struct Tablet {
 impl Tablet {
     /// Open (or create) the tablet stored in `dir`.
     pub fn open(dir: &Path) -> Result<Tablet> {
-        std::fs::create_dir_all(dir).map_err(|e| {
-            crate::error::Error::Storage(format!("cannot create {}: {e}", dir.display()))
-        })?;
-        Ok(Tablet { db: DocDb::open(dir)?, table_ttl_ms: None })
+        Tablet::open_in(dir, None)
+    }
+
+    /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment, or of the
+    /// real file system when `env` is `None`.
+    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>) -> Result<Tablet> {
+        if env.is_none() {
+            std::fs::create_dir_all(dir).map_err(|e| {
+                crate::error::Error::Storage(format!("cannot create {}: {e}", dir.display()))
+            })?;
+        }
+        Ok(Tablet { db: DocDb::open_in(dir, env)?, table_ttl_ms: None })
     }
 
     /// The storage, for building write batches that need reads.

@@ -1,5 +1,32 @@
-//! # docsim-models: the independent reference model (issue 4)
+//! # docsim-models: the independent reference model
 //!
-//! An in-memory statement of DocDB's semantics in the plainest data structures, written
-//! without the engine's encoders, reader or compaction code, so that a checker built on it
-//! proves something. Not built yet: the simulator that needs it arrives with issue 4.
+//! The checker the simulator trusts. It states DocDB's semantics in the plainest data
+//! structures and shares no code with the engine: no encoders, no reader, no compaction.
+//! A document is a map from paths (lists of subkeys) to *all* their versions; a read
+//! answers, for every stored path, one question straight from the definition:
+//!
+//! > Is the newest version at or before R of this path strictly newer (hybrid time, then
+//! > write id) than the newest version at or before R of each of its ancestors — the
+//! > colocated table key, the document root, every shorter path — and neither a
+//! > tombstone nor expired?
+//!
+//! Expiry: an entry written at W with TTL t is visible at R iff R <= W + t. An entry
+//! without a TTL inherits the nearest explicit TTL of its visible ancestors (counted from
+//! that ancestor's write time) if that TTL had not run out at W — a child written under an
+//! expired parent starts afresh; `Never` (0) overrides the table default; with no explicit
+//! TTL on the chain the table default counts from the entry's own write time.
+//!
+//! The document at a path is built from the visible entries beneath it: a path with a
+//! visible descendant is an object; otherwise a marker is `{}` and a value is a leaf.
+//!
+//! Compaction never changes the model: by the invariant it checks, a compaction with
+//! cutoff H changes no read at R >= H. The model only remembers the highest cutoff, below
+//! which reads must be refused ([`ModelError::SnapshotTooOld`]).
+//!
+//! CQL rows ([`cql`]) and Redis keys ([`redis`]) are stated on top of the same documents.
+
+pub mod cql;
+mod doc;
+pub mod redis;
+
+pub use doc::{Doc, DocId, Entry, Key, Markers, Model, ModelError, Scalar, Time, Ttl, Write};

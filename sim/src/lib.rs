@@ -6,6 +6,10 @@
 //! script's output depends on nothing but the script.
 
 pub mod bench;
+mod convert;
+pub mod report;
+pub mod simulate;
+pub mod torture;
 
 use std::io::Write;
 use std::path::Path;

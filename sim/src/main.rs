@@ -1,8 +1,13 @@
 //! The `docsim` command line.
 
-use clap::{Parser, Subcommand};
+use clap::{Args, Parser, Subcommand};
+use docsim::report::{self, COMMIT};
+use docsim::simulate::{run, RunConfig};
+use docsim::torture::{torture, Campaign};
+use docsim_engine::canary::Plant;
+use docsim_workloads::Profile;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -16,16 +21,76 @@ struct Cli {
     command: Command,
 }
 
+#[derive(Args, Clone)]
+struct RunArgs {
+    /// The seed: decimal, 0x-hex, or a git commit hash.
+    #[arg(long, value_parser = parse_seed)]
+    seed: u64,
+    #[command(flatten)]
+    shape: ShapeArgs,
+}
+
+#[derive(Args, Clone)]
+struct ShapeArgs {
+    /// Workload operations per seed.
+    #[arg(long, default_value_t = 2_000)]
+    ops: usize,
+    /// Force a profile: nested, cql, redis, ttl, time-travel (default: the seed picks).
+    #[arg(long, value_parser = parse_profile)]
+    profile: Option<Profile>,
+    /// Switch on a planted bug (testing the tester).
+    #[arg(long, value_parser = parse_plant)]
+    plant: Option<Plant>,
+    /// Where failing runs write `<seed>/repro.ds`.
+    #[arg(long, default_value = "reports/runs")]
+    reports: PathBuf,
+}
+
 #[derive(Subcommand)]
 enum Command {
     /// Run a docscript file (`-` reads standard input) and print its output.
     Script {
         /// The script.
         file: PathBuf,
-        /// Keep the tablets in this directory (default: a fresh temporary directory,
-        /// removed afterwards).
+        /// Keep the tablets in this directory (default: a scratch directory, removed after).
         #[arg(long)]
         data_dir: Option<PathBuf>,
+        /// Switch on a planted bug (to replay a canary's reproducer).
+        #[arg(long, value_parser = parse_plant)]
+        plant: Option<Plant>,
+    },
+    /// Run one seed: a banner, then PASS or a failure block and a reproducer on disk.
+    Run {
+        #[command(flatten)]
+        run: RunArgs,
+        /// Run the seed twice in two processes and compare their traces step by step.
+        #[arg(long)]
+        check_determinism: bool,
+        /// Print every trace line and the trace hash (used by --check-determinism).
+        #[arg(long, hide = true)]
+        emit_trace: bool,
+    },
+    /// Re-run a seed printing its full trace.
+    Replay {
+        #[command(flatten)]
+        run: RunArgs,
+    },
+    /// Run many seeds: a progress line, a summary, non-zero exit on any failure.
+    Torture {
+        /// Seeds `A..B` (B excluded); with --duration, only A counts.
+        #[arg(long, value_parser = parse_range)]
+        seeds: Option<(u64, u64)>,
+        /// Run for this long instead (`90s`, `10m`, `1h`).
+        #[arg(long, value_parser = parse_duration)]
+        duration: Option<f64>,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// Run shard `i/n`: the seeds with `seed % n == i`.
+        #[arg(long, value_parser = parse_shard, default_value = "0/1")]
+        shard: (u64, u64),
+        #[command(flatten)]
+        shape: ShapeArgs,
     },
     /// Benchmarks, compared with raw RocksDB doing the same work in the same run.
     Bench {
@@ -37,11 +102,252 @@ enum Command {
     },
 }
 
+fn parse_seed(text: &str) -> Result<u64, String> {
+    let bad = || format!("`{text}` is not a seed (decimal, 0x-hex, or a git commit hash)");
+    if let Some(hex) = text.strip_prefix("0x") {
+        return u64::from_str_radix(hex, 16).map_err(|_| bad());
+    }
+    if text.chars().all(|c| c.is_ascii_digit()) {
+        return text.parse().map_err(|_| bad());
+    }
+    if text.len() >= 7 && text.chars().all(|c| c.is_ascii_hexdigit()) {
+        return u64::from_str_radix(&text[..text.len().min(16)], 16).map_err(|_| bad());
+    }
+    Err(bad())
+}
+
+fn parse_profile(text: &str) -> Result<Profile, String> {
+    Profile::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = Profile::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown profile `{text}` (known: {})", names.join(", "))
+    })
+}
+
+fn parse_plant(text: &str) -> Result<Plant, String> {
+    Plant::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = Plant::ALL.iter().map(|p| p.name()).collect();
+        format!("unknown planted bug `{text}` (known: {})", names.join(", "))
+    })
+}
+
+fn parse_range(text: &str) -> Result<(u64, u64), String> {
+    let (a, b) = text.split_once("..").ok_or_else(|| format!("`{text}` is not a range A..B"))?;
+    let (a, b) = (parse_seed(a)?, parse_seed(b)?);
+    if a > b {
+        return Err(format!("empty seed range {text}"));
+    }
+    Ok((a, b))
+}
+
+fn parse_shard(text: &str) -> Result<(u64, u64), String> {
+    let err = || format!("`{text}` is not a shard i/n with i < n");
+    let (i, n) = text.split_once('/').ok_or_else(err)?;
+    let (i, n): (u64, u64) = (i.parse().map_err(|_| err())?, n.parse().map_err(|_| err())?);
+    if n == 0 || i >= n {
+        return Err(err());
+    }
+    Ok((i, n))
+}
+
+fn parse_duration(text: &str) -> Result<f64, String> {
+    let err = || format!("`{text}` is not a duration like 90s, 10m or 1h");
+    let (num, unit) = text.split_at(text.find(|c: char| !c.is_ascii_digit()).ok_or_else(err)?);
+    let n: f64 = num.parse().map_err(|_| err())?;
+    match unit {
+        "s" => Ok(n),
+        "m" => Ok(n * 60.0),
+        "h" => Ok(n * 3600.0),
+        _ => Err(err()),
+    }
+}
+
+fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
+    RunConfig { seed, ops: shape.ops, profile: shape.profile, plant: shape.plant, keep_trace }
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Script { file, data_dir } => script(&file, data_dir),
+    match Cli::parse().command {
+        Command::Script { file, data_dir, plant } => script(&file, data_dir, plant),
+        Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
+        Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
+        Command::Replay { run: args } => run_seed(&args, false, true),
+        Command::Torture { seeds, duration, jobs, shard, shape } => {
+            torture_command(seeds, duration, jobs, shard, &shape)
+        }
         Command::Bench { target, rows } => bench(&target, rows),
+    }
+}
+
+fn run_seed(args: &RunArgs, emit_trace: bool, replay: bool) -> ExitCode {
+    let cfg = config(args.seed, &args.shape, emit_trace || replay);
+    let outcome = run(&cfg);
+    if emit_trace {
+        outcome.trace.iter().for_each(|line| println!("{line}"));
+        println!("trace-hash {:016x}", outcome.trace_hash);
+        return if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    }
+    println!("{}", report::banner(&outcome, &cfg));
+    if replay {
+        outcome.trace.iter().for_each(|line| println!("{line}"));
+    }
+    match &outcome.failure {
+        None => {
+            println!(
+                "PASS seed={} steps={} ops={} checked_reads={} compactions={} trace={:016x}",
+                outcome.seed,
+                outcome.steps,
+                outcome.ops,
+                outcome.checked_reads,
+                outcome.compactions,
+                outcome.trace_hash
+            );
+            ExitCode::SUCCESS
+        }
+        Some(_) => {
+            let dir = report::write_run_report(&args.shape.reports, &outcome, &cfg).ok();
+            print!("{}", report::failure_block(&outcome, &cfg, dir.as_deref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Run the seed in two separate processes and compare their traces line by line.
+fn check_determinism(args: &RunArgs) -> ExitCode {
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(e) => {
+            eprintln!("docsim: cannot find my own executable: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut child_args =
+        vec!["run".to_string(), "--seed".into(), args.seed.to_string(), "--emit-trace".into()];
+    child_args.extend(["--ops".into(), args.shape.ops.to_string()]);
+    if let Some(p) = args.shape.profile {
+        child_args.extend(["--profile".into(), p.name().into()]);
+    }
+    if let Some(p) = args.shape.plant {
+        child_args.extend(["--plant".into(), p.name().into()]);
+    }
+    let traces: Vec<Vec<String>> = (0..2)
+        .map(|_| {
+            let out = std::process::Command::new(&exe).args(&child_args).output();
+            out.map(|o| String::from_utf8_lossy(&o.stdout).lines().map(str::to_owned).collect())
+                .unwrap_or_default()
+        })
+        .collect();
+    let (a, b) = (&traces[0], &traces[1]);
+    println!("docsim determinism check seed={} commit={COMMIT} ops={}", args.seed, args.shape.ops);
+    if a.is_empty() {
+        println!("FAIL: the child run printed nothing");
+        return ExitCode::FAILURE;
+    }
+    match a.iter().zip(b).position(|(x, y)| x != y) {
+        None if a.len() == b.len() => {
+            println!(
+                "PASS: {} trace lines identical, {}",
+                a.len(),
+                a.last().map_or("", String::as_str)
+            );
+            ExitCode::SUCCESS
+        }
+        None => {
+            println!("FAIL: traces differ in length ({} vs {} lines)", a.len(), b.len());
+            ExitCode::FAILURE
+        }
+        Some(i) => {
+            println!(
+                "FAIL: first divergent step at trace line {i}:\n  first:  {}\n  second: {}",
+                a[i], b[i]
+            );
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn torture_command(
+    seeds: Option<(u64, u64)>,
+    duration: Option<f64>,
+    jobs: usize,
+    shard: (u64, u64),
+    shape: &ShapeArgs,
+) -> ExitCode {
+    let (first, end) = match (seeds, duration) {
+        (Some((a, b)), None) => (a, Some(b)),
+        (seeds, Some(_)) => (seeds.map_or(0, |(a, _)| a), None),
+        (None, None) => {
+            eprintln!("docsim: torture needs --seeds A..B or --duration");
+            return ExitCode::from(2);
+        }
+    };
+    let campaign = Campaign {
+        first,
+        end,
+        duration_s: duration,
+        jobs,
+        shard,
+        template: config(0, shape, false),
+        reports_dir: shape.reports.clone(),
+    };
+    println!(
+        "docsim torture commit={COMMIT} seeds={first}..{} shard={}/{} jobs={jobs} ops/seed={}{}",
+        end.map_or("".into(), |e| e.to_string()),
+        shard.0,
+        shard.1,
+        shape.ops,
+        shape.plant.map(|p| format!(" plant={}", p.name())).unwrap_or_default()
+    );
+    let s = torture(&campaign);
+    let per_core = s.ops as f64 / s.seconds / jobs.max(1) as f64;
+    println!(
+        "seeds {}  ops {}  steps {}  checked reads {}  compactions {}  failures {}  {:.1}s  {:.0} ops/s  {:.0} ops/s/core  {:.1} seeds/min",
+        s.seeds,
+        s.ops,
+        s.steps,
+        s.checked_reads,
+        s.compactions,
+        s.failed_seeds.len(),
+        s.seconds,
+        s.ops as f64 / s.seconds,
+        per_core,
+        s.seeds as f64 / s.seconds * 60.0
+    );
+    if s.failed_seeds.is_empty() {
+        println!("PASS");
+        ExitCode::SUCCESS
+    } else {
+        for seed in &s.failed_seeds {
+            println!(
+                "FAIL seed {seed}: {}",
+                shape.reports.join(seed.to_string()).join("failure.txt").display()
+            );
+        }
+        ExitCode::FAILURE
+    }
+}
+
+fn script(file: &Path, data_dir: Option<PathBuf>, plant: Option<Plant>) -> ExitCode {
+    let text = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(file)
+    };
+    let text = match text {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("docsim: cannot read {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    docsim_engine::canary::plant(plant);
+    match docsim::run_script_file(&text, data_dir.as_deref()) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("docsim: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 
@@ -71,30 +377,6 @@ fn bench(target: &str, rows: usize) -> ExitCode {
         Err(e) => {
             eprintln!("docsim: bench failed: {e}");
             ExitCode::FAILURE
-        }
-    }
-}
-
-fn script(file: &PathBuf, data_dir: Option<PathBuf>) -> ExitCode {
-    let text = if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(file)
-    };
-    let text = match text {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!("docsim: cannot read {}: {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
-    match docsim::run_script_file(&text, data_dir.as_deref()) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("docsim: {e}");
-            ExitCode::from(2)
         }
     }
 }

@@ -33,6 +33,53 @@ pub fn target_table(statement: &str) -> Result<String> {
     c.ident()
 }
 
+/// One cell of a result row.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cell {
+    /// No value.
+    Null,
+    /// A primitive value.
+    Value(Primitive),
+    /// A map, in key order.
+    Map(Vec<(Primitive, Primitive)>),
+    /// A set, in order.
+    Set(Vec<Primitive>),
+    /// A list, in order.
+    List(Vec<Primitive>),
+    /// A jsonb document.
+    Json(Document),
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let list = |items: Vec<String>| format!("[{}]", items.join(", "));
+        match self {
+            Cell::Null => f.write_str("null"),
+            Cell::Value(p) => write!(f, "{p}"),
+            Cell::Map(entries) => {
+                let items: Vec<String> = entries.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+                write!(f, "{{{}}}", items.join(", "))
+            }
+            Cell::Set(items) | Cell::List(items) => {
+                f.write_str(&list(items.iter().map(ToString::to_string).collect()))
+            }
+            Cell::Json(doc) => write!(f, "{doc}"),
+        }
+    }
+}
+
+/// A result row: selected column names and their cells.
+pub type Row = Vec<(String, Cell)>;
+
+/// What a statement returned.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Outcome {
+    /// A write.
+    Written,
+    /// The rows of a SELECT, in clustering order.
+    Rows(Vec<Row>),
+}
+
 /// Run one statement at `ht`, appending SELECT output to `out`.
 pub fn execute(
     table: &CqlTable,
@@ -41,16 +88,35 @@ pub fn execute(
     statement: &str,
     out: &mut String,
 ) -> Result<()> {
+    if let Outcome::Rows(rows) = run(table, tablet, ht, statement)? {
+        for row in &rows {
+            let cells: Vec<String> =
+                row.iter().map(|(name, cell)| format!("{name}: {cell}")).collect();
+            writeln!(out, "({})", cells.join(", ")).expect("write to String");
+        }
+        writeln!(out, "({} rows)", rows.len()).expect("write to String");
+    }
+    Ok(())
+}
+
+/// Run one statement at `ht`.
+pub fn run(
+    table: &CqlTable,
+    tablet: &mut Tablet,
+    ht: HybridTime,
+    statement: &str,
+) -> Result<Outcome> {
     let mut c = Cursor::new(statement)?;
     let verb = c.ident()?;
     let entries = match verb.as_str() {
         "insert" => insert(table, &mut c, ht)?,
         "update" => update(table, &mut c, ht)?,
         "delete" => delete(table, &mut c)?,
-        "select" => return select(table, tablet, &mut c, ht, out),
+        "select" => return select(table, tablet, &mut c, ht).map(Outcome::Rows),
         other => return errinput!("CQL: unsupported statement {}", other.to_uppercase()),
     };
-    tablet.write(&entries.iter().collect(), ht)
+    tablet.write(&entries.iter().collect(), ht)?;
+    Ok(Outcome::Written)
 }
 
 /// A CQL literal as written.
@@ -541,8 +607,7 @@ fn select(
     tablet: &Tablet,
     c: &mut Cursor<'_>,
     ht: HybridTime,
-    out: &mut String,
-) -> Result<()> {
+) -> Result<Vec<Row>> {
     let mut names = Vec::new();
     if !c.eat("*") {
         loop {
@@ -578,9 +643,8 @@ fn select(
             }
         }
     }
-    let rows = read_rows(tablet, &hash, ht)?;
-    let mut count = 0;
-    for (doc, row) in rows {
+    let mut out = Vec::new();
+    for (doc, row) in read_rows(tablet, &hash, ht)? {
         let in_range = ranges.iter().all(|(i, op, v)| {
             let ord = KeyEntry::asc(doc.range[*i].value.clone()).cmp(&KeyEntry::asc(v.clone()));
             match *op {
@@ -592,12 +656,10 @@ fn select(
             }
         });
         if in_range && row_exists(&row) {
-            count += 1;
-            out.push_str(&format_row(table, &names, &doc, &row));
+            out.push(project_row(table, &names, &doc, &row));
         }
     }
-    writeln!(out, "({count} rows)").expect("write to String");
-    Ok(())
+    Ok(out)
 }
 
 /// Every row of one hash key, in clustering order, read at `ht`.
@@ -625,44 +687,46 @@ fn row_exists(row: &Document) -> bool {
     })
 }
 
-fn format_row(table: &CqlTable, names: &[String], doc: &DocKey, row: &Document) -> String {
+fn project_row(table: &CqlTable, names: &[String], doc: &DocKey, row: &Document) -> Row {
     let Document::Object(map) = row else { unreachable!("rows that exist are objects") };
-    let mut line = String::from("(");
-    for (i, name) in names.iter().enumerate() {
+    let mut out = Vec::with_capacity(names.len());
+    for name in names {
         let col = table.column(name).expect("validated");
-        let value = match col.kind {
+        let cell = match col.kind {
             ColumnKind::Hash => {
                 let at = table.hash_key.iter().position(|n| n == name).expect("hash");
-                doc.hashed[at].value.to_string()
+                Cell::Value(doc.hashed[at].value.clone())
             }
             ColumnKind::Range(_) => {
                 let at = table.range_key.iter().position(|n| n == name).expect("range");
-                doc.range[at].value.to_string()
+                Cell::Value(doc.range[at].value.clone())
             }
             ColumnKind::Regular(id) => {
-                let cell = map.get(&KeyEntry::asc(Primitive::ColumnId(id)));
-                format_cell(&col.ty, cell)
+                cell(&col.ty, map.get(&KeyEntry::asc(Primitive::ColumnId(id))))
             }
         };
-        let sep = if i > 0 { ", " } else { "" };
-        write!(line, "{sep}{name}: {value}").expect("write to String");
+        out.push((name.clone(), cell));
     }
-    line.push_str(")\n");
-    line
+    out
 }
 
-fn format_cell(ty: &CqlType, cell: Option<&Document>) -> String {
-    match (ty, cell) {
-        (_, None) => "null".into(),
+fn cell(ty: &CqlType, doc: Option<&Document>) -> Cell {
+    let leaf = |d: &Document| match d {
+        Document::Primitive(p) => p.clone(),
+        other => Primitive::String(other.to_string()),
+    };
+    match (ty, doc) {
+        (_, None) => Cell::Null,
+        (CqlType::Jsonb, Some(d)) => Cell::Json(d.clone()),
+        (CqlType::Map(..), Some(Document::Object(m))) => {
+            Cell::Map(m.iter().map(|(k, v)| (k.value.clone(), leaf(v))).collect())
+        }
         (CqlType::Set(_), Some(Document::Object(m))) => {
-            let items: Vec<String> = m.keys().map(|k| k.value.to_string()).collect();
-            format!("[{}]", items.join(", "))
+            Cell::Set(m.keys().map(|k| k.value.clone()).collect())
         }
-        (CqlType::List(_), Some(Document::Object(m))) => {
-            let items: Vec<String> = m.values().map(ToString::to_string).collect();
-            format!("[{}]", items.join(", "))
-        }
-        (_, Some(doc)) => doc.to_string(),
+        (CqlType::List(_), Some(Document::Object(m))) => Cell::List(m.values().map(leaf).collect()),
+        (_, Some(Document::Object(_))) => Cell::Null, // an object where a primitive belongs
+        (_, Some(Document::Primitive(p))) => Cell::Value(p.clone()),
     }
 }
 

@@ -81,6 +81,10 @@ pub enum Command {
     Cql { ht: HybridTime, statement: String },
     /// `redis @T <command>`.
     Redis { ht: HybridTime, command: String },
+    /// `expect <line>` (docsim extension): the next output line of the command before it
+    /// must be exactly `<line>`; `expect error` accepts any `error: ...` line. Reproducers
+    /// use it to fail by themselves.
+    Expect(String),
 }
 
 /// The line without its `#` comment (a `#` inside a quoted string is text).
@@ -147,6 +151,11 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             }
             p.expect("=")?;
             Command::Compact { cutoff: p.hybrid_time()?, minor }
+        }
+        "expect" => {
+            let rest = p.rest().trim().to_owned();
+            p.skip_to_end();
+            Command::Expect(rest)
         }
         "crash" => Command::Crash,
         "restart" => Command::Restart,
@@ -285,6 +294,7 @@ impl fmt::Display for Command {
             Command::Table(stmt) => write!(f, "table {stmt}"),
             Command::Cql { ht, statement } => write!(f, "cql @{ht} {statement}"),
             Command::Redis { ht, command } => write!(f, "redis @{ht} {command}"),
+            Command::Expect(line) => write!(f, "expect {line}"),
         }
     }
 }

@@ -34,6 +34,9 @@ impl ScriptOutcome {
 pub fn run_script(text: &str, dir: &Path, out: &mut dyn Write) -> std::io::Result<ScriptOutcome> {
     let mut runner = Runner::new(dir);
     let mut outcome = ScriptOutcome { failed_commands: 0, parse_error: false };
+    // The previous command's output lines, how many `expect` lines consumed, and whether
+    // it failed (an expected error is not a failure of the script).
+    let (mut last_lines, mut cursor, mut last_failed) = (Vec::<String>::new(), 0, false);
     for (i, line) in text.lines().enumerate() {
         match parse_line(strip_comment(line), i + 1) {
             Err(e) => {
@@ -42,13 +45,34 @@ pub fn run_script(text: &str, dir: &Path, out: &mut dyn Write) -> std::io::Resul
                 break;
             }
             Ok(None) => {}
+            Ok(Some(Command::Expect(want))) => {
+                let got = last_lines.get(cursor).cloned();
+                cursor += 1;
+                let matched = got
+                    .as_deref()
+                    .is_some_and(|g| g == want || (want == "error" && g.starts_with("error:")));
+                if matched && last_failed && got.as_deref().is_some_and(|g| g.starts_with("error:"))
+                {
+                    outcome.failed_commands -= 1;
+                    last_failed = false;
+                }
+                if !matched {
+                    let got = got.unwrap_or_else(|| "no more output".into());
+                    writeln!(out, "error: line {}: expected `{want}`, got `{got}`", i + 1)?;
+                    outcome.failed_commands += 1;
+                }
+            }
             Ok(Some(command)) => {
                 let mut printed = String::new();
+                last_failed = false;
                 if let Err(e) = runner.execute(&command, &mut printed) {
                     writeln!(printed, "error: {e}").expect("write to String");
                     outcome.failed_commands += 1;
+                    last_failed = true;
                 }
                 out.write_all(printed.as_bytes())?;
+                last_lines = printed.lines().map(str::to_owned).collect();
+                cursor = 0;
             }
         }
     }
@@ -59,6 +83,8 @@ pub fn run_script(text: &str, dir: &Path, out: &mut dyn Write) -> std::io::Resul
 /// tablet per CQL table, and the marker mode.
 pub struct Runner {
     dir: PathBuf,
+    /// An in-memory RocksDB environment (simulation), or `None` for real files.
+    env: Option<rocksdb::Env>,
     mode: MarkerMode,
     docs: Option<Tablet>,
     tables: Vec<(CqlTable, Tablet)>,
@@ -67,12 +93,25 @@ pub struct Runner {
 impl Runner {
     /// A runner keeping its tablets under `dir`.
     pub fn new(dir: &Path) -> Runner {
-        Runner { dir: dir.to_owned(), mode: MarkerMode::Optional, docs: None, tables: Vec::new() }
+        Runner {
+            dir: dir.to_owned(),
+            env: None,
+            mode: MarkerMode::Optional,
+            docs: None,
+            tables: Vec::new(),
+        }
+    }
+
+    /// A runner whose tablets live in an in-memory RocksDB environment (no disk I/O, no
+    /// fsync): same engine, same RocksDB, for fast simulation.
+    pub fn in_memory(dir: &Path) -> Result<Runner> {
+        let env = rocksdb::Env::mem_env()?;
+        Ok(Runner { env: Some(env), ..Runner::new(dir) })
     }
 
     fn docs(&mut self) -> Result<&mut Tablet> {
         if self.docs.is_none() {
-            self.docs = Some(Tablet::open(&self.dir.join("docs"))?);
+            self.docs = Some(Tablet::open_in(&self.dir.join("docs"), self.env.as_ref())?);
         }
         Ok(self.docs.as_mut().expect("just opened"))
     }
@@ -92,7 +131,7 @@ impl Runner {
                 self.docs()?.set_table_ttl_ms(ttl_ms);
             }
             Command::Get { path, ht } => {
-                let doc = self.docs()?.get(path, *ht)?;
+                let doc = self.get(path, *ht)?;
                 match doc {
                     Some(doc) => writeln!(out, "{path} @{ht} => {doc}"),
                     None => writeln!(out, "{path} @{ht} => <none>"),
@@ -105,6 +144,7 @@ impl Runner {
                 let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
                 self.all_tablets().try_for_each(|t| t.compact(*cutoff, kind))?;
             }
+            Command::Expect(_) => {} // checked by the script loop
             Command::Crash | Command::Restart => {
                 return errinput!("crash and restart need the tablet's Raft log, not built yet");
             }
@@ -116,6 +156,30 @@ impl Runner {
             }
         }
         Ok(())
+    }
+
+    /// The subdocument at `path` of the document tablet as of `ht`.
+    pub fn get(&mut self, path: &DocPath, ht: HybridTime) -> Result<Option<crate::Document>> {
+        self.docs()?.get(path, ht)
+    }
+
+    /// Run a CQL statement, returning its rows or that it wrote.
+    pub fn cql_run(&mut self, ht: HybridTime, statement: &str) -> Result<cql::Outcome> {
+        let name = cql::target_table(statement)?;
+        let Some((table, tablet)) = self.tables.iter_mut().find(|(t, _)| t.name == name) else {
+            return errinput!("unknown table {name}");
+        };
+        cql::run(table, tablet, ht, statement)
+    }
+
+    /// Run a Redis command.
+    pub fn redis_run(&mut self, ht: HybridTime, command: &str) -> Result<redis::Reply> {
+        redis::run(self.docs()?, ht, command)
+    }
+
+    /// The highest history cutoff of the document tablet.
+    pub fn history_cutoff(&mut self) -> Result<HybridTime> {
+        Ok(self.docs()?.history_cutoff())
     }
 
     fn write(&mut self, writes: &[DocWrite], ht: HybridTime) -> Result<()> {
@@ -130,7 +194,8 @@ impl Runner {
         if self.tables.iter().any(|(t, _)| t.name == table.name) {
             return errinput!("table {} already exists", table.name);
         }
-        let mut tablet = Tablet::open(&self.dir.join(format!("table-{}", table.name)))?;
+        let dir = self.dir.join(format!("table-{}", table.name));
+        let mut tablet = Tablet::open_in(&dir, self.env.as_ref())?;
         tablet.set_table_ttl_ms(table.default_ttl_ms);
         self.tables.push((table, tablet));
         Ok(())

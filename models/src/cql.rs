@@ -1,0 +1,306 @@
+//! CQL rows on the document model.
+//!
+//! A row is the document `(hash: hash key values; range: clustering values)`; regular
+//! columns are subdocuments keyed by column id (from 10, in declaration order); INSERT
+//! writes the liveness column `sys(0)` first, then its columns in declaration order; a
+//! collection written whole is a marker then its elements; a null writes a tombstone. A
+//! row exists at R iff its liveness column or a non-empty column is visible at R.
+
+use crate::doc::{Doc, DocId, Entry, Key, Model, ModelError, Scalar, Time, Ttl};
+use serde::{Deserialize, Serialize};
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+
+/// The shape of a regular column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ColKind {
+    Scalar,
+    Map,
+    Set,
+}
+
+/// A table schema, as the model needs it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schema {
+    pub name: String,
+    pub hash: Vec<String>,
+    /// Clustering columns and whether each is descending.
+    pub range: Vec<(String, bool)>,
+    /// Regular columns in declaration order (ids 10, 11, ...).
+    pub regular: Vec<(String, ColKind)>,
+    pub default_ttl_s: Option<u64>,
+}
+
+impl Schema {
+    fn column_id(&self, name: &str) -> i32 {
+        let at = self.regular.iter().position(|(n, _)| n == name).expect("generated column");
+        10 + at as i32
+    }
+
+    fn kind(&self, name: &str) -> ColKind {
+        self.regular.iter().find(|(n, _)| n == name).expect("generated column").1
+    }
+
+    fn doc(&self, key: &[Scalar]) -> DocId {
+        let (h, r) = key.split_at(self.hash.len());
+        DocId {
+            colocation: None,
+            hashed: h.iter().cloned().map(Key::of).collect(),
+            range: r
+                .iter()
+                .zip(&self.range)
+                .map(|(s, (_, desc))| Key { scalar: s.clone(), desc: *desc })
+                .collect(),
+        }
+    }
+}
+
+/// A column value in a statement.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CqlValue {
+    Null,
+    Scalar(Scalar),
+    Map(Vec<(Scalar, Scalar)>),
+    Set(Vec<Scalar>),
+}
+
+/// One `SET` assignment of an UPDATE.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Assign {
+    /// `c = v` (a collection is overwritten).
+    Whole(String, CqlValue),
+    /// `m['k'] = v`.
+    MapPut(String, Scalar, Scalar),
+    /// `c = c + {...}`.
+    Add(String, CqlValue),
+    /// `c = c - {...}`.
+    Remove(String, Vec<Scalar>),
+}
+
+/// A comparison on the first clustering column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Cmp {
+    Eq,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+/// A CQL statement, structured. `key` lists hash then clustering values.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CqlOp {
+    Insert { key: Vec<Scalar>, values: Vec<(String, CqlValue)>, ttl_s: Option<u64> },
+    Update { key: Vec<Scalar>, assigns: Vec<Assign>, ttl_s: Option<u64> },
+    DeleteRow { key: Vec<Scalar> },
+    DeleteColumns { key: Vec<Scalar>, columns: Vec<String> },
+    Select { hash: Vec<Scalar>, range: Option<(Cmp, Scalar)>, columns: Option<Vec<String>> },
+}
+
+/// A result cell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Cell {
+    Null,
+    Scalar(Scalar),
+    Map(Vec<(Scalar, Scalar)>),
+    Set(Vec<Scalar>),
+}
+
+/// What a statement returned.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CqlResult {
+    Written,
+    Rows(Vec<Vec<(String, Cell)>>),
+}
+
+fn ttl_of(ttl_s: Option<u64>) -> Ttl {
+    match ttl_s {
+        None => Ttl::Inherit,
+        Some(0) => Ttl::Never,
+        Some(s) => Ttl::Ms(s * 1000),
+    }
+}
+
+type Entries = Vec<(DocId, Vec<Key>, Entry, Ttl)>;
+
+impl Model {
+    /// Run one CQL statement at `time` on the table `schema`.
+    pub fn cql(
+        &mut self,
+        time: Time,
+        schema: &Schema,
+        op: &CqlOp,
+    ) -> Result<CqlResult, ModelError> {
+        let mut out: Entries = Vec::new();
+        match op {
+            CqlOp::Insert { key, values, ttl_s } => {
+                let (doc, ttl) = (schema.doc(key), ttl_of(*ttl_s));
+                let liveness = vec![Key::of(Scalar::SystemColumn(0))];
+                out.push((doc.clone(), liveness, Entry::Value(Scalar::Null), ttl));
+                for (name, _) in &schema.regular {
+                    if let Some((_, v)) = values.iter().find(|(n, _)| n == name) {
+                        whole(schema, &doc, name, v, ttl, &mut out);
+                    }
+                }
+            }
+            CqlOp::Update { key, assigns, ttl_s } => {
+                let (doc, ttl) = (schema.doc(key), ttl_of(*ttl_s));
+                for assign in assigns {
+                    match assign {
+                        Assign::Whole(name, v) => whole(schema, &doc, name, v, ttl, &mut out),
+                        Assign::MapPut(name, k, v) => {
+                            let path = vec![column(schema, name), Key::of(k.clone())];
+                            out.push((doc.clone(), path, Entry::Value(v.clone()), ttl));
+                        }
+                        Assign::Add(name, v) => {
+                            elements(&doc, column(schema, name), v, ttl, &mut out)
+                        }
+                        Assign::Remove(name, keys) => {
+                            for k in keys {
+                                let path = vec![column(schema, name), Key::of(k.clone())];
+                                out.push((doc.clone(), path, Entry::Tombstone, Ttl::Inherit));
+                            }
+                        }
+                    }
+                }
+            }
+            CqlOp::DeleteRow { key } => {
+                out.push((schema.doc(key), vec![], Entry::Tombstone, Ttl::Inherit))
+            }
+            CqlOp::DeleteColumns { key, columns } => {
+                for name in columns {
+                    let path = vec![column(schema, name)];
+                    out.push((schema.doc(key), path, Entry::Tombstone, Ttl::Inherit));
+                }
+            }
+            CqlOp::Select { hash, range, columns } => {
+                return self
+                    .select(time, schema, hash, range.clone(), columns.as_deref())
+                    .map(CqlResult::Rows);
+            }
+        }
+        self.write_entries(time, out);
+        Ok(CqlResult::Written)
+    }
+
+    fn select(
+        &self,
+        time: Time,
+        schema: &Schema,
+        hash: &[Scalar],
+        range: Option<(Cmp, Scalar)>,
+        columns: Option<&[String]>,
+    ) -> Result<Vec<Vec<(String, Cell)>>, ModelError> {
+        if time < self.cutoff() {
+            return Err(ModelError::SnapshotTooOld);
+        }
+        let hashed: Vec<Key> = hash.iter().cloned().map(Key::of).collect();
+        let mut docs = self.docs_where(|d| d.colocation.is_none() && d.hashed == hashed);
+        docs.sort_by(|a, b| clustering_cmp(&a.range, &b.range));
+        let all: Vec<String> = schema
+            .hash
+            .iter()
+            .chain(schema.range.iter().map(|(n, _)| n))
+            .chain(schema.regular.iter().map(|(n, _)| n))
+            .cloned()
+            .collect();
+        let names = columns.map_or(all, <[String]>::to_vec);
+        let mut rows = Vec::new();
+        for doc in docs {
+            if let Some((cmp, value)) = &range {
+                if !compare(&doc.range[0].scalar, *cmp, value) {
+                    continue;
+                }
+            }
+            let Some(Doc::Object(row)) = self.read(&doc, &[], time)? else { continue };
+            if !exists(&row) {
+                continue;
+            }
+            rows.push(names.iter().map(|n| (n.clone(), cell(schema, &doc, &row, n))).collect());
+        }
+        Ok(rows)
+    }
+}
+
+fn column(schema: &Schema, name: &str) -> Key {
+    Key::of(Scalar::Column(schema.column_id(name)))
+}
+
+fn whole(schema: &Schema, doc: &DocId, name: &str, value: &CqlValue, ttl: Ttl, out: &mut Entries) {
+    let col = column(schema, name);
+    match value {
+        CqlValue::Null => out.push((doc.clone(), vec![col], Entry::Tombstone, Ttl::Inherit)),
+        CqlValue::Scalar(s) => out.push((doc.clone(), vec![col], Entry::Value(s.clone()), ttl)),
+        CqlValue::Map(_) | CqlValue::Set(_) => {
+            out.push((doc.clone(), vec![col.clone()], Entry::Marker, ttl));
+            elements(doc, col, value, ttl, out);
+        }
+    }
+}
+
+fn elements(doc: &DocId, col: Key, value: &CqlValue, ttl: Ttl, out: &mut Entries) {
+    let items: Vec<(Scalar, Scalar)> = match value {
+        CqlValue::Map(items) => items.clone(),
+        CqlValue::Set(items) => items.iter().map(|s| (s.clone(), Scalar::Null)).collect(),
+        CqlValue::Null | CqlValue::Scalar(_) => Vec::new(),
+    };
+    for (k, v) in items {
+        out.push((doc.clone(), vec![col.clone(), Key::of(k)], Entry::Value(v), ttl));
+    }
+}
+
+/// Clustering order: component by component, descending components reversed.
+fn clustering_cmp(a: &[Key], b: &[Key]) -> Ordering {
+    for (x, y) in a.iter().zip(b) {
+        let ord = x.scalar.cmp(&y.scalar);
+        let ord = if x.desc { ord.reverse() } else { ord };
+        if ord != Ordering::Equal {
+            return ord;
+        }
+    }
+    a.len().cmp(&b.len())
+}
+
+fn compare(have: &Scalar, cmp: Cmp, want: &Scalar) -> bool {
+    let ord = have.cmp(want);
+    match cmp {
+        Cmp::Eq => ord.is_eq(),
+        Cmp::Lt => ord.is_lt(),
+        Cmp::Le => ord.is_le(),
+        Cmp::Gt => ord.is_gt(),
+        Cmp::Ge => ord.is_ge(),
+    }
+}
+
+fn exists(row: &BTreeMap<Key, Doc>) -> bool {
+    row.iter().any(|(k, v)| match (&k.scalar, v) {
+        (Scalar::SystemColumn(0), _) => true,
+        (Scalar::Column(_), Doc::Leaf(s)) => *s != Scalar::Null,
+        (Scalar::Column(_), Doc::Object(m)) => !m.is_empty(),
+        _ => false,
+    })
+}
+
+fn cell(schema: &Schema, doc: &DocId, row: &BTreeMap<Key, Doc>, name: &str) -> Cell {
+    if let Some(at) = schema.hash.iter().position(|n| n == name) {
+        return Cell::Scalar(doc.hashed[at].scalar.clone());
+    }
+    if let Some(at) = schema.range.iter().position(|(n, _)| n == name) {
+        return Cell::Scalar(doc.range[at].scalar.clone());
+    }
+    let leaf = |d: &Doc| match d {
+        Doc::Leaf(s) => s.clone(),
+        Doc::Object(_) => Scalar::Null,
+    };
+    match (schema.kind(name), row.get(&column(schema, name))) {
+        (_, None) => Cell::Null,
+        (ColKind::Scalar, Some(Doc::Leaf(s))) => Cell::Scalar(s.clone()),
+        (ColKind::Map, Some(Doc::Object(m))) => {
+            Cell::Map(m.iter().map(|(k, v)| (k.scalar.clone(), leaf(v))).collect())
+        }
+        (ColKind::Set, Some(Doc::Object(m))) => {
+            Cell::Set(m.keys().map(|k| k.scalar.clone()).collect())
+        }
+        _ => Cell::Null,
+    }
+}

@@ -1,0 +1,217 @@
+//! The model against hand-written expectations (never against the engine).
+
+use crate::*;
+
+fn d(name: &str) -> DocId {
+    DocId { colocation: None, hashed: vec![], range: vec![Key::of(Scalar::Str(name.into()))] }
+}
+
+fn k(name: &str) -> Key {
+    Key::of(Scalar::Str(name.into()))
+}
+
+fn t(us: u64) -> Time {
+    us << 12
+}
+
+fn leaf(v: i64) -> Doc {
+    Doc::Leaf(Scalar::Int64(v))
+}
+
+fn obj(items: &[(&str, Doc)]) -> Doc {
+    Doc::Object(items.iter().map(|(n, v)| (k(n), v.clone())).collect())
+}
+
+#[test]
+fn contract_example_in_required_mode() {
+    let mut m = Model::new();
+    let doc = d("mydockey");
+    m.write_batch(
+        t(2000),
+        Markers::Required,
+        &[(doc.clone(), vec![k("a")], Write::Set(leaf(1)), Ttl::Inherit)],
+    )
+    .unwrap();
+    let bc = vec![k("b"), k("c")];
+    m.write_batch(
+        t(3000),
+        Markers::Required,
+        &[(doc.clone(), bc, Write::Set(leaf(2)), Ttl::Inherit)],
+    )
+    .unwrap();
+    m.write_batch(
+        t(6000),
+        Markers::Required,
+        &[(doc.clone(), vec![k("b")], Write::Del, Ttl::Inherit)],
+    )
+    .unwrap();
+    let full = obj(&[("a", leaf(1)), ("b", obj(&[("c", leaf(2))]))]);
+    assert_eq!(m.read(&doc, &[], t(3500)).unwrap(), Some(full));
+    assert_eq!(m.read(&doc, &[], t(6500)).unwrap(), Some(obj(&[("a", leaf(1))])));
+    // Deleting a missing path in required mode writes nothing.
+    m.write_batch(
+        t(7000),
+        Markers::Required,
+        &[(doc.clone(), vec![k("zz")], Write::Del, Ttl::Inherit)],
+    )
+    .unwrap();
+    assert_eq!(m.docs_where(|_| true).len(), 1);
+}
+
+#[test]
+fn write_id_ties_and_older_children() {
+    let mut m = Model::new();
+    let doc = d("x");
+    // Child w0, marker w1: the marker hides the child.
+    m.write_entries(
+        t(1000),
+        vec![
+            (doc.clone(), vec![k("a")], Entry::Value(Scalar::Int64(1)), Ttl::Inherit),
+            (doc.clone(), vec![], Entry::Marker, Ttl::Inherit),
+        ],
+    );
+    assert_eq!(m.read(&doc, &[], t(1000)).unwrap(), Some(obj(&[])));
+    // A tombstone at the parent hides a child written later at an older time.
+    m.write_entries(t(5000), vec![(doc.clone(), vec![], Entry::Tombstone, Ttl::Inherit)]);
+    m.write_entries(
+        t(3000),
+        vec![(doc.clone(), vec![k("b")], Entry::Value(Scalar::Int64(2)), Ttl::Inherit)],
+    );
+    assert_eq!(m.read(&doc, &[], t(4000)).unwrap(), Some(obj(&[("b", leaf(2))])));
+    assert_eq!(m.read(&doc, &[], t(5000)).unwrap(), None);
+}
+
+#[test]
+fn ttl_rules() {
+    let mut m = Model::new();
+    let doc = d("t");
+    m.write_entries(t(0), vec![(doc.clone(), vec![k("m")], Entry::Marker, Ttl::Ms(10))]);
+    m.write_entries(
+        t(5000),
+        vec![
+            (doc.clone(), vec![k("m"), k("a")], Entry::Value(Scalar::Int64(1)), Ttl::Inherit),
+            (doc.clone(), vec![k("m"), k("b")], Entry::Value(Scalar::Int64(2)), Ttl::Ms(20)),
+        ],
+    );
+    assert_eq!(
+        m.read(&doc, &[], t(10_000)).unwrap(),
+        Some(obj(&[("m", obj(&[("a", leaf(1)), ("b", leaf(2))]))]))
+    );
+    assert_eq!(m.read(&doc, &[], t(10_001)).unwrap(), Some(obj(&[("m", obj(&[("b", leaf(2))]))])));
+    assert_eq!(m.read(&doc, &[], t(25_001)).unwrap(), None);
+    // Table default: counted from each value; Never overrides it.
+    let mut m = Model::new();
+    m.set_table_ttl_ms(Some(1));
+    m.write_entries(
+        t(1000),
+        vec![
+            (doc.clone(), vec![k("p")], Entry::Value(Scalar::Int64(1)), Ttl::Inherit),
+            (doc.clone(), vec![k("n")], Entry::Value(Scalar::Int64(2)), Ttl::Never),
+        ],
+    );
+    assert_eq!(m.read(&doc, &[], t(2000)).unwrap(), Some(obj(&[("n", leaf(2)), ("p", leaf(1))])));
+    assert_eq!(m.read(&doc, &[], t(2001)).unwrap(), Some(obj(&[("n", leaf(2))])));
+}
+
+#[test]
+fn snapshot_too_old_below_the_highest_cutoff() {
+    let mut m = Model::new();
+    m.compacted(t(5000));
+    m.compacted(t(3000));
+    assert_eq!(m.read(&d("a"), &[], t(4999)), Err(ModelError::SnapshotTooOld));
+    assert_eq!(m.read(&d("a"), &[], t(5000)), Ok(None));
+}
+
+#[test]
+fn required_markers_refuse_writing_under_a_primitive() {
+    let mut m = Model::new();
+    let doc = d("p");
+    m.write_batch(
+        t(1),
+        Markers::Required,
+        &[(doc.clone(), vec![], Write::Set(leaf(5)), Ttl::Inherit)],
+    )
+    .unwrap();
+    let err = m.write_batch(
+        t(2),
+        Markers::Required,
+        &[(doc.clone(), vec![k("c")], Write::Set(leaf(1)), Ttl::Inherit)],
+    );
+    assert_eq!(err, Err(ModelError::NotAnObject));
+    assert_eq!(m.read(&doc, &[], t(3)).unwrap(), Some(leaf(5)));
+}
+
+#[test]
+fn cql_row_existence() {
+    use cql::*;
+    let schema = Schema {
+        name: "t".into(),
+        hash: vec!["k".into()],
+        range: vec![],
+        regular: vec![("v".into(), ColKind::Scalar)],
+        default_ttl_s: None,
+    };
+    let mut m = Model::new();
+    let key = |s: &str| vec![Scalar::Str(s.into())];
+    let v = |s: &str| CqlValue::Scalar(Scalar::Str(s.into()));
+    m.cql(
+        t(1),
+        &schema,
+        &CqlOp::Insert { key: key("ins"), values: vec![("v".into(), v("x"))], ttl_s: None },
+    )
+    .unwrap();
+    m.cql(
+        t(1),
+        &schema,
+        &CqlOp::Update {
+            key: key("upd"),
+            assigns: vec![Assign::Whole("v".into(), v("y"))],
+            ttl_s: None,
+        },
+    )
+    .unwrap();
+    for name in ["ins", "upd"] {
+        let null = vec![Assign::Whole("v".into(), CqlValue::Null)];
+        m.cql(t(2), &schema, &CqlOp::Update { key: key(name), assigns: null, ttl_s: None })
+            .unwrap();
+    }
+    let select = |m: &mut Model, name: &str| {
+        m.cql(t(3), &schema, &CqlOp::Select { hash: key(name), range: None, columns: None })
+            .unwrap()
+    };
+    let ins_row = vec![
+        ("k".to_string(), Cell::Scalar(Scalar::Str("ins".into()))),
+        ("v".to_string(), Cell::Null),
+    ];
+    assert_eq!(select(&mut m, "ins"), CqlResult::Rows(vec![ins_row]));
+    assert_eq!(select(&mut m, "upd"), CqlResult::Rows(vec![]));
+}
+
+#[test]
+fn redis_hashes_and_sets() {
+    use redis::*;
+    let mut m = Model::new();
+    let hset = RedisOp::HSet {
+        key: "h".into(),
+        fields: vec![("f".into(), "1".into()), ("g".into(), "2".into())],
+    };
+    assert_eq!(m.redis(t(1), &hset).unwrap(), Reply::Integer(2));
+    assert_eq!(
+        m.redis(t(2), &RedisOp::Del { keys: vec!["h".into(), "nope".into()] }).unwrap(),
+        Reply::Integer(1)
+    );
+    let hset = RedisOp::HSet { key: "h".into(), fields: vec![("z".into(), "3".into())] };
+    assert_eq!(m.redis(t(3), &hset).unwrap(), Reply::Integer(1));
+    assert_eq!(
+        m.redis(t(3), &RedisOp::HGetAll { key: "h".into() }).unwrap(),
+        Reply::Array(vec!["z".into(), "3".into()])
+    );
+    assert_eq!(m.redis(t(3), &RedisOp::Get { key: "h".into() }), Err(ModelError::WrongType));
+    let set = RedisOp::Set { key: "s".into(), value: "v".into(), ttl_ms: Some(1) };
+    m.redis(t(10), &set).unwrap();
+    assert_eq!(
+        m.redis(t(1010), &RedisOp::Get { key: "s".into() }).unwrap(),
+        Reply::Bulk(Some("v".into()))
+    );
+    assert_eq!(m.redis(t(1011), &RedisOp::Get { key: "s".into() }).unwrap(), Reply::Bulk(None));
+}

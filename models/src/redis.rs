@@ -1,0 +1,165 @@
+//! Redis on the document model: a key is the document `(hash: [key])`; a string is a leaf
+//! at the root; a hash or a set is an object of fields (set members hold null). Writes use
+//! required markers; a TTL written with a value covers every entry written with it.
+
+use crate::doc::{Doc, DocId, Key, Markers, Model, ModelError, Scalar, Time, Ttl, Write};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A Redis command, structured.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RedisOp {
+    Set { key: String, value: String, ttl_ms: Option<u64> },
+    Get { key: String },
+    Del { keys: Vec<String> },
+    Expire { key: String, secs: u64 },
+    HSet { key: String, fields: Vec<(String, String)> },
+    HGet { key: String, field: String },
+    HDel { key: String, fields: Vec<String> },
+    HGetAll { key: String },
+    SAdd { key: String, members: Vec<String> },
+    SRem { key: String, members: Vec<String> },
+    SMembers { key: String },
+}
+
+/// A reply.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    Status(String),
+    Bulk(Option<String>),
+    Integer(i64),
+    Array(Vec<String>),
+}
+
+fn doc_id(key: &str) -> DocId {
+    DocId { colocation: None, hashed: vec![Key::of(Scalar::Str(key.to_owned()))], range: vec![] }
+}
+
+fn field(name: &str) -> Key {
+    Key::of(Scalar::Str(name.to_owned()))
+}
+
+fn text(s: &Scalar) -> String {
+    match s {
+        Scalar::Str(s) => s.clone(),
+        Scalar::Null => "null".into(),
+        other => format!("{other:?}"),
+    }
+}
+
+impl Model {
+    /// Run one Redis command at `time`.
+    pub fn redis(&mut self, time: Time, op: &RedisOp) -> Result<Reply, ModelError> {
+        match op {
+            RedisOp::Set { key, value, ttl_ms } => {
+                let ttl = ttl_ms.map_or(Ttl::Inherit, Ttl::Ms);
+                let write = Write::Set(Doc::Leaf(Scalar::Str(value.clone())));
+                self.write_batch(time, Markers::Required, &[(doc_id(key), vec![], write, ttl)])?;
+                Ok(Reply::Status("OK".into()))
+            }
+            RedisOp::Get { key } => match self.read(&doc_id(key), &[], time)? {
+                None => Ok(Reply::Bulk(None)),
+                Some(Doc::Leaf(s)) => Ok(Reply::Bulk(Some(text(&s)))),
+                Some(Doc::Object(_)) => Err(ModelError::WrongType),
+            },
+            RedisOp::Del { keys } => {
+                let mut writes = Vec::new();
+                for key in keys {
+                    if self.read(&doc_id(key), &[], time)?.is_some() {
+                        writes.push((doc_id(key), vec![], Write::Del, Ttl::Inherit));
+                    }
+                }
+                self.write_batch(time, Markers::Required, &writes)?;
+                Ok(Reply::Integer(writes.len() as i64))
+            }
+            RedisOp::Expire { key, secs } => {
+                let Some(doc) = self.read(&doc_id(key), &[], time)? else {
+                    return Ok(Reply::Integer(0));
+                };
+                let ttl = Ttl::Ms(secs.max(&1).saturating_mul(1000));
+                self.write_batch(
+                    time,
+                    Markers::Required,
+                    &[(doc_id(key), vec![], Write::Set(doc), ttl)],
+                )?;
+                Ok(Reply::Integer(1))
+            }
+            RedisOp::HSet { key, fields } => {
+                let existing = self.object(key, time)?;
+                let added: std::collections::BTreeSet<&String> = fields
+                    .iter()
+                    .map(|(f, _)| f)
+                    .filter(|f| !existing.contains_key(&field(f)))
+                    .collect();
+                let added = added.len();
+                let writes: Vec<_> = fields
+                    .iter()
+                    .map(|(f, v)| {
+                        let write = Write::Set(Doc::Leaf(Scalar::Str(v.clone())));
+                        (doc_id(key), vec![field(f)], write, Ttl::Inherit)
+                    })
+                    .collect();
+                self.write_batch(time, Markers::Required, &writes)?;
+                Ok(Reply::Integer(added as i64))
+            }
+            RedisOp::HGet { key, field: f } => match self.object(key, time)?.get(&field(f)) {
+                Some(Doc::Leaf(s)) => Ok(Reply::Bulk(Some(text(s)))),
+                _ => Ok(Reply::Bulk(None)),
+            },
+            RedisOp::HDel { key, fields: members } | RedisOp::SRem { key, members } => {
+                let existing = self.object(key, time)?;
+                let writes: Vec<_> = members
+                    .iter()
+                    .filter(|m| existing.contains_key(&field(m)))
+                    .map(|m| (doc_id(key), vec![field(m)], Write::Del, Ttl::Inherit))
+                    .collect();
+                self.write_batch(time, Markers::Required, &writes)?;
+                Ok(Reply::Integer(writes.len() as i64))
+            }
+            RedisOp::HGetAll { key } => {
+                let map = self.object(key, time)?;
+                let mut items = Vec::new();
+                for (k, v) in map {
+                    items.push(text(&k.scalar));
+                    items.push(match v {
+                        Doc::Leaf(s) => text(&s),
+                        Doc::Object(_) => "<object>".into(),
+                    });
+                }
+                Ok(Reply::Array(items))
+            }
+            RedisOp::SAdd { key, members } => {
+                let existing = self.object(key, time)?;
+                let mut fresh: Vec<&String> =
+                    members.iter().filter(|m| !existing.contains_key(&field(m))).collect();
+                fresh.sort();
+                fresh.dedup();
+                let writes: Vec<_> = members
+                    .iter()
+                    .map(|m| {
+                        (
+                            doc_id(key),
+                            vec![field(m)],
+                            Write::Set(Doc::Leaf(Scalar::Null)),
+                            Ttl::Inherit,
+                        )
+                    })
+                    .collect();
+                self.write_batch(time, Markers::Required, &writes)?;
+                Ok(Reply::Integer(fresh.len() as i64))
+            }
+            RedisOp::SMembers { key } => {
+                let map = self.object(key, time)?;
+                Ok(Reply::Array(map.keys().map(|k| text(&k.scalar)).collect()))
+            }
+        }
+    }
+
+    fn object(&self, key: &str, time: Time) -> Result<BTreeMap<Key, Doc>, ModelError> {
+        match self.read(&doc_id(key), &[], time)? {
+            None => Ok(BTreeMap::new()),
+            Some(Doc::Object(map)) => Ok(map),
+            Some(Doc::Leaf(_)) => Err(ModelError::WrongType),
+        }
+    }
+}

@@ -1,0 +1,87 @@
+//! Failure blocks and run reports on disk (`reports/runs/<seed>/`).
+
+use crate::simulate::{RunConfig, RunOutcome};
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+/// The commit this binary was built from.
+pub const COMMIT: &str = env!("DOCSIM_COMMIT");
+
+/// The one command that reproduces a run.
+pub fn reproduce_command(config: &RunConfig, seed: u64) -> String {
+    let mut cmd = format!("docsim run --seed {seed} --ops {}", config.ops);
+    if let Some(p) = config.profile {
+        cmd += &format!(" --profile {}", p.name());
+    }
+    if let Some(p) = config.plant {
+        cmd += &format!(" --plant {}", p.name());
+    }
+    cmd
+}
+
+/// The banner printed before a run: seed, commit, every knob.
+pub fn banner(outcome: &RunOutcome, config: &RunConfig) -> String {
+    format!(
+        "docsim run seed={} (0x{:016x}) commit={COMMIT} ops={}{}\nknobs: {}",
+        outcome.seed,
+        outcome.seed,
+        config.ops,
+        config.plant.map(|p| format!(" plant={}", p.name())).unwrap_or_default(),
+        outcome.knobs
+    )
+}
+
+/// The failure block.
+pub fn failure_block(
+    outcome: &RunOutcome,
+    config: &RunConfig,
+    report_dir: Option<&Path>,
+) -> String {
+    let Some(f) = &outcome.failure else { return String::new() };
+    let mut out = format!("FAIL seed={} commit={COMMIT} step={}\n", outcome.seed, f.step);
+    let _ = writeln!(out, "  op:       {}", f.op);
+    let _ = writeln!(
+        out,
+        "  expected: {}",
+        if f.expected.is_empty() { "(success, no output)".into() } else { f.expected.join(" | ") }
+    );
+    let _ = writeln!(
+        out,
+        "  actual:   {}",
+        if f.actual.is_empty() { "(no output)".into() } else { f.actual.join(" | ") }
+    );
+    let _ = writeln!(out, "  last operations:");
+    for op in &f.last_ops {
+        let _ = writeln!(out, "    {op}");
+    }
+    let _ = writeln!(out, "  reproduce: {}", reproduce_command(config, outcome.seed));
+    if let Some(dir) = report_dir {
+        let plant = config.plant.map(|p| format!("--plant {} ", p.name())).unwrap_or_default();
+        let _ =
+            writeln!(out, "  reproducer: docsim script {plant}{}", dir.join("repro.ds").display());
+    }
+    out
+}
+
+/// Write `<dir>/<seed>/` with the reproducer, the failure block and the knobs.
+pub fn write_run_report(
+    dir: &Path,
+    outcome: &RunOutcome,
+    config: &RunConfig,
+) -> std::io::Result<PathBuf> {
+    let Some(f) = &outcome.failure else { return Ok(dir.to_owned()) };
+    let run_dir = dir.join(outcome.seed.to_string());
+    std::fs::create_dir_all(&run_dir)?;
+    let plant = config.plant.map(|p| format!("--plant {} ", p.name())).unwrap_or_default();
+    let header = format!(
+        "# docsim reproducer: seed {} commit {COMMIT}\n# knobs: {}\n# run alone: docsim script {plant}{}\n# failing step {}: {}\n",
+        outcome.seed,
+        outcome.knobs,
+        run_dir.join("repro.ds").display(),
+        f.step,
+        f.op
+    );
+    std::fs::write(run_dir.join("repro.ds"), format!("{header}{}", f.reproducer))?;
+    std::fs::write(run_dir.join("failure.txt"), failure_block(outcome, config, Some(&run_dir)))?;
+    Ok(run_dir)
+}

@@ -1,0 +1,490 @@
+//! One simulated run: a seed, a workload, a schedule, a simulated clock, and a check of
+//! every read against the reference model.
+//!
+//! The seed feeds independent ChaCha streams, one per subsystem (workload, clock,
+//! schedule), so a new knob in one never reshuffles another. madsim runs the run with
+//! simulated time: each step sleeps a jittered simulated interval, and the hybrid clock
+//! reads that simulated time through a skewing physical clock.
+
+use crate::convert;
+use crate::ScratchDir;
+use docsim_engine::canary::Plant;
+use docsim_engine::cql::Outcome as CqlOutcome;
+use docsim_engine::script::{Command, MarkerMode, Runner};
+use docsim_engine::{HybridClock, HybridTime, PhysicalClock};
+use docsim_models::cql::{CqlResult, Schema};
+use docsim_models::{Markers, Model, ModelError};
+use docsim_workloads::{Op, Profile, Workload};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+/// What to run.
+#[derive(Clone, Debug)]
+pub struct RunConfig {
+    /// The seed that rules the run.
+    pub seed: u64,
+    /// Workload operations to run (flushes and compactions come on top).
+    pub ops: usize,
+    /// Force a profile (default: the seed draws one).
+    pub profile: Option<Profile>,
+    /// A planted bug to switch on.
+    pub plant: Option<Plant>,
+    /// Keep every trace line (for `replay` and the determinism check).
+    pub keep_trace: bool,
+}
+
+/// A check that failed.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// Index of the failing step.
+    pub step: usize,
+    /// The failing operation (docscript).
+    pub op: String,
+    /// What the model expected, as docscript output lines.
+    pub expected: Vec<String>,
+    /// What the engine did.
+    pub actual: Vec<String>,
+    /// The last operations before it (docscript).
+    pub last_ops: Vec<String>,
+    /// A docscript that reproduces the failure with `docsim script` alone.
+    pub reproducer: String,
+}
+
+/// How a run ended.
+#[derive(Clone, Debug)]
+pub struct RunOutcome {
+    /// The seed.
+    pub seed: u64,
+    /// Every knob the seed chose.
+    pub knobs: String,
+    /// Steps executed (ops, flushes, compactions).
+    pub steps: usize,
+    /// Workload operations executed.
+    pub ops: usize,
+    /// Reads compared with the model (including re-checks after compactions).
+    pub checked_reads: usize,
+    /// Compactions run.
+    pub compactions: usize,
+    /// Rolling FNV-1a hash of the trace.
+    pub trace_hash: u64,
+    /// The trace lines, when kept.
+    pub trace: Vec<String>,
+    /// The first failed check, if any.
+    pub failure: Option<Failure>,
+}
+
+/// Derive the seed of one subsystem's stream (splitmix64 of seed and stream id).
+pub fn stream(seed: u64, id: u64) -> ChaCha8Rng {
+    let mut z = seed ^ id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    ChaCha8Rng::seed_from_u64(z ^ (z >> 31))
+}
+
+const STREAM_WORKLOAD: u64 = 1;
+const STREAM_CLOCK: u64 = 2;
+const STREAM_SCHEDULE: u64 = 3;
+
+/// A physical clock over madsim's simulated time, with seeded skew: it may jump back.
+struct SimClock {
+    rng: ChaCha8Rng,
+    start: madsim::time::Instant,
+    jitter_us: u64,
+}
+
+impl PhysicalClock for SimClock {
+    fn now_us(&mut self) -> u64 {
+        let elapsed = self.start.elapsed().as_micros() as u64;
+        let jitter = self.rng.random_range(0..=self.jitter_us);
+        1_000_000 + elapsed + jitter
+    }
+}
+
+/// Inside the madsim runtime `Instant::now` reads simulated time (madsim intercepts the
+/// clock); this is the one place the simulation reads it.
+#[allow(clippy::disallowed_methods)]
+fn simulated_now() -> madsim::time::Instant {
+    madsim::time::Instant::now()
+}
+
+/// Run one seed under madsim.
+pub fn run(config: &RunConfig) -> RunOutcome {
+    docsim_engine::canary::plant(config.plant);
+    let mut runtime =
+        madsim::runtime::Runtime::with_seed_and_config(config.seed, madsim::Config::default());
+    // RocksDB starts its own threads (flush, compaction, a timer). They never race the
+    // simulation: every flush and compaction is waited for before the next step.
+    runtime.set_allow_system_thread(true);
+    let outcome = runtime.block_on(simulate(config.clone()));
+    docsim_engine::canary::plant(None);
+    outcome
+}
+
+struct State {
+    runner: Runner,
+    docs: Model,
+    tables: BTreeMap<String, (Schema, Model)>,
+    markers: MarkerMode,
+    cutoff: HybridTime,
+    /// Recent reads, re-checked after each compaction if at or above its cutoff.
+    recent_reads: Vec<Op>,
+    script: Vec<String>,
+    checked_reads: usize,
+}
+
+async fn simulate(config: RunConfig) -> RunOutcome {
+    let mut workload_rng = stream(config.seed, STREAM_WORKLOAD);
+    let mut schedule = stream(config.seed, STREAM_SCHEDULE);
+    let mut clock_rng = stream(config.seed, STREAM_CLOCK);
+    let mut workload = Workload::new(&mut workload_rng, config.profile);
+    let step_mean_us = clock_rng.random_range(20..400u64);
+    let jitter_us = clock_rng.random_range(0..50u64);
+    let flush_permille = schedule.random_range(5..50u32);
+    let compact_permille = schedule.random_range(2..30u32);
+    let minor_percent = schedule.random_range(0..60u32);
+    let lag_max_us = schedule.random_range(0..50_000u64);
+    let knobs = format!(
+        "{} clock_step={step_mean_us}us jitter={jitter_us}us flush={flush_permille}\u{2030} \
+         compact={compact_permille}\u{2030} minor={minor_percent}% cutoff_lag<={lag_max_us}us",
+        workload.knobs()
+    );
+    let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
+    let mut clock = HybridClock::new(clock);
+    let scratch = ScratchDir::new().expect("scratch directory");
+    let mut state = State {
+        runner: Runner::in_memory(scratch.path()).expect("in-memory RocksDB environment"),
+        docs: Model::new(),
+        tables: BTreeMap::new(),
+        markers: MarkerMode::Optional,
+        cutoff: HybridTime::MIN,
+        recent_reads: Vec::new(),
+        script: Vec::new(),
+        checked_reads: 0,
+    };
+    let mut outcome = RunOutcome {
+        seed: config.seed,
+        knobs,
+        steps: 0,
+        ops: 0,
+        checked_reads: 0,
+        compactions: 0,
+        trace_hash: FNV_OFFSET,
+        trace: Vec::new(),
+        failure: None,
+    };
+    let mut steps: Vec<Op> = workload.setup_ops(clock.now());
+    let mut ops_left = config.ops;
+    loop {
+        let op = if let Some(op) = (!steps.is_empty()).then(|| steps.remove(0)) {
+            op
+        } else if ops_left == 0 {
+            break;
+        } else {
+            let step_us = clock_rng.random_range(1..=2 * step_mean_us);
+            madsim::time::sleep(Duration::from_micros(step_us)).await;
+            let now = clock.now();
+            let roll = schedule.random_range(0..1000u32);
+            if roll < flush_permille {
+                Op::Doc(Command::Flush)
+            } else if roll < flush_permille + compact_permille {
+                outcome.compactions += 1;
+                let lag = schedule.random_range(0..=lag_max_us);
+                let target = HybridTime::from_raw(now.raw().saturating_sub(lag << 12));
+                let cutoff = target.max(state.cutoff);
+                Op::Doc(Command::Compact {
+                    cutoff,
+                    minor: schedule.random_range(0..100) < minor_percent,
+                })
+            } else {
+                ops_left -= 1;
+                outcome.ops += 1;
+                workload.next_op(&mut workload_rng, now, state.cutoff)
+            }
+        };
+        let index = outcome.steps;
+        outcome.steps += 1;
+        let result = step(&mut state, &op);
+        let line = format!(
+            "#{index} {op} => {}",
+            result.as_ref().map_or_else(|f| f.actual.join(" | "), |r| r.join(" | "))
+        );
+        outcome.trace_hash = fnv(outcome.trace_hash, line.as_bytes());
+        if config.keep_trace {
+            outcome.trace.push(line);
+        }
+        if let Err(mut failure) = result {
+            failure.step = index;
+            outcome.failure = Some(*failure);
+            break;
+        }
+    }
+    outcome.checked_reads = state.checked_reads;
+    outcome
+}
+
+const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
+    for &b in bytes.iter().chain(b"\n") {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    hash
+}
+
+/// Execute one op on the engine and the model; `Ok` carries the engine's output lines.
+fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
+    state.script.push(op.to_string());
+    let result = match op {
+        Op::Doc(Command::Compact { cutoff, .. }) => {
+            let cutoff = *cutoff;
+            let lines = execute_engine(state, op);
+            state.docs.compacted(cutoff.raw());
+            state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
+            state.cutoff = state.cutoff.max(cutoff);
+            if let Err((expected, actual)) = recheck(state, cutoff) {
+                let read = state.script.last().cloned().unwrap_or_default();
+                let mut f = failure(state, op, expected, actual);
+                f.op = format!("{read} (re-checked after {op})");
+                return Err(Box::new(f));
+            }
+            Ok(lines)
+        }
+        _ if op.is_read() => check_read(state, op),
+        _ => check_write(state, op),
+    };
+    if let Ok(lines) = &result {
+        // An error both sides agree on is part of the run: the reproducer expects it.
+        if lines.iter().any(|l| l.starts_with("error:")) {
+            state.script.push("expect error".into());
+        }
+    }
+    result.map_err(|(expected, actual)| Box::new(failure(state, op, expected, actual)))
+}
+
+type Mismatch = (Vec<String>, Vec<String>);
+
+fn execute_engine(state: &mut State, op: &Op) -> Vec<String> {
+    let command = match op {
+        Op::Doc(c) => c.clone(),
+        other => docsim_engine::script::parse_line(&other.to_string(), 1)
+            .expect("ops print as valid docscript")
+            .expect("not blank"),
+    };
+    let mut out = String::new();
+    if let Err(e) = state.runner.execute(&command, &mut out) {
+        out.push_str(&format!("error: {e}\n"));
+    }
+    out.lines().map(str::to_owned).collect()
+}
+
+fn model_error_line(e: &ModelError) -> String {
+    match e {
+        ModelError::SnapshotTooOld => "error".into(),
+        ModelError::NotAnObject | ModelError::WrongType => "error".into(),
+    }
+}
+
+/// Writes: engine and model must both succeed or both refuse.
+fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+    let model: Result<(), ModelError> = match op {
+        Op::Doc(Command::Markers(mode)) => {
+            state.markers = *mode;
+            Ok(())
+        }
+        Op::Doc(Command::DefaultTtl(us)) => {
+            state.docs.set_table_ttl_ms(us.map(|us| us.div_ceil(1000)));
+            Ok(())
+        }
+        Op::Doc(Command::Write { write, ht }) => {
+            let markers = markers(state.markers);
+            state.docs.write_batch(ht.raw(), markers, &[convert::write(write)])
+        }
+        Op::Doc(Command::Batch { ht, writes }) => {
+            let writes: Vec<_> = writes.iter().map(convert::write).collect();
+            state.docs.write_batch(ht.raw(), markers(state.markers), &writes)
+        }
+        Op::Doc(_) => Ok(()), // flush
+        Op::Table(spec) => {
+            let mut model = Model::new();
+            model.set_table_ttl_ms(spec.schema.default_ttl_s.map(|s| s * 1000));
+            state.tables.insert(spec.schema.name.clone(), (spec.schema.clone(), model));
+            Ok(())
+        }
+        Op::Cql { ht, table, op: cql, .. } => {
+            let (schema, model) = state.tables.get_mut(table).expect("declared table");
+            model.cql(ht.raw(), schema, cql).map(|_| ())
+        }
+        Op::Redis { ht, op: redis } => state.docs.redis(ht.raw(), redis).map(|_| ()),
+    };
+    let lines = execute_engine(state, op);
+    let engine_failed = lines.iter().any(|l| l.starts_with("error:"));
+    match (&model, engine_failed) {
+        (Ok(()), false) | (Err(_), true) => Ok(lines),
+        (Ok(()), true) => Err((Vec::new(), lines)),
+        (Err(e), false) => Err((vec![model_error_line(e)], lines)),
+    }
+}
+
+fn markers(mode: MarkerMode) -> Markers {
+    match mode {
+        MarkerMode::Optional => Markers::Optional,
+        MarkerMode::Required => Markers::Required,
+    }
+}
+
+/// Reads: the engine's answer must equal the model's.
+fn check_read(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+    state.checked_reads += 1;
+    state.recent_reads.push(op.clone());
+    if state.recent_reads.len() > 16 {
+        state.recent_reads.remove(0);
+    }
+    let (expected, actual): (Vec<String>, Vec<String>) = match op {
+        Op::Doc(Command::Get { path, ht }) => {
+            let want = state.docs.read(
+                &convert::doc_id(&path.doc_key),
+                &path.subkeys.iter().map(convert::key).collect::<Vec<_>>(),
+                ht.raw(),
+            );
+            let got = state.runner.get(path, *ht);
+            let show = |d: Option<docsim_engine::Document>| match d {
+                Some(d) => format!("{path} @{ht} => {d}"),
+                None => format!("{path} @{ht} => <none>"),
+            };
+            let want_line = match &want {
+                Ok(d) => show(d.as_ref().map(convert::document)),
+                Err(e) => model_error_line(e),
+            };
+            let same = match (&want, &got) {
+                (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
+                (Err(_), Err(_)) => true,
+                _ => false,
+            };
+            let got_line = got.map_or_else(|e| format!("error: {e}"), show);
+            if same {
+                return Ok(vec![got_line]);
+            }
+            (vec![want_line], vec![got_line])
+        }
+        Op::Cql { ht, table, op: cql, text } => {
+            let (schema, model) = state.tables.get_mut(table).expect("declared table");
+            let want = model.cql(ht.raw(), schema, cql);
+            let got = state.runner.cql_run(*ht, text);
+            let want_lines = match &want {
+                Ok(CqlResult::Rows(rows)) => {
+                    let mut lines: Vec<String> = rows
+                        .iter()
+                        .map(|r| {
+                            let cells: Vec<String> = r
+                                .iter()
+                                .map(|(n, c)| format!("{n}: {}", convert::engine_cell(c)))
+                                .collect();
+                            format!("({})", cells.join(", "))
+                        })
+                        .collect();
+                    lines.push(format!("({} rows)", rows.len()));
+                    lines
+                }
+                Ok(CqlResult::Written) => Vec::new(),
+                Err(e) => vec![model_error_line(e)],
+            };
+            let same = match (&want, &got) {
+                (Ok(CqlResult::Rows(w)), Ok(CqlOutcome::Rows(g))) => {
+                    let g: Vec<Vec<(String, docsim_models::cql::Cell)>> = g
+                        .iter()
+                        .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect())
+                        .collect();
+                    *w == g
+                }
+                (Err(_), Err(_)) => true,
+                _ => false,
+            };
+            let got_lines = match got {
+                Ok(CqlOutcome::Rows(rows)) => {
+                    let mut lines: Vec<String> = rows
+                        .iter()
+                        .map(|r| {
+                            let cells: Vec<String> =
+                                r.iter().map(|(n, c)| format!("{n}: {c}")).collect();
+                            format!("({})", cells.join(", "))
+                        })
+                        .collect();
+                    lines.push(format!("({} rows)", rows.len()));
+                    lines
+                }
+                Ok(CqlOutcome::Written) => Vec::new(),
+                Err(e) => vec![format!("error: {e}")],
+            };
+            if same {
+                return Ok(got_lines);
+            }
+            (want_lines, got_lines)
+        }
+        Op::Redis { ht, op: redis } => {
+            let want = state.docs.redis(ht.raw(), redis);
+            let got = state.runner.redis_run(*ht, &docsim_workloads_redis_text(op));
+            let same = match (&want, &got) {
+                (Ok(w), Ok(g)) => *w == convert::reply(g),
+                (Err(_), Err(_)) => true,
+                _ => false,
+            };
+            let got_lines: Vec<String> = match &got {
+                Ok(r) => r.to_string().lines().map(str::to_owned).collect(),
+                Err(e) => vec![format!("error: {e}")],
+            };
+            if same {
+                return Ok(got_lines);
+            }
+            let want_lines = match &want {
+                Ok(r) => convert::engine_reply(r).to_string().lines().map(str::to_owned).collect(),
+                Err(e) => vec![model_error_line(e)],
+            };
+            (want_lines, got_lines)
+        }
+        other => unreachable!("not a read: {other}"),
+    };
+    Err((expected, actual))
+}
+
+/// The Redis command text of a Redis op (`redis @T <text>`).
+fn docsim_workloads_redis_text(op: &Op) -> String {
+    let line = op.to_string();
+    line.split_once(' ')
+        .and_then(|(_, rest)| rest.split_once(' '))
+        .map(|(_, text)| text.to_owned())
+        .unwrap_or_default()
+}
+
+/// After a compaction with `cutoff`, reads at or above it must not have changed.
+fn recheck(state: &mut State, cutoff: HybridTime) -> Result<(), Mismatch> {
+    let reads: Vec<Op> =
+        state.recent_reads.iter().filter(|op| read_time(op) >= Some(cutoff)).cloned().collect();
+    for read in reads {
+        state.script.push(read.to_string());
+        check_read(state, &read)?;
+    }
+    Ok(())
+}
+
+fn read_time(op: &Op) -> Option<HybridTime> {
+    match op {
+        Op::Doc(Command::Get { ht, .. }) | Op::Cql { ht, .. } | Op::Redis { ht, .. } => Some(*ht),
+        _ => None,
+    }
+}
+
+fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -> Failure {
+    let last_ops: Vec<String> = state.script.iter().rev().take(12).rev().cloned().collect();
+    let mut reproducer = state.script.join("\n");
+    reproducer.push('\n');
+    for line in &expected {
+        reproducer.push_str(&format!("expect {line}\n"));
+    }
+    if expected.is_empty() {
+        reproducer.push_str("# expected: this write succeeds\n");
+    }
+    Failure { step: 0, op: op.to_string(), expected, actual, last_ops, reproducer }
+}

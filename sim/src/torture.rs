@@ -1,0 +1,116 @@
+//! Many seeds: `docsim torture`. Seeds run on worker threads (each with its own madsim
+//! runtime and scratch tablets); the summary is the same whatever the thread count.
+
+use crate::bench::Stopwatch;
+use crate::report;
+use crate::simulate::{run, RunConfig, RunOutcome};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Which seeds to run.
+#[derive(Clone, Debug)]
+pub struct Campaign {
+    /// First seed.
+    pub first: u64,
+    /// One past the last seed (`None`: until the time budget runs out).
+    pub end: Option<u64>,
+    /// Real-time budget in seconds.
+    pub duration_s: Option<f64>,
+    /// Worker threads.
+    pub jobs: usize,
+    /// Run only seeds with `seed % n == i`.
+    pub shard: (u64, u64),
+    /// The per-seed configuration (its seed is replaced).
+    pub template: RunConfig,
+    /// Where failing seeds' reports go.
+    pub reports_dir: std::path::PathBuf,
+}
+
+/// Totals of a campaign.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    pub seeds: usize,
+    pub ops: usize,
+    pub steps: usize,
+    pub checked_reads: usize,
+    pub compactions: usize,
+    pub failed_seeds: Vec<u64>,
+    pub seconds: f64,
+}
+
+/// Run a campaign, printing a progress line to stderr.
+pub fn torture(campaign: &Campaign) -> Summary {
+    let watch = Stopwatch::start();
+    let next = Arc::new(AtomicU64::new(campaign.first));
+    let done = Arc::new(AtomicUsize::new(0));
+    let results: Arc<Mutex<Vec<RunOutcome>>> = Arc::new(Mutex::new(Vec::new()));
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let workers: Vec<_> = (0..campaign.jobs.max(1))
+        .map(|_| {
+            let (next, done, results, stop) =
+                (next.clone(), done.clone(), results.clone(), stop.clone());
+            let campaign = campaign.clone();
+            std::thread::spawn(move || loop {
+                if stop.load(Ordering::Relaxed) {
+                    return;
+                }
+                let seed = next.fetch_add(1, Ordering::Relaxed);
+                if campaign.end.is_some_and(|end| seed >= end) {
+                    return;
+                }
+                if seed % campaign.shard.1 != campaign.shard.0 {
+                    continue;
+                }
+                let outcome = run(&RunConfig { seed, ..campaign.template.clone() });
+                if outcome.failure.is_some() {
+                    let _ = report::write_run_report(
+                        &campaign.reports_dir,
+                        &outcome,
+                        &campaign.template,
+                    );
+                }
+                results.lock().expect("results lock").push(outcome);
+                done.fetch_add(1, Ordering::Relaxed);
+            })
+        })
+        .collect();
+    let mut last_print = 0.0;
+    while workers.iter().any(|w| !w.is_finished()) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let elapsed = watch.seconds();
+        if campaign.duration_s.is_some_and(|d| elapsed >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if elapsed - last_print >= 1.0 {
+            last_print = elapsed;
+            let (ops, failures) = {
+                let r = results.lock().expect("results lock");
+                (
+                    r.iter().map(|o| o.ops).sum::<usize>(),
+                    r.iter().filter(|o| o.failure.is_some()).count(),
+                )
+            };
+            eprint!(
+                "\rseeds {:>6}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
+                done.load(Ordering::Relaxed),
+                ops,
+                failures,
+                ops as f64 / elapsed,
+                elapsed
+            );
+        }
+    }
+    workers.into_iter().for_each(|w| w.join().expect("worker thread"));
+    eprintln!();
+    let mut outcomes = Arc::try_unwrap(results).expect("workers done").into_inner().expect("lock");
+    outcomes.sort_by_key(|o| o.seed);
+    Summary {
+        seeds: outcomes.len(),
+        ops: outcomes.iter().map(|o| o.ops).sum(),
+        steps: outcomes.iter().map(|o| o.steps).sum(),
+        checked_reads: outcomes.iter().map(|o| o.checked_reads).sum(),
+        compactions: outcomes.iter().map(|o| o.compactions).sum(),
+        failed_seeds: outcomes.iter().filter(|o| o.failure.is_some()).map(|o| o.seed).collect(),
+        seconds: watch.seconds(),
+    }
+}

@@ -1,0 +1,563 @@
+//! The generator: profiles, swarm knobs, and the next operation.
+
+use crate::op::{CqlTableSpec, Op};
+use crate::render;
+use docsim_engine::script::{Command, DocWrite, MarkerMode, WriteKind};
+use docsim_engine::{DocKey, DocPath, Document, HybridTime, KeyEntry, Primitive};
+use docsim_models::cql::{Assign, Cmp, ColKind, CqlOp, CqlValue, Schema};
+use docsim_models::redis::RedisOp;
+use docsim_models::Scalar;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// What a run exercises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Profile {
+    /// Nested documents, depth up to 6, hot and cold keys.
+    Nested,
+    /// CQL tables: `msgs`, `page_views` and a random schema.
+    Cql,
+    /// Redis strings, hashes and sets.
+    Redis,
+    /// Documents where most writes carry TTLs (and maybe a table default).
+    TtlHeavy,
+    /// Documents read at random times between the history cutoff and now.
+    TimeTravel,
+}
+
+impl Profile {
+    /// Every profile.
+    pub const ALL: [Profile; 5] =
+        [Profile::Nested, Profile::Cql, Profile::Redis, Profile::TtlHeavy, Profile::TimeTravel];
+
+    /// The command-line name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Profile::Nested => "nested",
+            Profile::Cql => "cql",
+            Profile::Redis => "redis",
+            Profile::TtlHeavy => "ttl",
+            Profile::TimeTravel => "time-travel",
+        }
+    }
+
+    /// The profile with this name.
+    pub fn from_name(name: &str) -> Option<Profile> {
+        Profile::ALL.into_iter().find(|p| p.name() == name)
+    }
+}
+
+/// Kinds of operation a knob set weighs.
+const KINDS: [&str; 9] =
+    ["set", "object", "extend", "obj", "del", "batch", "get", "get-past", "markers"];
+
+/// The knobs one seed draws (swarm testing).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Knobs {
+    /// The profile.
+    pub profile: Profile,
+    /// Weight per operation kind (0 switches a kind off).
+    pub weights: BTreeMap<&'static str, u32>,
+    /// Documents (or Redis keys, or CQL partition keys) in play.
+    pub keys: u32,
+    /// Percent of operations on the few hot keys.
+    pub hot_percent: u32,
+    /// Deepest subkey path.
+    pub max_depth: usize,
+    /// Distinct subkey names per level.
+    pub fanout: u32,
+    /// Percent of writes with a TTL.
+    pub ttl_percent: u32,
+    /// Longest TTL, in milliseconds.
+    pub ttl_max_ms: u64,
+    /// Table default TTL, in milliseconds.
+    pub table_ttl_ms: Option<u64>,
+}
+
+impl fmt::Display for Knobs {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let weights: Vec<String> = self.weights.iter().map(|(k, w)| format!("{k}:{w}")).collect();
+        let table_ttl = self.table_ttl_ms.map_or("none".into(), |ms| format!("{ms}ms"));
+        write!(
+            f,
+            "profile={} keys={} hot={}% depth={} fanout={} ttl={}%/{}ms table_ttl={} weights=[{}]",
+            self.profile.name(),
+            self.keys,
+            self.hot_percent,
+            self.max_depth,
+            self.fanout,
+            self.ttl_percent,
+            self.ttl_max_ms,
+            table_ttl,
+            weights.join(" ")
+        )
+    }
+}
+
+impl Knobs {
+    /// Draw knobs for one seed; `profile` forces the profile.
+    pub fn draw(rng: &mut ChaCha8Rng, profile: Option<Profile>) -> Knobs {
+        let profile = profile.unwrap_or(Profile::ALL[rng.random_range(0..Profile::ALL.len())]);
+        let mut weights: BTreeMap<&'static str, u32> = BTreeMap::new();
+        for kind in KINDS {
+            let off = rng.random_range(0..4) == 0;
+            weights.insert(kind, if off { 0 } else { rng.random_range(1..10) });
+        }
+        // Every run writes and reads.
+        if ["set", "object", "batch"].iter().all(|k| weights[k] == 0) {
+            weights.insert("set", 5);
+        }
+        if weights["get"] == 0 && weights["get-past"] == 0 {
+            weights.insert("get", 5);
+        }
+        match profile {
+            Profile::TimeTravel => *weights.get_mut("get-past").expect("kind") += 10,
+            Profile::Nested => *weights.get_mut("get").expect("kind") += 3,
+            _ => {}
+        }
+        let ttl_heavy = profile == Profile::TtlHeavy;
+        Knobs {
+            profile,
+            weights,
+            keys: rng.random_range(2..12),
+            hot_percent: rng.random_range(50..95),
+            max_depth: rng.random_range(1..=6),
+            fanout: rng.random_range(2..5),
+            ttl_percent: if ttl_heavy { rng.random_range(50..95) } else { rng.random_range(0..25) },
+            ttl_max_ms: rng.random_range(1..30),
+            table_ttl_ms: (ttl_heavy && rng.random_bool(0.5)).then(|| rng.random_range(5..60)),
+        }
+    }
+}
+
+/// A seeded workload: knobs plus what it has generated so far.
+pub struct Workload {
+    knobs: Knobs,
+    tables: Vec<CqlTableSpec>,
+    /// Recent write times and TTLs (ms), for reads right at expiry boundaries.
+    recent: Vec<(HybridTime, Option<u64>)>,
+}
+
+impl Workload {
+    /// A workload with knobs drawn from `rng`.
+    pub fn new(rng: &mut ChaCha8Rng, profile: Option<Profile>) -> Workload {
+        let knobs = Knobs::draw(rng, profile);
+        let tables = if knobs.profile == Profile::Cql { tables(rng) } else { Vec::new() };
+        Workload { knobs, tables, recent: Vec::new() }
+    }
+
+    /// The knobs.
+    pub fn knobs(&self) -> &Knobs {
+        &self.knobs
+    }
+
+    /// Ops that set the stage (tables, table TTL), stamped at `now`.
+    pub fn setup_ops(&self, _now: HybridTime) -> Vec<Op> {
+        let mut ops: Vec<Op> = self.tables.iter().cloned().map(Op::Table).collect();
+        if let Some(ms) = self.knobs.table_ttl_ms {
+            ops.push(Op::Doc(Command::DefaultTtl(Some(ms * 1000))));
+        }
+        ops
+    }
+
+    /// The next operation, at hybrid time `now`; reads stay at or above `cutoff`.
+    pub fn next_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime, cutoff: HybridTime) -> Op {
+        match self.knobs.profile {
+            Profile::Cql => self.cql_op(rng, now, cutoff),
+            Profile::Redis => self.redis_op(rng, now),
+            _ => self.doc_op(rng, now, cutoff),
+        }
+    }
+
+    fn pick_kind(&self, rng: &mut ChaCha8Rng) -> &'static str {
+        let total: u32 = self.knobs.weights.values().sum();
+        let mut at = rng.random_range(0..total);
+        for (kind, w) in &self.knobs.weights {
+            if at < *w {
+                return kind;
+            }
+            at -= w;
+        }
+        unreachable!("weights sum to total")
+    }
+
+    fn key_index(&self, rng: &mut ChaCha8Rng) -> u32 {
+        if rng.random_range(0..100) < self.knobs.hot_percent {
+            rng.random_range(0..2.min(self.knobs.keys))
+        } else {
+            rng.random_range(0..self.knobs.keys)
+        }
+    }
+
+    fn ttl_us(&self, rng: &mut ChaCha8Rng) -> Option<u64> {
+        if rng.random_range(0..100) >= self.knobs.ttl_percent {
+            return None;
+        }
+        if rng.random_range(0..10) == 0 {
+            return Some(0);
+        }
+        Some(rng.random_range(1..=self.knobs.ttl_max_ms) * 1000)
+    }
+
+    fn remember(&mut self, ht: HybridTime, ttl_ms: Option<u64>) {
+        self.recent.push((ht, ttl_ms));
+        if self.recent.len() > 64 {
+            self.recent.remove(0);
+        }
+    }
+
+    /// A read time: now, the cutoff, anywhere in between, or right at a TTL boundary.
+    fn read_time(
+        &self,
+        rng: &mut ChaCha8Rng,
+        now: HybridTime,
+        cutoff: HybridTime,
+        past: bool,
+    ) -> HybridTime {
+        if !past || now <= cutoff {
+            return now;
+        }
+        let span = now.raw() - cutoff.raw();
+        let t = match rng.random_range(0..4) {
+            0 => cutoff.raw(),
+            1 => cutoff.raw() + rng.random_range(0..=span),
+            _ => match self.recent.get(rng.random_range(0..self.recent.len().max(1))) {
+                Some((w, Some(ms))) if *ms > 0 => {
+                    let edge = w.add_micros(ms * 1000).raw();
+                    edge + rng.random_range(0..2) * (1 << 12)
+                }
+                Some((w, _)) => w.raw(),
+                None => now.raw(),
+            },
+        };
+        HybridTime::from_raw(t.clamp(cutoff.raw(), now.raw()))
+    }
+
+    fn doc_path(&self, rng: &mut ChaCha8Rng) -> DocPath {
+        let doc = DocKey::new(
+            vec![],
+            vec![KeyEntry::asc(Primitive::String(format!("d{}", self.key_index(rng))))],
+        );
+        let depth = rng.random_range(0..=self.knobs.max_depth);
+        let subkeys = (0..depth).map(|_| self.subkey(rng)).collect();
+        DocPath::new(doc, subkeys)
+    }
+
+    fn subkey(&self, rng: &mut ChaCha8Rng) -> KeyEntry {
+        let i = rng.random_range(0..self.knobs.fanout);
+        if rng.random_range(0..5) == 0 {
+            KeyEntry::asc(Primitive::Int64(i64::from(i)))
+        } else {
+            KeyEntry::asc(Primitive::String(((b'a' + i as u8) as char).to_string()))
+        }
+    }
+
+    fn leaf(rng: &mut ChaCha8Rng) -> Primitive {
+        match rng.random_range(0..6) {
+            0 => Primitive::Null,
+            1 => Primitive::Bool(rng.random_bool(0.5)),
+            2 => Primitive::Double(f64::from(rng.random_range(-8i32..8)) / 4.0),
+            3 => Primitive::String(format!("v{}", rng.random_range(0..10))),
+            _ => Primitive::Int64(rng.random_range(-3..100)),
+        }
+    }
+
+    fn object(&self, rng: &mut ChaCha8Rng, depth: usize) -> Document {
+        let mut map = BTreeMap::new();
+        for _ in 0..rng.random_range(0..4) {
+            let value = if depth < 2 && rng.random_range(0..4) == 0 {
+                self.object(rng, depth + 1)
+            } else {
+                Document::Primitive(Self::leaf(rng))
+            };
+            map.insert(self.subkey(rng), value);
+        }
+        Document::Object(map)
+    }
+
+    fn doc_write(&self, rng: &mut ChaCha8Rng, kind: &str) -> DocWrite {
+        let path = self.doc_path(rng);
+        let (kind, ttl_us) = match kind {
+            "object" => (WriteKind::Set(self.object(rng, 0)), self.ttl_us(rng)),
+            "extend" => (WriteKind::Extend(self.object(rng, 0)), self.ttl_us(rng)),
+            "obj" => (WriteKind::Obj, self.ttl_us(rng)),
+            "del" => (WriteKind::Del, None),
+            _ => (WriteKind::Set(Document::Primitive(Self::leaf(rng))), self.ttl_us(rng)),
+        };
+        DocWrite { path, kind, ttl_us }
+    }
+
+    fn doc_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime, cutoff: HybridTime) -> Op {
+        let kind = self.pick_kind(rng);
+        let command = match kind {
+            "get" | "get-past" => {
+                let ht = self.read_time(rng, now, cutoff, kind == "get-past");
+                let mut path = self.doc_path(rng);
+                path.subkeys.truncate(rng.random_range(0..=path.subkeys.len().min(2)));
+                Command::Get { path, ht }
+            }
+            "markers" => Command::Markers(if rng.random_bool(0.5) {
+                MarkerMode::Required
+            } else {
+                MarkerMode::Optional
+            }),
+            "batch" => {
+                let writes: Vec<DocWrite> = (0..rng.random_range(2..5))
+                    .map(|_| {
+                        let inner =
+                            ["set", "object", "extend", "obj", "del"][rng.random_range(0..5)];
+                        self.doc_write(rng, inner)
+                    })
+                    .collect();
+                let ttl = writes.iter().filter_map(|w| w.ttl_us).max().map(|us| us / 1000);
+                self.remember(now, ttl);
+                Command::Batch { ht: now, writes }
+            }
+            _ => {
+                let write = self.doc_write(rng, kind);
+                self.remember(now, write.ttl_us.map(|us| us / 1000));
+                Command::Write { write, ht: now }
+            }
+        };
+        Op::Doc(command)
+    }
+
+    fn redis_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime) -> Op {
+        let key = format!("k{}", self.key_index(rng));
+        let word = |rng: &mut ChaCha8Rng, p: &str, n: u32| format!("{p}{}", rng.random_range(0..n));
+        let op = match rng.random_range(0..11) {
+            0 | 1 => {
+                let ttl_ms = (rng.random_range(0..100) < self.knobs.ttl_percent.max(20))
+                    .then(|| rng.random_range(1..=self.knobs.ttl_max_ms.max(2)));
+                self.remember(now, ttl_ms);
+                RedisOp::Set { key, value: word(rng, "v", 10), ttl_ms }
+            }
+            2 => RedisOp::Get { key },
+            3 => RedisOp::Del { keys: vec![key, format!("k{}", self.key_index(rng))] },
+            4 => RedisOp::Expire { key, secs: rng.random_range(1..3) },
+            5 => {
+                let n = rng.random_range(1..4);
+                let fields = (0..n).map(|_| (word(rng, "f", 4), word(rng, "v", 10))).collect();
+                RedisOp::HSet { key, fields }
+            }
+            6 => RedisOp::HGet { key, field: word(rng, "f", 4) },
+            7 => RedisOp::HDel { key, fields: vec![word(rng, "f", 4)] },
+            8 => RedisOp::HGetAll { key },
+            9 => {
+                let n = rng.random_range(1..4);
+                RedisOp::SAdd { key, members: (0..n).map(|_| word(rng, "m", 6)).collect() }
+            }
+            _ => match rng.random_range(0..2) {
+                0 => RedisOp::SRem { key, members: vec![word(rng, "m", 6)] },
+                _ => RedisOp::SMembers { key },
+            },
+        };
+        Op::Redis { ht: now, op }
+    }
+
+    fn cql_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime, cutoff: HybridTime) -> Op {
+        let spec = self.tables[rng.random_range(0..self.tables.len())].clone();
+        let s = &spec.schema;
+        let key = self.cql_key(rng, &spec);
+        let ttl_s =
+            (rng.random_range(0..100) < self.knobs.ttl_percent / 2).then(|| rng.random_range(0..2));
+        let mut ht = now;
+        let op = match rng.random_range(0..10) {
+            0..=2 => {
+                let mut values = Vec::new();
+                for (n, _) in &s.regular {
+                    if rng.random_bool(0.7) {
+                        values.push((n.clone(), cql_value(rng, &spec, n, true)));
+                    }
+                }
+                CqlOp::Insert { key, values, ttl_s }
+            }
+            3 | 4 => {
+                let (name, kind) = s.regular[rng.random_range(0..s.regular.len())].clone();
+                let assign = match (kind, rng.random_range(0..4)) {
+                    (ColKind::Map, 0) => {
+                        let k = Scalar::Str(format!("p{}", rng.random_range(0..3)));
+                        Assign::MapPut(
+                            name.clone(),
+                            k,
+                            cql_scalar(rng, &map_value_type(&spec, &name)),
+                        )
+                    }
+                    (ColKind::Map | ColKind::Set, 1) => {
+                        Assign::Add(name.clone(), cql_value(rng, &spec, &name, false))
+                    }
+                    (ColKind::Set, 2) => {
+                        Assign::Remove(name.clone(), vec![Scalar::Int32(rng.random_range(0..4))])
+                    }
+                    (ColKind::Map, 2) => Assign::Remove(
+                        name.clone(),
+                        vec![Scalar::Str(format!("p{}", rng.random_range(0..3)))],
+                    ),
+                    _ => Assign::Whole(name.clone(), cql_value(rng, &spec, &name, true)),
+                };
+                CqlOp::Update { key, assigns: vec![assign], ttl_s }
+            }
+            5 => CqlOp::DeleteRow { key },
+            6 => {
+                let (name, _) = &s.regular[rng.random_range(0..s.regular.len())];
+                CqlOp::DeleteColumns { key, columns: vec![name.clone()] }
+            }
+            _ => {
+                let past = rng.random_bool(0.5);
+                ht = self.read_time(rng, now, cutoff, past);
+                let hash = key[..s.hash.len()].to_vec();
+                let range = (!s.range.is_empty() && rng.random_bool(0.4)).then(|| {
+                    let cmp = [Cmp::Eq, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.random_range(0..5)];
+                    (cmp, key[s.hash.len()].clone())
+                });
+                let columns = rng.random_bool(0.3).then(|| {
+                    let mut cols: Vec<String> = s.regular.iter().map(|(n, _)| n.clone()).collect();
+                    cols.truncate(rng.random_range(1..=cols.len()));
+                    cols
+                });
+                CqlOp::Select { hash, range, columns }
+            }
+        };
+        if matches!(op, CqlOp::Insert { .. } | CqlOp::Update { .. }) {
+            self.remember(now, ttl_s.map(|s| s * 1000));
+        }
+        let text = render::cql(s, &op);
+        Op::Cql { ht, table: s.name.clone(), op, text }
+    }
+
+    fn cql_key(&self, rng: &mut ChaCha8Rng, spec: &CqlTableSpec) -> Vec<Scalar> {
+        let names = spec.schema.hash.iter().chain(spec.schema.range.iter().map(|(n, _)| n));
+        names
+            .map(|n| {
+                let i = self.key_index(rng) as i64;
+                match column_type(spec, n) {
+                    "text" => Scalar::Str(format!("u{i}")),
+                    "bigint" => Scalar::Int64(i),
+                    _ => Scalar::Int32(i as i32),
+                }
+            })
+            .collect()
+    }
+}
+
+fn column_type<'a>(spec: &'a CqlTableSpec, name: &str) -> &'a str {
+    spec.types.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str()).expect("declared")
+}
+
+fn map_value_type(spec: &CqlTableSpec, name: &str) -> String {
+    let t = column_type(spec, name);
+    t.trim_start_matches("map<text, ").trim_end_matches('>').to_string()
+}
+
+fn cql_scalar(rng: &mut ChaCha8Rng, ty: &str) -> Scalar {
+    match ty {
+        "text" => Scalar::Str(format!("t{}", rng.random_range(0..6))),
+        "int" => Scalar::Int32(rng.random_range(-5..50)),
+        "bigint" => Scalar::Int64(rng.random_range(-5..500)),
+        "double" => Scalar::Double((f64::from(rng.random_range(-8i32..8)) / 4.0).to_bits()),
+        _ => Scalar::Bool(rng.random_bool(0.5)),
+    }
+}
+
+fn cql_value(rng: &mut ChaCha8Rng, spec: &CqlTableSpec, name: &str, nullable: bool) -> CqlValue {
+    let ty = column_type(spec, name);
+    if nullable && rng.random_range(0..8) == 0 {
+        return CqlValue::Null;
+    }
+    if ty.starts_with("map<") {
+        let vt = map_value_type(spec, name);
+        let mut items: BTreeMap<String, Scalar> = BTreeMap::new();
+        for _ in 0..rng.random_range(0..3) {
+            items.insert(format!("p{}", rng.random_range(0..3)), cql_scalar(rng, &vt));
+        }
+        return CqlValue::Map(items.into_iter().map(|(k, v)| (Scalar::Str(k), v)).collect());
+    }
+    if ty.starts_with("set<") {
+        let mut items: Vec<i32> =
+            (0..rng.random_range(0..3)).map(|_| rng.random_range(0..4)).collect();
+        items.sort();
+        items.dedup();
+        return CqlValue::Set(items.into_iter().map(Scalar::Int32).collect());
+    }
+    CqlValue::Scalar(cql_scalar(rng, ty))
+}
+
+fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
+    let spec = |name: &str,
+                hash: &[&str],
+                range: &[(&str, bool)],
+                cols: &[(&str, &str)],
+                ttl: Option<u64>| {
+        let kind = |t: &str| {
+            if t.starts_with("map<") {
+                ColKind::Map
+            } else if t.starts_with("set<") {
+                ColKind::Set
+            } else {
+                ColKind::Scalar
+            }
+        };
+        let key_names: Vec<&str> =
+            hash.iter().copied().chain(range.iter().map(|(n, _)| *n)).collect();
+        let schema = Schema {
+            name: name.into(),
+            hash: hash.iter().map(|s| s.to_string()).collect(),
+            range: range.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
+            regular: cols
+                .iter()
+                .filter(|(n, _)| !key_names.contains(n))
+                .map(|(n, t)| (n.to_string(), kind(t)))
+                .collect(),
+            default_ttl_s: ttl,
+        };
+        let types = cols.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+        CqlTableSpec { schema, types }
+    };
+    let msgs = spec(
+        "msgs",
+        &["user_id"],
+        &[("msg_id", false)],
+        &[
+            ("user_id", "text"),
+            ("msg_id", "int"),
+            ("msg", "text"),
+            ("msg_props", "map<text, text>"),
+        ],
+        None,
+    );
+    let page_views = spec(
+        "page_views",
+        &["page_id"],
+        &[],
+        &[("page_id", "text"), ("views", "int"), ("category", "text")],
+        None,
+    );
+    // A random schema: one or two hash columns, up to two clustering columns (maybe DESC),
+    // one to four regular columns.
+    let hash_types = ["text", "int", "bigint"];
+    let regular_types = ["text", "bigint", "double", "boolean", "map<text, bigint>", "set<int>"];
+    let mut cols: Vec<(String, String)> = Vec::new();
+    let hash: Vec<String> = (0..rng.random_range(1..3)).map(|i| format!("h{i}")).collect();
+    for h in &hash {
+        cols.push((h.clone(), hash_types[rng.random_range(0..3)].into()));
+    }
+    let range: Vec<(String, bool)> =
+        (0..rng.random_range(0..3)).map(|i| (format!("r{i}"), rng.random_bool(0.5))).collect();
+    for (r, _) in &range {
+        cols.push((r.clone(), ["int", "bigint"][rng.random_range(0..2)].into()));
+    }
+    for i in 0..rng.random_range(1..5) {
+        cols.push((
+            format!("c{i}"),
+            regular_types[rng.random_range(0..regular_types.len())].into(),
+        ));
+    }
+    let ttl = rng.random_bool(0.3).then_some(1);
+    let hash_refs: Vec<&str> = hash.iter().map(String::as_str).collect();
+    let range_refs: Vec<(&str, bool)> = range.iter().map(|(n, d)| (n.as_str(), *d)).collect();
+    let col_refs: Vec<(&str, &str)> = cols.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
+    let random = spec("random", &hash_refs, &range_refs, &col_refs, ttl);
+    vec![msgs, page_views, random]
+}
