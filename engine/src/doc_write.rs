@@ -103,7 +103,7 @@ impl Pending<'_> {
             let entries = self.db.scan_document(&path.doc_key)?;
             self.stored.insert(doc.clone(), entries);
         }
-        let mut merged = self.stored[&doc].clone();
+        let mut pending = Vec::new();
         let key = &path.doc_key;
         for (write_id, (p, v)) in self.entries.iter().enumerate() {
             let same_doc = p.doc_key == *key;
@@ -111,7 +111,7 @@ impl Pending<'_> {
                 && p.doc_key.colocation_id.is_some()
                 && p.doc_key.colocation_id == key.colocation_id;
             if same_doc || table_key {
-                merged.push(DocEntry {
+                pending.push(DocEntry {
                     table_key: p.doc_key.is_table_key(),
                     subkeys: p.subkeys.clone(),
                     doc_ht: DocHybridTime::new(self.ht, write_id as u32),
@@ -119,7 +119,8 @@ impl Pending<'_> {
                 });
             }
         }
-        merged.sort_by(|a, b| a.key_cmp(b));
+        pending.sort_by(|a, b| a.key_cmp(b));
+        let merged = merge_sorted(&self.stored[&doc], &pending);
         Ok(read_subdocument(merged, path, self.ht, self.table_ttl_ms))
     }
 
@@ -140,4 +141,34 @@ impl Pending<'_> {
         }
         Ok(())
     }
+}
+
+/// Merge two lists of entries, each in key order, into one in key order (by reference).
+fn merge_sorted<'a>(a: &'a [DocEntry], b: &'a [DocEntry]) -> Vec<&'a DocEntry> {
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    while i < a.len() || j < b.len() {
+        let order = match (a.get(i), b.get(j)) {
+            (Some(x), Some(y)) => x.key_cmp(y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match order {
+            std::cmp::Ordering::Less => {
+                out.push(&a[i]);
+                i += 1;
+            }
+            // The same key: the batch's entry overwrites the stored one, as in RocksDB.
+            std::cmp::Ordering::Equal => {
+                out.push(&b[j]);
+                i += 1;
+                j += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                out.push(&b[j]);
+                j += 1;
+            }
+        }
+    }
+    out
 }

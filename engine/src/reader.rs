@@ -77,8 +77,8 @@ struct Frame {
 
 /// Read the subdocument at `target` as of `read_ht`. `entries` are every stored entry of
 /// the target's document (and its colocated table key) in key order.
-pub(crate) fn read_subdocument(
-    entries: impl IntoIterator<Item = DocEntry>,
+pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
+    entries: impl IntoIterator<Item = E>,
     target: &DocPath,
     read_ht: HybridTime,
     table_ttl_ms: Option<u64>,
@@ -89,9 +89,10 @@ pub(crate) fn read_subdocument(
     let mut out: Option<Document> = None;
     // Frames for the levels of the last processed entry's path.
     let mut stack: Vec<Frame> = Vec::new();
-    let mut last: Option<DocEntry> = None;
-    for entry in entries {
-        if entry.doc_ht.ht > read_ht || last.as_ref().is_some_and(|l| l.same_path(&entry)) {
+    let mut last: Option<E> = None;
+    for item in entries {
+        let entry: &DocEntry = item.borrow();
+        if entry.doc_ht.ht > read_ht || last.as_ref().is_some_and(|l| l.borrow().same_path(entry)) {
             continue; // too new, or an older version of a path already decided
         }
         let at = (entry.table_key, entry.subkeys.as_slice());
@@ -101,7 +102,10 @@ pub(crate) fn read_subdocument(
         if !in_subtree && with_target < levels {
             continue; // neither an ancestor of the target nor inside it
         }
-        let shared = last.as_ref().map_or(0, |l| shape.shared((l.table_key, &l.subkeys), at));
+        let shared = last.as_ref().map_or(0, |l| {
+            let l: &DocEntry = l.borrow();
+            shape.shared((l.table_key, &l.subkeys), at)
+        });
         let frame = push_level(&mut stack, shared, levels, entry.doc_ht, entry.value.ttl);
         if let (true, Some(frame)) = (in_subtree, frame) {
             let rel = &entry.subkeys[target.subkeys.len()..];
@@ -118,7 +122,7 @@ pub(crate) fn read_subdocument(
             }
         }
         // An ancestor only shapes visibility, through the stack.
-        last = Some(entry);
+        last = Some(item);
     }
     out
 }

@@ -125,6 +125,9 @@ pub enum ModelError {
 
 type Paths = BTreeMap<Vec<Key>, Vec<Version>>;
 
+/// One stored version of a batch (its path and write id), and the version it replaced.
+type Undo = (DocId, Vec<Key>, u32, Option<Version>);
+
 /// The reference model of one tablet.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
@@ -260,17 +263,26 @@ impl Model {
         markers: Markers,
         writes: &[(DocId, Vec<Key>, Write, Ttl)],
     ) -> Result<(), ModelError> {
-        // A failed batch writes nothing: keep the touched documents to restore them.
-        let before: BTreeMap<DocId, Option<Paths>> =
-            writes.iter().map(|(doc, ..)| (doc.clone(), self.docs.get(doc).cloned())).collect();
+        // A failed batch writes nothing: every stored version is logged so it can be undone.
+        let mut undo: Vec<Undo> = Vec::new();
         let mut write_id = 0usize;
         for (doc, path, write, ttl) in writes {
-            if let Err(e) = self.apply_write(time, markers, doc, path, write, *ttl, &mut write_id) {
-                for (doc, paths) in before {
-                    match paths {
-                        Some(paths) => self.docs.insert(doc, paths),
-                        None => self.docs.remove(&doc),
-                    };
+            let applied =
+                self.apply_write(time, markers, doc, path, write, *ttl, &mut write_id, &mut undo);
+            if let Err(e) = applied {
+                for (doc, path, id, replaced) in undo.into_iter().rev() {
+                    let versions =
+                        self.docs.get_mut(&doc).and_then(|p| p.get_mut(&path)).expect("logged");
+                    let at = versions
+                        .iter()
+                        .position(|v| (v.time, v.write_id) == (time, id))
+                        .expect("logged");
+                    match replaced {
+                        Some(old) => versions[at] = old,
+                        None => {
+                            versions.remove(at);
+                        }
+                    }
                 }
                 return Err(e);
             }
@@ -288,6 +300,7 @@ impl Model {
         write: &Write,
         ttl: Ttl,
         write_id: &mut usize,
+        undo: &mut Vec<Undo>,
     ) -> Result<(), ModelError> {
         let mut entries = Vec::new();
         match write {
@@ -313,29 +326,30 @@ impl Model {
                         Some(Doc::Object(_)) => {}
                         Some(Doc::Leaf(_)) => return Err(ModelError::NotAnObject),
                         None => {
-                            self.put(time, write_id, doc, &p[..depth], Entry::Marker, Ttl::Inherit)
+                            let v = self.version(time, write_id, Entry::Marker, Ttl::Inherit);
+                            undo.push(self.put(doc, &p[..depth], v));
                         }
                     }
                 }
             }
             let entry_ttl = if entry == Entry::Tombstone { Ttl::Inherit } else { ttl };
-            self.put(time, write_id, doc, &p, entry, entry_ttl);
+            let v = self.version(time, write_id, entry, entry_ttl);
+            undo.push(self.put(doc, &p, v));
         }
         Ok(())
     }
 
-    fn put(
-        &mut self,
-        time: Time,
-        write_id: &mut usize,
-        doc: &DocId,
-        path: &[Key],
-        entry: Entry,
-        ttl: Ttl,
-    ) {
-        let versions = self.docs.entry(doc.clone()).or_default().entry(path.to_vec()).or_default();
-        insert_version(versions, Version { time, write_id: *write_id as u32, entry, ttl });
+    fn version(&self, time: Time, write_id: &mut usize, entry: Entry, ttl: Ttl) -> Version {
         *write_id += 1;
+        Version { time, write_id: *write_id as u32 - 1, entry, ttl }
+    }
+
+    /// Store `v`; returns how to undo it.
+    fn put(&mut self, doc: &DocId, path: &[Key], v: Version) -> Undo {
+        let id = v.write_id;
+        let versions = self.docs.entry(doc.clone()).or_default().entry(path.to_vec()).or_default();
+        let replaced = insert_version(versions, v);
+        (doc.clone(), path.to_vec(), id, replaced)
     }
 
     /// Every document whose id matches `pred`, in id order (for CQL hash-key scans).
@@ -346,11 +360,16 @@ impl Model {
 
 /// Insert keeping versions sorted by (time, write id); the same (time, write id) is the
 /// same stored key, so the new version replaces the old one.
-fn insert_version(versions: &mut Vec<Version>, v: Version) {
+fn insert_version(versions: &mut Vec<Version>, v: Version) -> Option<Version> {
     let at = versions.partition_point(|x| (x.time, x.write_id) < (v.time, v.write_id));
     match versions.get(at) {
-        Some(x) if (x.time, x.write_id) == (v.time, v.write_id) => versions[at] = v,
-        _ => versions.insert(at, v),
+        Some(x) if (x.time, x.write_id) == (v.time, v.write_id) => {
+            Some(std::mem::replace(&mut versions[at], v))
+        }
+        _ => {
+            versions.insert(at, v);
+            None
+        }
     }
 }
 
