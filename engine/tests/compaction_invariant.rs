@@ -154,3 +154,31 @@ proptest! {
         check(steps, cutoff_ms, minor, Some(table_ttl_ms))?;
     }
 }
+
+/// The history cutoff is stored with the data: it survives closing and reopening.
+#[test]
+fn history_cutoff_survives_reopen() {
+    let dir = std::env::temp_dir().join(format!("docsim-cutoff-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let path = path(0, &[1]);
+    {
+        let mut runner = Runner::new(&dir);
+        let mut out = String::new();
+        let write = DocWrite {
+            path: path.clone(),
+            kind: WriteKind::Set(Document::Primitive(Primitive::Int64(7))),
+            ttl_us: None,
+        };
+        runner.execute(&Command::Write { write, ht: HybridTime::from_micros(1000) }, &mut out).unwrap();
+        let compact = Command::Compact { cutoff: HybridTime::from_micros(5000), minor: false };
+        runner.execute(&compact, &mut out).unwrap();
+    }
+    let mut runner = Runner::new(&dir);
+    assert_eq!(runner.history_cutoff().unwrap(), HybridTime::from_micros(5000));
+    let err = runner.get(&path, HybridTime::from_micros(4999)).unwrap_err();
+    assert!(err.to_string().starts_with("snapshot too old"), "{err}");
+    let doc = runner.get(&path, HybridTime::from_micros(5000)).unwrap();
+    assert_eq!(doc, Some(Document::Primitive(Primitive::Int64(7))));
+    drop(runner);
+    let _ = std::fs::remove_dir_all(&dir);
+}
