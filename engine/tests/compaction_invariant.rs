@@ -169,7 +169,9 @@ fn history_cutoff_survives_reopen() {
             kind: WriteKind::Set(Document::Primitive(Primitive::Int64(7))),
             ttl_us: None,
         };
-        runner.execute(&Command::Write { write, ht: HybridTime::from_micros(1000) }, &mut out).unwrap();
+        runner
+            .execute(&Command::Write { write, ht: HybridTime::from_micros(1000) }, &mut out)
+            .unwrap();
         let compact = Command::Compact { cutoff: HybridTime::from_micros(5000), minor: false };
         runner.execute(&compact, &mut out).unwrap();
     }

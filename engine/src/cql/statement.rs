@@ -5,7 +5,7 @@ use super::lexer::{Cursor, Tok};
 use super::schema::{ColumnKind, CqlTable, CqlType};
 use crate::doc_write::expand;
 use crate::document::Document;
-use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Ttl, Value, ValueKind};
+use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, SortOrder, Ttl, Value, ValueKind};
 use crate::error::{errinput, Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::reader::read_subdocument;
@@ -743,18 +743,20 @@ pub fn insert_row(
         check_type(&column(table, name)?.ty, value, name)?;
     }
     let bound = |name: &String| match values.iter().find(|(n, _)| n == name) {
-        Some((_, v)) => Ok(v.clone()),
+        Some((_, v)) => Ok(v),
         None => errinput!("missing key column {name}"),
     };
-    let mut doc = DocKey::default();
+    let mut hashed = Vec::with_capacity(table.hash_key.len());
     for name in &table.hash_key {
-        doc.hashed.push(KeyEntry::asc(bound(name)?));
+        hashed.push((bound(name)?, SortOrder::Ascending));
     }
+    let mut range = Vec::with_capacity(table.range_key.len());
     for col in table.range_columns() {
         let ColumnKind::Range(order) = col.kind else { unreachable!("range column") };
-        doc.range.push(KeyEntry { value: bound(&col.name)?, order });
+        range.push((bound(&col.name)?, order));
     }
-    let doc = doc.encode();
+    let mut doc = Vec::with_capacity(64);
+    crate::encoding::encode_doc_key(None, &hashed, &range, &mut doc);
     let mut batch =
         DocWriteBatch::with_capacity(values.len() + 1, (doc.len() + 24) * (values.len() + 1));
     let subkey = |k: &mut Vec<u8>, p: Primitive| {

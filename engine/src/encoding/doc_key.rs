@@ -11,7 +11,8 @@
 //! (Castagnoli) of the concatenated key encodings of the hashed components
 //! ([`hash_components`], pinned by a test vector).
 
-use super::{doc_ht, tag, KeyEntry};
+use super::primitive::encode_component;
+use super::{doc_ht, tag, KeyEntry, Primitive, SortOrder};
 use crate::error::DecodeError;
 use crate::hybrid_time::DocHybridTime;
 
@@ -67,6 +68,30 @@ pub fn doc_key_len(key: &[u8]) -> Option<usize> {
     Some(pos)
 }
 
+/// Append the encoding of a document key given by borrowed components (no copies): what
+/// [`DocKey::encode_to`] writes.
+pub fn encode_doc_key(
+    colocation_id: Option<u32>,
+    hashed: &[(&Primitive, SortOrder)],
+    range: &[(&Primitive, SortOrder)],
+    out: &mut Vec<u8>,
+) {
+    if let Some(id) = colocation_id {
+        out.push(tag::COLOCATION_ID);
+        out.extend_from_slice(&id.to_be_bytes());
+    }
+    if !hashed.is_empty() {
+        out.extend_from_slice(&[tag::HASH, 0, 0]);
+        let hash_at = out.len() - 2;
+        hashed.iter().for_each(|(v, o)| encode_component(v, *o, out));
+        let hash = hash_components(&out[hash_at + 2..]);
+        out[hash_at..hash_at + 2].copy_from_slice(&hash.to_be_bytes());
+        out.push(tag::GROUP_END);
+    }
+    range.iter().for_each(|(v, o)| encode_component(v, *o, out));
+    out.push(tag::GROUP_END);
+}
+
 /// The 16-bit hash of encoded hashed components: `crc32c(bytes) >> 16`.
 pub fn hash_components(encoded_hashed: &[u8]) -> u16 {
     (crc32c::crc32c(encoded_hashed) >> 16) as u16
@@ -96,20 +121,10 @@ impl DocKey {
 
     /// Append the encoding.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
-        if let Some(id) = self.colocation_id {
-            out.push(tag::COLOCATION_ID);
-            out.extend_from_slice(&id.to_be_bytes());
+        fn parts(group: &[KeyEntry]) -> Vec<(&Primitive, SortOrder)> {
+            group.iter().map(|e| (&e.value, e.order)).collect()
         }
-        if !self.hashed.is_empty() {
-            out.extend_from_slice(&[tag::HASH, 0, 0]);
-            let hash_at = out.len() - 2;
-            self.hashed.iter().for_each(|c| c.encode_to(out));
-            let hash = hash_components(&out[hash_at + 2..]);
-            out[hash_at..hash_at + 2].copy_from_slice(&hash.to_be_bytes());
-            out.push(tag::GROUP_END);
-        }
-        self.range.iter().for_each(|c| c.encode_to(out));
-        out.push(tag::GROUP_END);
+        encode_doc_key(self.colocation_id, &parts(&self.hashed), &parts(&self.range), out);
     }
 
     /// The encoding.

@@ -118,12 +118,7 @@ impl KeyEntry {
 
     /// Append the binary-comparable encoding.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
-        out.push(self.type_byte());
-        let start = out.len();
-        encode_payload(&self.value, out);
-        if self.order == SortOrder::Descending {
-            out[start..].iter_mut().for_each(|b| *b = !*b);
-        }
+        encode_component(&self.value, self.order, out);
     }
 
     /// Decode one component at `input[pos..]`; returns it and the position after it.
@@ -148,6 +143,16 @@ impl Ord for KeyEntry {
 impl PartialOrd for KeyEntry {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+/// Append the binary-comparable encoding of `value` in `order` (a borrowed [`KeyEntry`]).
+pub fn encode_component(value: &Primitive, order: SortOrder, out: &mut Vec<u8>) {
+    out.push(key_type_byte(value, order));
+    let start = out.len();
+    encode_payload(value, out);
+    if order == SortOrder::Descending {
+        out[start..].iter_mut().for_each(|b| *b = !*b);
     }
 }
 
