@@ -11,8 +11,9 @@ use crate::ScratchDir;
 use docsim_engine::canary::Plant;
 use docsim_engine::cql::Outcome as CqlOutcome;
 use docsim_engine::script::{Command, MarkerMode, Runner};
-use docsim_engine::{HybridClock, HybridTime, PhysicalClock};
-use docsim_models::cql::{CqlResult, Schema};
+use docsim_engine::{DocPath, Document, HybridClock, HybridTime, PhysicalClock};
+use docsim_models::cql::{CqlOp, CqlResult, Schema};
+use docsim_models::redis::RedisOp;
 use docsim_models::{Markers, Model, ModelError};
 use docsim_workloads::{Op, Profile, Workload};
 use rand::{Rng, SeedableRng};
@@ -134,26 +135,56 @@ struct State {
     checked_reads: usize,
 }
 
-async fn simulate(config: RunConfig) -> RunOutcome {
-    let mut workload_rng = stream(config.seed, STREAM_WORKLOAD);
-    let mut schedule = stream(config.seed, STREAM_SCHEDULE);
-    let mut clock_rng = stream(config.seed, STREAM_CLOCK);
-    let mut workload = Workload::new(&mut workload_rng, config.profile);
-    let step_mean_us = clock_rng.random_range(20..400u64);
-    let jitter_us = clock_rng.random_range(0..50u64);
-    let flush_permille = schedule.random_range(5..50u32);
-    let compact_permille = schedule.random_range(2..30u32);
-    let minor_percent = schedule.random_range(0..60u32);
-    let lag_max_us = schedule.random_range(0..50_000u64);
-    let knobs = format!(
-        "{} clock_step={step_mean_us}us jitter={jitter_us}us flush={flush_permille}\u{2030} \
-         compact={compact_permille}\u{2030} minor={minor_percent}% cutoff_lag<={lag_max_us}us",
-        workload.knobs()
-    );
-    let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
-    let mut clock = HybridClock::new(clock);
+/// The schedule's knobs: how often the simulator flushes and compacts, and how far the
+/// history cutoff lags behind now. Drawn from the schedule stream.
+struct Schedule {
+    rng: ChaCha8Rng,
+    flush_permille: u32,
+    compact_permille: u32,
+    minor_percent: u32,
+    lag_max_us: u64,
+}
+
+impl Schedule {
+    fn new(mut rng: ChaCha8Rng) -> Schedule {
+        Schedule {
+            flush_permille: rng.random_range(5..50),
+            compact_permille: rng.random_range(2..30),
+            minor_percent: rng.random_range(0..60),
+            lag_max_us: rng.random_range(0..50_000),
+            rng,
+        }
+    }
+
+    /// A flush, a compaction (its cutoff never moves back), or `None`: a workload op.
+    fn next(&mut self, now: HybridTime, cutoff: HybridTime) -> Option<Command> {
+        let roll = self.rng.random_range(0..1000u32);
+        if roll < self.flush_permille {
+            return Some(Command::Flush);
+        }
+        if roll < self.flush_permille + self.compact_permille {
+            let lag_us = self.rng.random_range(0..=self.lag_max_us);
+            let target = HybridTime::from_raw(now.raw().saturating_sub(lag_us << 12));
+            let minor = self.rng.random_range(0..100) < self.minor_percent;
+            return Some(Command::Compact { cutoff: target.max(cutoff), minor });
+        }
+        None
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "flush={}\u{2030} compact={}\u{2030} minor={}% cutoff_lag<={}us",
+            self.flush_permille, self.compact_permille, self.minor_percent, self.lag_max_us
+        )
+    }
+}
+
+fn new_state() -> (ScratchDir, State) {
     let scratch = ScratchDir::new().expect("scratch directory");
-    let mut state = State {
+    let state = State {
         runner: Runner::in_memory(scratch.path()).expect("in-memory RocksDB environment"),
         docs: Model::new(),
         tables: BTreeMap::new(),
@@ -163,6 +194,21 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         script: Vec::new(),
         checked_reads: 0,
     };
+    (scratch, state)
+}
+
+async fn simulate(config: RunConfig) -> RunOutcome {
+    let mut workload_rng = stream(config.seed, STREAM_WORKLOAD);
+    let mut clock_rng = stream(config.seed, STREAM_CLOCK);
+    let mut schedule = Schedule::new(stream(config.seed, STREAM_SCHEDULE));
+    let mut workload = Workload::new(&mut workload_rng, config.profile);
+    let step_mean_us = clock_rng.random_range(20..400u64);
+    let jitter_us = clock_rng.random_range(0..50u64);
+    let knobs =
+        format!("{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule}", workload.knobs());
+    let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
+    let mut clock = HybridClock::new(clock);
+    let (_scratch, mut state) = new_state();
     let mut outcome = RunOutcome {
         seed: config.seed,
         knobs,
@@ -174,54 +220,57 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         trace: Vec::new(),
         failure: None,
     };
-    let mut steps: Vec<Op> = workload.setup_ops(clock.now());
-    let mut ops_left = config.ops;
-    loop {
-        let op = if let Some(op) = (!steps.is_empty()).then(|| steps.remove(0)) {
-            op
-        } else if ops_left == 0 {
-            break;
-        } else {
-            let step_us = clock_rng.random_range(1..=2 * step_mean_us);
-            madsim::time::sleep(Duration::from_micros(step_us)).await;
-            let now = clock.now();
-            let roll = schedule.random_range(0..1000u32);
-            if roll < flush_permille {
-                Op::Doc(Command::Flush)
-            } else if roll < flush_permille + compact_permille {
-                outcome.compactions += 1;
-                let lag = schedule.random_range(0..=lag_max_us);
-                let target = HybridTime::from_raw(now.raw().saturating_sub(lag << 12));
-                let cutoff = target.max(state.cutoff);
-                Op::Doc(Command::Compact {
-                    cutoff,
-                    minor: schedule.random_range(0..100) < minor_percent,
-                })
-            } else {
-                ops_left -= 1;
-                outcome.ops += 1;
-                workload.next_op(&mut workload_rng, now, state.cutoff)
+    let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now()).into();
+    while !pending.is_empty() || outcome.ops < config.ops {
+        let op = match pending.pop_front() {
+            Some(op) => op,
+            None => {
+                let step_us = clock_rng.random_range(1..=2 * step_mean_us);
+                madsim::time::sleep(Duration::from_micros(step_us)).await;
+                let now = clock.now();
+                match schedule.next(now, state.cutoff) {
+                    Some(command) => Op::Doc(command),
+                    None => {
+                        outcome.ops += 1;
+                        workload.next_op(&mut workload_rng, now, state.cutoff)
+                    }
+                }
             }
         };
-        let index = outcome.steps;
-        outcome.steps += 1;
-        let result = step(&mut state, &op);
-        let line = format!(
-            "#{index} {op} => {}",
-            result.as_ref().map_or_else(|f| f.actual.join(" | "), |r| r.join(" | "))
-        );
-        outcome.trace_hash = fnv(outcome.trace_hash, line.as_bytes());
-        if config.keep_trace {
-            outcome.trace.push(line);
+        if matches!(op, Op::Doc(Command::Compact { .. })) {
+            outcome.compactions += 1;
         }
-        if let Err(mut failure) = result {
-            failure.step = index;
-            outcome.failure = Some(*failure);
+        if !record(&mut outcome, &config, step(&mut state, &op), &op) {
             break;
         }
     }
     outcome.checked_reads = state.checked_reads;
     outcome
+}
+
+/// Hash (and keep) the step's trace line; store a failure. Returns whether to go on.
+fn record(
+    outcome: &mut RunOutcome,
+    config: &RunConfig,
+    result: Result<Vec<String>, Box<Failure>>,
+    op: &Op,
+) -> bool {
+    let index = outcome.steps;
+    outcome.steps += 1;
+    let shown = result.as_ref().map_or_else(|f| f.actual.join(" | "), |r| r.join(" | "));
+    let line = format!("#{index} {op} => {shown}");
+    outcome.trace_hash = fnv(outcome.trace_hash, line.as_bytes());
+    if config.keep_trace {
+        outcome.trace.push(line);
+    }
+    match result {
+        Ok(_) => true,
+        Err(mut failure) => {
+            failure.step = index;
+            outcome.failure = Some(*failure);
+            false
+        }
+    }
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -342,120 +391,112 @@ fn check_read(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
     if state.recent_reads.len() > 16 {
         state.recent_reads.remove(0);
     }
-    let (expected, actual): (Vec<String>, Vec<String>) = match op {
-        Op::Doc(Command::Get { path, ht }) => {
-            let want = state.docs.read(
-                &convert::doc_id(&path.doc_key),
-                &path.subkeys.iter().map(convert::key).collect::<Vec<_>>(),
-                ht.raw(),
-            );
-            let got = state.runner.get(path, *ht);
-            let show = |d: Option<docsim_engine::Document>| match d {
-                Some(d) => format!("{path} @{ht} => {d}"),
-                None => format!("{path} @{ht} => <none>"),
-            };
-            let want_line = match &want {
-                Ok(d) => show(d.as_ref().map(convert::document)),
-                Err(e) => model_error_line(e),
-            };
-            let same = match (&want, &got) {
-                (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
-                (Err(_), Err(_)) => true,
-                _ => false,
-            };
-            let got_line = got.map_or_else(|e| format!("error: {e}"), show);
-            if same {
-                return Ok(vec![got_line]);
-            }
-            (vec![want_line], vec![got_line])
-        }
-        Op::Cql { ht, table, op: cql, text } => {
-            let (schema, model) = state.tables.get_mut(table).expect("declared table");
-            let want = model.cql(ht.raw(), schema, cql);
-            let got = state.runner.cql_run(*ht, text);
-            let want_lines = match &want {
-                Ok(CqlResult::Rows(rows)) => {
-                    let mut lines: Vec<String> = rows
-                        .iter()
-                        .map(|r| {
-                            let cells: Vec<String> = r
-                                .iter()
-                                .map(|(n, c)| format!("{n}: {}", convert::engine_cell(c)))
-                                .collect();
-                            format!("({})", cells.join(", "))
-                        })
-                        .collect();
-                    lines.push(format!("({} rows)", rows.len()));
-                    lines
-                }
-                Ok(CqlResult::Written) => Vec::new(),
-                Err(e) => vec![model_error_line(e)],
-            };
-            let same = match (&want, &got) {
-                (Ok(CqlResult::Rows(w)), Ok(CqlOutcome::Rows(g))) => {
-                    let g: Vec<Vec<(String, docsim_models::cql::Cell)>> = g
-                        .iter()
-                        .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect())
-                        .collect();
-                    *w == g
-                }
-                (Err(_), Err(_)) => true,
-                _ => false,
-            };
-            let got_lines = match got {
-                Ok(CqlOutcome::Rows(rows)) => {
-                    let mut lines: Vec<String> = rows
-                        .iter()
-                        .map(|r| {
-                            let cells: Vec<String> =
-                                r.iter().map(|(n, c)| format!("{n}: {c}")).collect();
-                            format!("({})", cells.join(", "))
-                        })
-                        .collect();
-                    lines.push(format!("({} rows)", rows.len()));
-                    lines
-                }
-                Ok(CqlOutcome::Written) => Vec::new(),
-                Err(e) => vec![format!("error: {e}")],
-            };
-            if same {
-                return Ok(got_lines);
-            }
-            (want_lines, got_lines)
-        }
-        Op::Redis { ht, op: redis } => {
-            let want = state.docs.redis(ht.raw(), redis);
-            let got = state.runner.redis_run(*ht, &docsim_workloads_redis_text(op));
-            let same = match (&want, &got) {
-                (Ok(w), Ok(g)) => *w == convert::reply(g),
-                (Err(_), Err(_)) => true,
-                _ => false,
-            };
-            let got_lines: Vec<String> = match &got {
-                Ok(r) => r.to_string().lines().map(str::to_owned).collect(),
-                Err(e) => vec![format!("error: {e}")],
-            };
-            if same {
-                return Ok(got_lines);
-            }
-            let want_lines = match &want {
-                Ok(r) => convert::engine_reply(r).to_string().lines().map(str::to_owned).collect(),
-                Err(e) => vec![model_error_line(e)],
-            };
-            (want_lines, got_lines)
-        }
+    match op {
+        Op::Doc(Command::Get { path, ht }) => check_get(state, path, *ht),
+        Op::Cql { ht, table, op: cql, text } => check_select(state, *ht, table, cql, text),
+        Op::Redis { ht, op: redis } => check_redis(state, *ht, redis),
         other => unreachable!("not a read: {other}"),
-    };
-    Err((expected, actual))
+    }
 }
 
-/// The Redis command text of a Redis op (`redis @T <text>`).
-fn docsim_workloads_redis_text(op: &Op) -> String {
-    let line = op.to_string();
-    line.split_once(' ')
-        .and_then(|(_, rest)| rest.split_once(' '))
-        .map(|(_, text)| text.to_owned())
-        .unwrap_or_default()
+/// `Ok(got)` if the two sides agree, else the expected and actual output lines.
+fn verdict(same: bool, want: Vec<String>, got: Vec<String>) -> Result<Vec<String>, Mismatch> {
+    if same {
+        Ok(got)
+    } else {
+        Err((want, got))
+    }
+}
+
+fn check_get(state: &mut State, path: &DocPath, ht: HybridTime) -> Result<Vec<String>, Mismatch> {
+    let subkeys: Vec<_> = path.subkeys.iter().map(convert::key).collect();
+    let want = state.docs.read(&convert::doc_id(&path.doc_key), &subkeys, ht.raw());
+    let got = state.runner.get(path, ht);
+    let show = |d: Option<Document>| match d {
+        Some(d) => format!("{path} @{ht} => {d}"),
+        None => format!("{path} @{ht} => <none>"),
+    };
+    let same = match (&want, &got) {
+        (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
+        (Err(_), Err(_)) => true,
+        _ => false,
+    };
+    let want_line = match &want {
+        Ok(d) => show(d.as_ref().map(convert::document)),
+        Err(e) => model_error_line(e),
+    };
+    let got_line = got.map_or_else(|e| format!("error: {e}"), show);
+    verdict(same, vec![want_line], vec![got_line])
+}
+
+fn row_lines<C>(rows: &[Vec<(String, C)>], show: impl Fn(&C) -> String) -> Vec<String> {
+    let mut lines: Vec<String> = rows
+        .iter()
+        .map(|r| {
+            let cells: Vec<String> = r.iter().map(|(n, c)| format!("{n}: {}", show(c))).collect();
+            format!("({})", cells.join(", "))
+        })
+        .collect();
+    lines.push(format!("({} rows)", rows.len()));
+    lines
+}
+
+fn check_select(
+    state: &mut State,
+    ht: HybridTime,
+    table: &str,
+    cql: &CqlOp,
+    text: &str,
+) -> Result<Vec<String>, Mismatch> {
+    let (schema, model) = state.tables.get_mut(table).expect("declared table");
+    let want = model.cql(ht.raw(), schema, cql);
+    let got = state.runner.cql_run(ht, text);
+    let same = match (&want, &got) {
+        (Ok(CqlResult::Rows(w)), Ok(CqlOutcome::Rows(g))) => {
+            let g: Vec<Vec<_>> = g
+                .iter()
+                .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect())
+                .collect();
+            *w == g
+        }
+        (Err(_), Err(_)) => true,
+        _ => false,
+    };
+    let want_lines = match &want {
+        Ok(CqlResult::Rows(rows)) => row_lines(rows, |c| convert::engine_cell(c).to_string()),
+        Ok(CqlResult::Written) => Vec::new(),
+        Err(e) => vec![model_error_line(e)],
+    };
+    let got_lines = match got {
+        Ok(CqlOutcome::Rows(rows)) => row_lines(&rows, ToString::to_string),
+        Ok(CqlOutcome::Written) => Vec::new(),
+        Err(e) => vec![format!("error: {e}")],
+    };
+    verdict(same, want_lines, got_lines)
+}
+
+fn check_redis(
+    state: &mut State,
+    ht: HybridTime,
+    redis: &RedisOp,
+) -> Result<Vec<String>, Mismatch> {
+    let want = state.docs.redis(ht.raw(), redis);
+    let got = state.runner.redis_run(ht, &docsim_workloads::redis_command(redis));
+    let same = match (&want, &got) {
+        (Ok(w), Ok(g)) => *w == convert::reply(g),
+        (Err(_), Err(_)) => true,
+        _ => false,
+    };
+    let lines = |text: String| text.lines().map(str::to_owned).collect::<Vec<_>>();
+    let want_lines = match &want {
+        Ok(r) => lines(convert::engine_reply(r).to_string()),
+        Err(e) => vec![model_error_line(e)],
+    };
+    let got_lines = match &got {
+        Ok(r) => lines(r.to_string()),
+        Err(e) => vec![format!("error: {e}")],
+    };
+    verdict(same, want_lines, got_lines)
 }
 
 /// After a compaction with `cutoff`, reads at or above it must not have changed.

@@ -22,6 +22,7 @@ mod render;
 
 pub use generate::{Knobs, Profile, Workload};
 pub use op::{CqlTableSpec, Op};
+pub use render::redis as redis_command;
 
 /// Proptest strategies over the same generators: a strategy draws a seed and generates.
 pub mod strategy {

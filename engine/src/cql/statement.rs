@@ -283,11 +283,8 @@ fn write_whole(
         out.push((path, Value { ttl, kind: ValueKind::Primitive(p) }));
         return Ok(());
     }
-    let doc = nested_document(ty, lit, ht, what)?;
-    let kind = match doc {
-        Document::Primitive(_) => WriteKind::Set(doc), // a scalar jsonb value
-        Document::Object(_) => WriteKind::Set(doc),
-    };
+    // A collection or jsonb value (possibly a scalar jsonb) written whole: overwrite.
+    let kind = WriteKind::Set(nested_document(ty, lit, ht, what)?);
     out.extend(expand(&DocWrite { path, kind, ttl_us: None }, ttl));
     Ok(())
 }
