@@ -1,6 +1,7 @@
 //! Hybrid time: physical microseconds plus a 12-bit logical counter, and the clock that
 //! hands it out. The engine never reads a clock on its own: the physical clock is injected.
 
+use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bits of a [`HybridTime`] given to the logical component.
@@ -9,9 +10,7 @@ pub const LOGICAL_BITS: u32 = 12;
 pub const LOGICAL_MAX: u16 = (1 << LOGICAL_BITS) - 1;
 
 /// A hybrid time: `(physical_us << 12) | logical`, totally ordered.
-#[derive(
-    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct HybridTime(u64);
 
 impl HybridTime {
@@ -91,9 +90,7 @@ impl fmt::Debug for HybridTime {
 /// The version of one stored entry: the hybrid time of its write batch and the entry's
 /// index in that batch. Ordered by hybrid time, then write id: a later entry of the same
 /// batch is newer.
-#[derive(
-    Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, serde::Serialize, serde::Deserialize,
-)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize)]
 pub struct DocHybridTime {
     /// The write batch's hybrid time.
     pub ht: HybridTime,

@@ -136,7 +136,9 @@ proptest! {
     }
 
     #[test]
-    fn newer_first_and_parent_first(key in sub_doc_key(), other in doc_ht(), child in small_entry()) {
+    fn newer_first_and_parent_first(
+        key in sub_doc_key(), other in doc_ht(), child in small_entry(),
+    ) {
         let older = SubDocKey::new(key.path.clone(), other.min(key.doc_ht));
         let newer = SubDocKey::new(key.path.clone(), other.max(key.doc_ht));
         prop_assert!(older == newer || newer.encode() < older.encode());
@@ -171,7 +173,8 @@ proptest! {
             let i = at.index(bytes.len());
             if cut { bytes.truncate(i) } else { bytes[i] = byte }
             if let Ok(decoded) = SubDocKey::decode(&bytes) {
-                prop_assert_eq!(decoded.encode(), bytes.clone(), "a decoded key re-encodes to itself");
+                // A decoded key re-encodes to itself.
+                prop_assert_eq!(decoded.encode(), bytes.clone());
             }
             let _ = Value::decode(&bytes);
         }
@@ -236,7 +239,8 @@ fn encodings_snapshot() {
         r#"doc(coloc=16385 | ; 5i32).sys(0) @T1"#,
         "doc(coloc=5 | ;) @T9000",
         r#"doc(; desc("a\u0000b"), desc(-1), desc(2i32), desc(1.5), desc(true), desc(null)) @T1"#,
-        "doc(; null, false, true, -0.0, nan, -inf, ts(-1), col(-1), sys(64), desc(col(3)), desc(sys(0))) @T1",
+        "doc(; null, false, true, -0.0, nan, -inf, ts(-1), col(-1), sys(64), \
+         desc(col(3)), desc(sys(0))) @T1",
         r#"doc(1, 2i32; "x").1.2 @T4503599627370495.4095w4294967295"#,
     ];
     let values = [

@@ -130,12 +130,15 @@ mod tests {
 
     proptest! {
         #[test]
-        fn serialization_round_trips(pairs in prop::collection::vec((any::<Vec<u8>>(), any::<Vec<u8>>()), 0..8)) {
+        fn serialization_round_trips(
+            pairs in prop::collection::vec((any::<Vec<u8>>(), any::<Vec<u8>>()), 0..8),
+        ) {
             let mut batch = DocWriteBatch::new();
             for (k, v) in &pairs {
                 batch.push_with(|b| b.extend_from_slice(k), |b| b.extend_from_slice(v));
             }
-            let got: Vec<(Vec<u8>, Vec<u8>)> = batch.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
+            let got: Vec<(Vec<u8>, Vec<u8>)> =
+                batch.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             prop_assert_eq!(&got, &pairs);
             prop_assert_eq!(DocWriteBatch::from_bytes(&batch.to_bytes()).unwrap(), batch);
         }

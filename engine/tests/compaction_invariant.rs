@@ -36,7 +36,11 @@ fn write() -> impl Strategy<Value = DocWrite> {
         1 => Just(WriteKind::Obj),
         2 => Just(WriteKind::Del),
     ];
-    let ttl = prop_oneof![4 => Just(None), 1 => Just(Some(0)), 2 => (1u64..6).prop_map(|ms| Some(ms * 1000))];
+    let ttl = prop_oneof![
+        4 => Just(None),
+        1 => Just(Some(0)),
+        2 => (1u64..6).prop_map(|ms| Some(ms * 1000)),
+    ];
     (0u8..2, prop::collection::vec(0u8..3, 0..3), kind, ttl).prop_map(
         |(doc, subs, kind, ttl_us)| {
             let ttl_us = if kind == WriteKind::Del { None } else { ttl_us };
@@ -143,7 +147,9 @@ proptest! {
     }
 
     #[test]
-    fn minor_compaction_changes_no_read_at_or_above_cutoff(steps in steps(), cutoff_ms in 0u64..22) {
+    fn minor_compaction_changes_no_read_at_or_above_cutoff(
+        steps in steps(), cutoff_ms in 0u64..22,
+    ) {
         check(steps, cutoff_ms, true, None)?;
     }
 

@@ -300,7 +300,8 @@ fn torture_command(
     let s = torture(&campaign);
     let per_core = s.ops as f64 / s.seconds / jobs.max(1) as f64;
     println!(
-        "seeds {}  ops {}  steps {}  checked reads {}  compactions {}  failures {}  {:.1}s  {:.0} ops/s  {:.0} ops/s/core  {:.1} seeds/min",
+        "seeds {}  ops {}  steps {}  checked reads {}  compactions {}  failures {}  {:.1}s  \
+         {:.0} ops/s  {:.0} ops/s/core  {:.1} seeds/min",
         s.seeds,
         s.ops,
         s.steps,

@@ -74,7 +74,8 @@ pub fn write_run_report(
     std::fs::create_dir_all(&run_dir)?;
     let plant = config.plant.map(|p| format!("--plant {} ", p.name())).unwrap_or_default();
     let header = format!(
-        "# docsim reproducer: seed {} commit {COMMIT}\n# knobs: {}\n# run alone: docsim script {plant}{}\n# failing step {}: {}\n",
+        "# docsim reproducer: seed {} commit {COMMIT}\n# knobs: {}\n\
+         # run alone: docsim script {plant}{}\n# failing step {}: {}\n",
         outcome.seed,
         outcome.knobs,
         run_dir.join("repro.ds").display(),

@@ -12,7 +12,8 @@ proptest! {
         for op in ops {
             let line = op.to_string();
             prop_assert!(!line.contains('\n'));
-            let parsed = parse_line(&line, 1).map_err(|e| TestCaseError::fail(format!("{line}: {e}")))?;
+            let parsed = parse_line(&line, 1)
+                .map_err(|e| TestCaseError::fail(format!("{line}: {e}")))?;
             prop_assert!(parsed.is_some());
             if let Op::Doc(command) = &op {
                 prop_assert_eq!(parsed.as_ref(), Some(command));
@@ -30,7 +31,9 @@ proptest! {
     }
 
     #[test]
-    fn redis_and_ttl_ops_parse(ops in strategy::ops(Profile::Redis, 40), ttl in strategy::ops(Profile::TtlHeavy, 40)) {
+    fn redis_and_ttl_ops_parse(
+        ops in strategy::ops(Profile::Redis, 40), ttl in strategy::ops(Profile::TtlHeavy, 40),
+    ) {
         for op in ops.into_iter().chain(ttl) {
             let line = op.to_string();
             prop_assert!(parse_line(&line, 1).is_ok(), "{}", line);
