@@ -1,10 +1,11 @@
 //! TTL rules, shared by the reader and compaction GC so that both agree exactly.
 //!
-//! An entry's *expiration* is the nearest explicit TTL on its chain: its own, else the one
-//! in effect at its parent (counted from the write time of the entry that carried it) —
-//! provided that one had not run out when the entry was written. A child written after
-//! its parent expired does not inherit a dead TTL (the parent is gone, as after Redis key
-//! expiry); this also makes GC safe: dropping an expired parent changes no later child.
+//! An entry's *expiration* is its own explicit TTL, else the nearest explicit TTL among its
+//! visible ancestors that had not run out when the entry was written (counted from the
+//! write time of the ancestor that carried it). A child written after its parent expired
+//! does not inherit the dead TTL — the parent is gone, as after Redis key expiry — it
+//! looks further up. This is exactly what the chain would give if GC had already dropped
+//! the expired parent, so dropping it changes no child, written before or after.
 //! `Ttl::Never` (0) stops the chain: never expires, overriding the table default. With no
 //! explicit TTL on the chain the table default applies, counted from the entry's own
 //! write time. An entry expires after `base + ttl`: at exactly `base + ttl` it is visible.
@@ -15,11 +16,16 @@ use crate::hybrid_time::HybridTime;
 /// The explicit TTL in effect: the write time of the entry that carried it, and the TTL.
 pub(crate) type Expiration = Option<(HybridTime, Ttl)>;
 
-/// The expiration of an entry written at `own_ht` with `own_ttl` under `parent`: its own
-/// TTL, else the parent's if that was still alive at `own_ht`.
-pub(crate) fn child_expiration(parent: Expiration, own_ttl: Ttl, own_ht: HybridTime) -> Expiration {
+/// The expiration of an entry written at `own_ht` with `own_ttl`: its own TTL, else the
+/// first of its ancestors' explicit TTLs (`ancestors`, nearest first) still alive at
+/// `own_ht`.
+pub(crate) fn effective_expiration(
+    own_ttl: Ttl,
+    own_ht: HybridTime,
+    ancestors: impl IntoIterator<Item = (HybridTime, Ttl)>,
+) -> Expiration {
     match own_ttl {
-        Ttl::Inherit => parent.filter(|_| !is_expired(parent, own_ht, None, own_ht)),
+        Ttl::Inherit => ancestors.into_iter().find(|e| !is_expired(Some(*e), own_ht, None, own_ht)),
         explicit => Some((own_ht, explicit)),
     }
 }
@@ -66,14 +72,18 @@ mod tests {
 
     #[test]
     fn inheritance_and_overrides() {
-        let parent = child_expiration(None, Ttl::Ms(10), t(0));
+        let parent = effective_expiration(Ttl::Ms(10), t(0), None);
+        let chain = parent.into_iter().collect::<Vec<_>>();
         // A child without TTL counts from the parent's write time.
-        let child = child_expiration(parent, Ttl::Inherit, t(5000));
+        let child = effective_expiration(Ttl::Inherit, t(5000), chain.clone());
         assert_eq!(expires_at(child, t(5000), None), Some(t(10_000)));
         // A child written after the parent expired does not inherit a dead TTL.
-        assert_eq!(child_expiration(parent, Ttl::Inherit, t(10_001)), None);
+        assert_eq!(effective_expiration(Ttl::Inherit, t(10_001), chain.clone()), None);
+        // ...it looks further up: a grandparent's live TTL (here: never expires) applies.
+        let grand = [(t(10), Ttl::Ms(10)), (t(0), Ttl::Never)];
+        assert_eq!(effective_expiration(Ttl::Inherit, t(20_011), grand), Some((t(0), Ttl::Never)));
         // A child with its own TTL written later outlives the parent.
-        let own = child_expiration(parent, Ttl::Ms(20), t(5000));
+        let own = effective_expiration(Ttl::Ms(20), t(5000), chain);
         assert_eq!(expires_at(own, t(5000), None), Some(t(25_000)));
         // Never overrides the table default; the default counts from the entry itself.
         assert_eq!(expires_at(Some((t(0), Ttl::Never)), t(0), Some(1)), None);

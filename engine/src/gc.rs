@@ -19,7 +19,7 @@
 //!    - otherwise keep.
 
 use crate::encoding::Ttl;
-use crate::expiry::{self, Expiration};
+use crate::expiry;
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 
 /// Full or minor compaction.
@@ -95,7 +95,7 @@ impl GcFeed {
         assert!(!components.is_empty(), "an entry has at least a document component");
         self.align(components);
         let depth = components.len() - 1;
-        let exp = expiry::child_expiration(self.inherited(depth, dht), ttl, dht.ht);
+        let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(depth, dht));
         let level = self.stack.last_mut().expect("aligned");
         if let Some(newer) = level.versions.last() {
             assert!(newer.dht > dht, "versions of one path arrive newest first");
@@ -136,20 +136,24 @@ impl GcFeed {
         }
     }
 
-    /// The explicit TTL an entry at `depth` written at `dht` inherits: at each ancestor
-    /// level, the version in effect for any read that sees the entry is the newest one
-    /// older than it; it counts only if it is newer than the ancestors above it.
-    fn inherited(&self, depth: usize, dht: DocHybridTime) -> Expiration {
+    /// The explicit TTLs of the ancestors of an entry at `depth` written at `dht`, nearest
+    /// first. At each ancestor level the version in effect for any read that sees the
+    /// entry is the newest one older than it; it counts only if it is newer than the
+    /// ancestors above it.
+    fn inherited(&self, depth: usize, dht: DocHybridTime) -> Vec<(HybridTime, Ttl)> {
         let mut newest_ancestor: Option<DocHybridTime> = None;
-        let mut exp = None;
+        let mut explicit = Vec::new();
         for level in &self.stack[..depth] {
             let Some(v) = level.versions.iter().find(|v| v.dht < dht) else { continue };
             if newest_ancestor.is_none_or(|newest| v.dht > newest) {
                 newest_ancestor = Some(v.dht);
-                exp = expiry::child_expiration(exp, v.ttl, v.dht.ht);
+                if v.ttl != Ttl::Inherit {
+                    explicit.push((v.dht.ht, v.ttl));
+                }
             }
         }
-        exp
+        explicit.reverse();
+        explicit
     }
 }
 

@@ -72,7 +72,10 @@ impl Shape {
 struct Frame {
     /// The newest visible-by-time version at this level or above (`None`: nothing).
     newest: Option<DocHybridTime>,
+    /// The expiration in effect for this level's entry.
     exp: Expiration,
+    /// This level's own explicit TTL, if its version is visible by time and carries one.
+    explicit: Expiration,
 }
 
 /// Read the subdocument at `target` as of `read_ht`. `entries` are every stored entry of
@@ -138,10 +141,10 @@ fn push_level(
     ttl: crate::encoding::Ttl,
 ) -> Option<Frame> {
     stack.truncate(shared.min(levels - 1));
-    let root = Frame { newest: None, exp: None };
+    let root = Frame { newest: None, exp: None, explicit: None };
     while stack.len() < levels - 1 {
-        let inherited = stack.last().copied().unwrap_or(root);
-        stack.push(inherited);
+        let newest = stack.last().and_then(|f| f.newest);
+        stack.push(Frame { newest, ..root });
     }
     let parent = stack.last().copied().unwrap_or(root);
     let hidden = if canary::planted(Plant::WriteIdIgnored) {
@@ -150,12 +153,17 @@ fn push_level(
         parent.newest.is_some_and(|newest| doc_ht <= newest)
     };
     if hidden {
-        stack.push(parent);
+        stack.push(Frame { newest: parent.newest, ..root });
         return None;
     }
-    let inherited = if canary::planted(Plant::ParentTtlNotInherited) { None } else { parent.exp };
-    let frame =
-        Frame { newest: Some(doc_ht), exp: expiry::child_expiration(inherited, ttl, doc_ht.ht) };
+    let ancestors = stack.iter().rev().filter_map(|f| f.explicit);
+    let exp = if canary::planted(Plant::ParentTtlNotInherited) {
+        expiry::effective_expiration(ttl, doc_ht.ht, None)
+    } else {
+        expiry::effective_expiration(ttl, doc_ht.ht, ancestors)
+    };
+    let explicit = (ttl != crate::encoding::Ttl::Inherit).then_some((doc_ht.ht, ttl));
+    let frame = Frame { newest: Some(doc_ht), exp, explicit };
     stack.push(frame);
     Some(frame)
 }

@@ -229,24 +229,30 @@ impl Model {
         }
         let (own, ancestors) = chain.split_last().expect("at least the path itself");
         let own = (*own)?;
-        // Walk the visible ancestors top down, carrying the explicit TTL in effect: a
-        // version's own TTL, else its parent's if that was alive when it was written.
+        // Walk the ancestors top down: those whose version is newer than every version
+        // above them are in effect; collect their explicit TTLs.
         let mut newest: Option<(Time, u32)> = None;
-        let mut explicit: Option<(Time, Ttl)> = None;
-        let carry = |explicit: Option<(Time, Ttl)>, v: &Version| match v.ttl {
-            Ttl::Inherit => explicit.filter(|e| last_alive(*e).is_none_or(|last| v.time <= last)),
-            own => Some((v.time, own)),
-        };
+        let mut explicit: Vec<(Time, Ttl)> = Vec::new();
         for v in ancestors.iter().flatten() {
             if newest.is_none_or(|n| (v.time, v.write_id) > n) {
                 newest = Some((v.time, v.write_id));
-                explicit = carry(explicit, v);
+                if v.ttl != Ttl::Inherit {
+                    explicit.push((v.time, v.ttl));
+                }
             }
         }
         if newest.is_some_and(|n| (own.time, own.write_id) <= n) {
             return None; // an ancestor's version is as new or newer: it hides this one
         }
-        let last_visible = match carry(explicit, own) {
+        // Its own TTL, else the nearest ancestor's still alive when it was written.
+        let in_effect = match own.ttl {
+            Ttl::Inherit => explicit
+                .into_iter()
+                .rev()
+                .find(|e| last_alive(*e).is_none_or(|last| own.time <= last)),
+            ttl => Some((own.time, ttl)),
+        };
+        let last_visible = match in_effect {
             Some(e) => last_alive(e),
             None => self.table_ttl_ms.map(|ms| own.time.saturating_add(micros(ms * 1000))),
         };
