@@ -8,6 +8,7 @@
 pub mod bench;
 mod convert;
 pub mod report;
+pub mod shrink;
 pub mod simulate;
 pub mod torture;
 

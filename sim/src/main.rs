@@ -92,6 +92,11 @@ enum Command {
         #[command(flatten)]
         shape: ShapeArgs,
     },
+    /// Shrink a failed run (`reports/runs/<seed>/`) to a minimal reproducer `shrunk.ds`.
+    Shrink {
+        /// The run's report directory.
+        dir: PathBuf,
+    },
     /// Benchmarks, compared with raw RocksDB doing the same work in the same run.
     Bench {
         /// What to measure: `engine` (CQL row writes and reads).
@@ -174,8 +179,62 @@ fn main() -> ExitCode {
         Command::Torture { seeds, duration, jobs, shard, shape } => {
             torture_command(seeds, duration, jobs, shard, &shape)
         }
+        Command::Shrink { dir } => shrink(&dir),
         Command::Bench { target, rows } => bench(&target, rows),
     }
+}
+
+fn shrink(dir: &Path) -> ExitCode {
+    let read = |name: &str| std::fs::read_to_string(dir.join(name));
+    let (ops, meta) = match (read("ops.json"), read("run.json")) {
+        (Ok(ops), Ok(meta)) => (ops, meta),
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("docsim: {} holds no failed run ({e})", dir.display());
+            return ExitCode::from(2);
+        }
+    };
+    let ops: Vec<docsim_workloads::Op> = match serde_json::from_str(&ops) {
+        Ok(ops) => ops,
+        Err(e) => {
+            eprintln!("docsim: {}: {e}", dir.join("ops.json").display());
+            return ExitCode::from(2);
+        }
+    };
+    let meta: report::RunMeta = match serde_json::from_str(&meta) {
+        Ok(meta) => meta,
+        Err(e) => {
+            eprintln!("docsim: {}: {e}", dir.join("run.json").display());
+            return ExitCode::from(2);
+        }
+    };
+    let plant = meta.plant.as_deref().and_then(Plant::from_name);
+    let Some(shrunk) = docsim::shrink::shrink(ops, meta.kind, plant) else {
+        println!("the run no longer fails with {:?}: nothing to shrink", meta.kind);
+        return ExitCode::FAILURE;
+    };
+    let path = dir.join("shrunk.ds");
+    let plant_arg = meta.plant.map(|p| format!("--plant {p} ")).unwrap_or_default();
+    let header = format!(
+        "# docsim shrunk reproducer: seed {} commit {COMMIT}, {:?}, {} ops (from {})\n\
+         # run alone: docsim script {plant_arg}{}\n",
+        meta.seed,
+        meta.kind,
+        shrunk.after,
+        shrunk.before,
+        path.display()
+    );
+    if let Err(e) = std::fs::write(&path, format!("{header}{}", shrunk.failure.reproducer)) {
+        eprintln!("docsim: cannot write {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
+    println!(
+        "shrunk {} ops to {} in {} runs ({:?})",
+        shrunk.before, shrunk.after, shrunk.runs, meta.kind
+    );
+    println!("  expected: {}", shrunk.failure.expected.join(" | "));
+    println!("  actual:   {}", shrunk.failure.actual.join(" | "));
+    println!("  reproducer: docsim script {plant_arg}{}", path.display());
+    ExitCode::SUCCESS
 }
 
 fn run_seed(args: &RunArgs, emit_trace: bool, replay: bool) -> ExitCode {

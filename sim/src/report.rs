@@ -7,6 +7,17 @@ use std::path::{Path, PathBuf};
 /// The commit this binary was built from.
 pub const COMMIT: &str = env!("DOCSIM_COMMIT");
 
+/// What `run.json` records of a failed run.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct RunMeta {
+    /// The seed.
+    pub seed: u64,
+    /// The planted bug, by name.
+    pub plant: Option<String>,
+    /// The failure's fingerprint.
+    pub kind: crate::simulate::FailureKind,
+}
+
 /// The one command that reproduces a run.
 pub fn reproduce_command(config: &RunConfig, seed: u64) -> String {
     let mut cmd = format!("docsim run --seed {seed} --ops {}", config.ops);
@@ -84,5 +95,14 @@ pub fn write_run_report(
     );
     std::fs::write(run_dir.join("repro.ds"), format!("{header}{}", f.reproducer))?;
     std::fs::write(run_dir.join("failure.txt"), failure_block(outcome, config, Some(&run_dir)))?;
+    // For `docsim shrink`: the op log and what failed.
+    let ops = serde_json::to_string(&f.ops).map_err(std::io::Error::other)?;
+    std::fs::write(run_dir.join("ops.json"), ops)?;
+    let meta =
+        RunMeta { seed: outcome.seed, plant: config.plant.map(|p| p.name().into()), kind: f.kind };
+    std::fs::write(
+        run_dir.join("run.json"),
+        serde_json::to_string(&meta).map_err(std::io::Error::other)?,
+    )?;
     Ok(run_dir)
 }

@@ -51,6 +51,27 @@ pub struct Failure {
     pub last_ops: Vec<String>,
     /// A docscript that reproduces the failure with `docsim script` alone.
     pub reproducer: String,
+    /// What kind of check failed (the shrinker keeps it).
+    pub kind: FailureKind,
+    /// Every op executed up to and including the failing one (for the shrinker).
+    pub ops: Vec<Op>,
+}
+
+/// The fingerprint of a failure: which check, on what kind of op, which way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum FailureKind {
+    /// A document read differs from the model.
+    Get,
+    /// A CQL SELECT differs.
+    Select,
+    /// A Redis reply differs.
+    Redis,
+    /// A write failed in the engine but not in the model.
+    EngineRefusedWrite,
+    /// A write succeeded in the engine but the model refuses it.
+    EngineAcceptedWrite,
+    /// A read at or above a compaction's cutoff changed after it.
+    ChangedByCompaction,
 }
 
 /// How a run ended.
@@ -132,6 +153,8 @@ struct State {
     /// Recent reads, re-checked after each compaction if at or above its cutoff.
     recent_reads: Vec<Op>,
     script: Vec<String>,
+    /// The ops executed so far (re-checks excluded: replaying recreates them).
+    ops: Vec<Op>,
     checked_reads: usize,
 }
 
@@ -192,6 +215,7 @@ fn new_state() -> (ScratchDir, State) {
         cutoff: HybridTime::MIN,
         recent_reads: Vec::new(),
         script: Vec::new(),
+        ops: Vec::new(),
         checked_reads: 0,
     };
     (scratch, state)
@@ -286,6 +310,7 @@ fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 /// Execute one op on the engine and the model; `Ok` carries the engine's output lines.
 fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
     state.script.push(op.to_string());
+    state.ops.push(op.clone());
     let result = match op {
         Op::Doc(Command::Compact { cutoff, .. }) => {
             let cutoff = *cutoff;
@@ -297,6 +322,7 @@ fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
                 let read = state.script.last().cloned().unwrap_or_default();
                 let mut f = failure(state, op, expected, actual);
                 f.op = format!("{read} (re-checked after {op})");
+                f.kind = FailureKind::ChangedByCompaction;
                 return Err(Box::new(f));
             }
             Ok(lines)
@@ -527,5 +553,28 @@ fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -
     if expected.is_empty() {
         reproducer.push_str("# expected: this write succeeds\n");
     }
-    Failure { step: 0, op: op.to_string(), expected, actual, last_ops, reproducer }
+    let kind = match op {
+        Op::Doc(Command::Get { .. }) => FailureKind::Get,
+        Op::Cql { op: CqlOp::Select { .. }, .. } => FailureKind::Select,
+        Op::Redis { .. } if op.is_read() => FailureKind::Redis,
+        _ if expected.is_empty() => FailureKind::EngineRefusedWrite,
+        _ => FailureKind::EngineAcceptedWrite,
+    };
+    let ops = state.ops.clone();
+    Failure { step: 0, op: op.to_string(), expected, actual, last_ops, reproducer, kind, ops }
+}
+
+/// Run a fixed op list (no generation: the ops carry their times) through the same checks
+/// as a simulated run; the first failure, if any. The shrinker's oracle.
+pub fn replay_ops(ops: &[Op], plant: Option<Plant>) -> Option<Failure> {
+    docsim_engine::canary::plant(plant);
+    let (_scratch, mut state) = new_state();
+    let failure = ops.iter().enumerate().find_map(|(i, op)| {
+        step(&mut state, op).err().map(|mut f| {
+            f.step = i;
+            *f
+        })
+    });
+    docsim_engine::canary::plant(None);
+    failure
 }

@@ -138,3 +138,17 @@ fn failure_block_names_seed_step_and_reproduce_command() {
     assert!(dir.join("0").join("repro.ds").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn shrinking_each_planted_bug_yields_at_most_12_operations() {
+    for plant in Plant::ALL {
+        let cfg = |seed| config(seed, 1_000, None, Some(plant));
+        let failed = (0..SEEDS_BOUND).map(|seed| run(&cfg(seed))).find(|o| o.failure.is_some());
+        let failure = failed.and_then(|o| o.failure).expect("caught");
+        let shrunk = docsim::shrink::shrink(failure.ops.clone(), failure.kind, Some(plant))
+            .unwrap_or_else(|| panic!("{}: the failure replays", plant.name()));
+        assert_eq!(shrunk.failure.kind, failure.kind, "same fingerprint");
+        assert!(shrunk.after <= 12, "{}: {} ops after shrinking", plant.name(), shrunk.after);
+        assert!(shrunk.after < shrunk.before);
+    }
+}
