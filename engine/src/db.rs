@@ -60,6 +60,8 @@ struct GcState {
     params: Option<GcParams>,
     /// Keys the compaction filter could not decode (kept untouched, reported here).
     corrupt: Vec<String>,
+    /// Verdict counts of finished compaction filters: dropped, rewritten, kept above H.
+    counts: [u64; 3],
 }
 
 impl DocDb {
@@ -122,6 +124,7 @@ impl DocDb {
             read_ht < self.history_cutoff_ht
         };
         if refused {
+            crate::probe::hit("read.snapshot_too_old");
             return Err(Error::SnapshotTooOld { read_ht, cutoff_ht: self.history_cutoff_ht });
         }
         Ok(())
@@ -242,11 +245,18 @@ impl DocDb {
         copts.set_exclusive_manual_compaction(true);
         copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
         self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
-        let corrupt = {
+        let (corrupt, counts) = {
             let mut gc = self.gc_state();
             gc.params = None;
-            std::mem::take(&mut gc.corrupt)
+            (std::mem::take(&mut gc.corrupt), std::mem::take(&mut gc.counts))
         };
+        crate::probe::add("gc.dropped", counts[0]);
+        crate::probe::add("gc.rewritten_as_tombstone", counts[1]);
+        crate::probe::add("gc.kept_above_cutoff", counts[2]);
+        crate::probe::hit(match kind {
+            CompactionKind::Full => "gc.compaction.full",
+            CompactionKind::Minor => "gc.compaction.minor",
+        });
         self.history_cutoff_ht = highest;
         if let Some(first) = corrupt.first() {
             return Err(Error::Storage(format!(
@@ -392,7 +402,7 @@ impl CompactionFilterFactory for GcFilterFactory {
 
     fn create(&mut self, _context: CompactionFilterContext) -> GcFilter {
         let params = self.gc.lock().expect("GC state lock poisoned").params;
-        GcFilter { feed: params.map(GcFeed::new), gc: self.gc.clone() }
+        GcFilter { feed: params.map(GcFeed::new), gc: self.gc.clone(), counts: [0; 3] }
     }
 
     fn name(&self) -> &CStr {
@@ -404,6 +414,15 @@ impl CompactionFilterFactory for GcFilterFactory {
 struct GcFilter {
     feed: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
+    /// Dropped, rewritten as tombstones, kept above the cutoff.
+    counts: [u64; 3],
+}
+
+impl Drop for GcFilter {
+    fn drop(&mut self) {
+        let mut gc = self.gc.lock().unwrap_or_else(|e| e.into_inner());
+        (0..3).for_each(|i| gc.counts[i] += self.counts[i]);
+    }
 }
 
 /// The value a [`Verdict::Tombstone`] writes.
@@ -426,10 +445,20 @@ impl CompactionFilter for GcFilter {
         };
         let components = components.expect("a key that decodes has components");
         let tombstone = v.kind == ValueKind::Tombstone;
+        let cutoff_ht = feed.params().cutoff_ht;
         match feed.decide(&components, k.doc_ht, tombstone, v.ttl) {
-            Verdict::Keep => Decision::Keep,
-            Verdict::Drop => Decision::Remove,
-            Verdict::Tombstone => Decision::Change(TOMBSTONE_VALUE),
+            Verdict::Keep => {
+                self.counts[2] += u64::from(k.doc_ht.ht > cutoff_ht);
+                Decision::Keep
+            }
+            Verdict::Drop => {
+                self.counts[0] += 1;
+                Decision::Remove
+            }
+            Verdict::Tombstone => {
+                self.counts[1] += 1;
+                Decision::Change(TOMBSTONE_VALUE)
+            }
         }
     }
 

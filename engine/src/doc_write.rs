@@ -31,6 +31,8 @@ pub fn build_entries(
             MarkerMode::Required if write.kind == WriteKind::Del => {
                 if batch.probe(&write.path)?.is_some() {
                     batch.entries.extend(items);
+                } else {
+                    crate::probe::hit("write.del_missing_skipped");
                 }
             }
             MarkerMode::Required => {
@@ -136,7 +138,10 @@ impl Pending<'_> {
                     );
                 }
                 None if crate::canary::planted(crate::canary::Plant::MissingInitMarker) => {}
-                None => self.entries.push((ancestor, Value::new(ValueKind::Object))),
+                None => {
+                    crate::probe::hit("write.required_marker");
+                    self.entries.push((ancestor, Value::new(ValueKind::Object)))
+                }
             }
         }
         Ok(())

@@ -83,6 +83,11 @@ impl GcFeed {
         GcFeed { params, stack: Vec::new() }
     }
 
+    /// The compaction's parameters.
+    pub fn params(&self) -> GcParams {
+        self.params
+    }
+
     /// Decide one entry. `components` are the encoded path components (table, document,
     /// subkeys); entries must arrive in key order.
     pub fn decide(

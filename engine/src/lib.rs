@@ -44,6 +44,7 @@ mod expiry;
 pub mod gc;
 mod hybrid_time;
 pub mod notation;
+pub mod probe;
 mod reader;
 pub mod redis;
 pub mod script;

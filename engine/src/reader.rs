@@ -105,6 +105,9 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
         if !in_subtree && with_target < levels {
             continue; // neither an ancestor of the target nor inside it
         }
+        if entry.table_key && entry.value.kind == ValueKind::Tombstone && !in_subtree {
+            crate::probe::hit("read.table_tombstone");
+        }
         let shared = last.as_ref().map_or(0, |l| {
             let l: &DocEntry = l.borrow();
             shape.shared((l.table_key, &l.subkeys), at)
@@ -118,7 +121,10 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
                 expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, at);
             }
             match &entry.value.kind {
-                _ if expired => remove(&mut out, rel),
+                _ if expired => {
+                    crate::probe::hit("read.expired_hides_older");
+                    remove(&mut out, rel)
+                }
                 ValueKind::Tombstone => remove(&mut out, rel),
                 ValueKind::Object => put(&mut out, rel, Document::empty_object()),
                 ValueKind::Primitive(p) => put(&mut out, rel, Document::Primitive(p.clone())),
@@ -157,6 +163,15 @@ fn push_level(
         return None;
     }
     let ancestors = stack.iter().rev().filter_map(|f| f.explicit);
+    if ttl == crate::encoding::Ttl::Inherit
+        && stack
+            .iter()
+            .rev()
+            .find_map(|f| f.explicit)
+            .is_some_and(|nearest| expiry::is_expired(Some(nearest), doc_ht.ht, None, doc_ht.ht))
+    {
+        crate::probe::hit("read.dead_parent_ttl_skipped");
+    }
     let exp = if canary::planted(Plant::ParentTtlNotInherited) {
         expiry::effective_expiration(ttl, doc_ht.ht, None)
     } else {

@@ -1,3 +1,172 @@
-//! # docsim-reports: report types and rendering (issue 6)
+//! # docsim-reports: what a run and a torture campaign report, and how it is rendered
 //!
-//! Serde types for runs and torture campaigns and their renderers; not built yet.
+//! A [`RunReport`] is one seed: its knobs, how much it did, how many reads were checked,
+//! which coverage probes fired, and its failure if it failed. A [`CampaignReport`] is many
+//! runs — one shard of a nightly matrix, or all of them after [`CampaignReport::merge`].
+//! Renderers turn a campaign into JSON (the interchange format: shards are merged from
+//! it), Markdown (a CI summary), a self-contained HTML page with inline SVG charts, and
+//! JUnit XML (one test case per seed) for CI dashboards. Nothing here knows the engine:
+//! reports are plain data.
+
+mod html;
+mod render;
+
+pub use html::to_html;
+pub use render::{to_junit, to_markdown};
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// A failed check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FailureReport {
+    /// The failing step.
+    pub step: usize,
+    /// The failure's fingerprint (which check failed).
+    pub kind: String,
+    /// The failing operation (docscript).
+    pub op: String,
+    /// What the model expected.
+    pub expected: Vec<String>,
+    /// What the engine did.
+    pub actual: Vec<String>,
+    /// Where the reproducer was written.
+    pub reproducer: Option<String>,
+}
+
+/// One seed's run.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub seed: u64,
+    /// Every knob the seed chose.
+    pub knobs: String,
+    pub ops: usize,
+    pub steps: usize,
+    pub checked_reads: usize,
+    pub compactions: usize,
+    /// Wall-clock seconds the run took.
+    pub seconds: f64,
+    /// The trace hash (hex).
+    pub trace_hash: String,
+    /// Coverage probes that fired, with counts.
+    pub probes: BTreeMap<String, u64>,
+    /// Faults injected, by kind (the crash-injecting disk reports here).
+    pub faults: BTreeMap<String, u64>,
+    /// Log entries replayed at restarts.
+    pub replayed: u64,
+    pub failure: Option<FailureReport>,
+}
+
+/// A torture campaign, or one shard of one.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CampaignReport {
+    /// The commit the binary was built from.
+    pub commit: String,
+    /// The planted bug, if the campaign tested the tester.
+    pub plant: Option<String>,
+    /// The shards merged into this report (`i/n`).
+    pub shards: Vec<String>,
+    /// Every probe the binary knows (to list those never hit).
+    pub known_probes: Vec<String>,
+    /// Wall-clock seconds, summed over shards.
+    pub seconds: f64,
+    /// Runs, by seed.
+    pub runs: Vec<RunReport>,
+}
+
+/// Totals of a campaign.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Totals {
+    pub seeds: usize,
+    pub ops: usize,
+    pub checked_reads: usize,
+    pub compactions: usize,
+    pub failures: usize,
+    pub ops_per_second: f64,
+}
+
+impl CampaignReport {
+    /// Merge shard reports into one campaign (runs sorted by seed, probes unioned).
+    pub fn merge(shards: Vec<CampaignReport>) -> Result<CampaignReport, String> {
+        let mut merged = CampaignReport::default();
+        for shard in shards {
+            if !merged.commit.is_empty() && merged.commit != shard.commit {
+                return Err(format!(
+                    "shards of different commits: {} and {}",
+                    merged.commit, shard.commit
+                ));
+            }
+            merged.commit = shard.commit;
+            merged.plant = merged.plant.or(shard.plant);
+            merged.shards.extend(shard.shards);
+            for probe in shard.known_probes {
+                if !merged.known_probes.contains(&probe) {
+                    merged.known_probes.push(probe);
+                }
+            }
+            merged.seconds += shard.seconds;
+            merged.runs.extend(shard.runs);
+        }
+        merged.runs.sort_by_key(|r| r.seed);
+        if let Some(w) = merged.runs.windows(2).find(|w| w[0].seed == w[1].seed) {
+            return Err(format!("seed {} appears in two shards", w[0].seed));
+        }
+        merged.known_probes.sort();
+        Ok(merged)
+    }
+
+    /// Totals over all runs.
+    pub fn totals(&self) -> Totals {
+        let ops: usize = self.runs.iter().map(|r| r.ops).sum();
+        let busy: f64 = self.runs.iter().map(|r| r.seconds).sum();
+        Totals {
+            seeds: self.runs.len(),
+            ops,
+            checked_reads: self.runs.iter().map(|r| r.checked_reads).sum(),
+            compactions: self.runs.iter().map(|r| r.compactions).sum(),
+            failures: self.runs.iter().filter(|r| r.failure.is_some()).count(),
+            ops_per_second: if busy > 0.0 { ops as f64 / busy } else { 0.0 },
+        }
+    }
+
+    /// Probe hits summed over runs.
+    pub fn probe_totals(&self) -> BTreeMap<String, u64> {
+        let mut totals: BTreeMap<String, u64> =
+            self.known_probes.iter().map(|p| (p.clone(), 0)).collect();
+        for run in &self.runs {
+            for (probe, n) in &run.probes {
+                *totals.entry(probe.clone()).or_default() += n;
+            }
+        }
+        totals
+    }
+
+    /// Known probes that no run hit.
+    pub fn probes_never_hit(&self) -> Vec<String> {
+        self.probe_totals().into_iter().filter(|(_, n)| *n == 0).map(|(p, _)| p).collect()
+    }
+
+    /// Faults injected, summed by kind.
+    pub fn fault_totals(&self) -> BTreeMap<String, u64> {
+        let mut totals = BTreeMap::new();
+        for run in &self.runs {
+            for (kind, n) in &run.faults {
+                *totals.entry(kind.clone()).or_default() += n;
+            }
+        }
+        totals
+    }
+
+    /// JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("reports serialize")
+    }
+
+    /// Parse JSON written by [`CampaignReport::to_json`].
+    pub fn from_json(text: &str) -> Result<CampaignReport, String> {
+        serde_json::from_str(text).map_err(|e| e.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests;

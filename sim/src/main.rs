@@ -89,8 +89,21 @@ enum Command {
         /// Run shard `i/n`: the seeds with `seed % n == i`.
         #[arg(long, value_parser = parse_shard, default_value = "0/1")]
         shard: (u64, u64),
+        /// Write the campaign report (JSON, Markdown, HTML, JUnit XML) into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
         #[command(flatten)]
         shape: ShapeArgs,
+    },
+    /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`.
+    Report {
+        /// `merge`.
+        action: String,
+        /// Shard reports (`campaign.json`).
+        files: Vec<PathBuf>,
+        /// Where to write the merged report.
+        #[arg(long, default_value = "reports/merged")]
+        out: PathBuf,
     },
     /// Shrink a failed run (`reports/runs/<seed>/`) to a minimal reproducer `shrunk.ds`.
     Shrink {
@@ -176,9 +189,10 @@ fn main() -> ExitCode {
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),
-        Command::Torture { seeds, duration, jobs, shard, shape } => {
-            torture_command(seeds, duration, jobs, shard, &shape)
+        Command::Torture { seeds, duration, jobs, shard, report, shape } => {
+            torture_command(seeds, duration, jobs, shard, report.as_deref(), &shape)
         }
+        Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
         Command::Bench { target, rows } => bench(&target, rows),
     }
@@ -329,6 +343,7 @@ fn torture_command(
     duration: Option<f64>,
     jobs: usize,
     shard: (u64, u64),
+    report_dir: Option<&Path>,
     shape: &ShapeArgs,
 ) -> ExitCode {
     let (first, end) = match (seeds, duration) {
@@ -372,6 +387,16 @@ fn torture_command(
         per_core,
         s.seeds as f64 / s.seconds * 60.0
     );
+    if let Some(dir) = report_dir {
+        match report::write_campaign(dir, &s.report) {
+            Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
+            Err(e) => eprintln!("docsim: cannot write the report: {e}"),
+        }
+        let never = s.report.probes_never_hit();
+        if !never.is_empty() {
+            println!("probes never hit: {}", never.join(", "));
+        }
+    }
     if s.failed_seeds.is_empty() {
         println!("PASS");
         ExitCode::SUCCESS
@@ -383,6 +408,52 @@ fn torture_command(
             );
         }
         ExitCode::FAILURE
+    }
+}
+
+fn report_command(action: &str, files: &[PathBuf], out: &Path) -> ExitCode {
+    if action != "merge" || files.is_empty() {
+        eprintln!("docsim: usage: docsim report merge A.json B.json ... [--out DIR]");
+        return ExitCode::from(2);
+    }
+    let mut shards = Vec::new();
+    for file in files {
+        let parsed = std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|text| docsim_reports::CampaignReport::from_json(&text));
+        match parsed {
+            Ok(shard) => shards.push(shard),
+            Err(e) => {
+                eprintln!("docsim: {}: {e}", file.display());
+                return ExitCode::from(2);
+            }
+        }
+    }
+    let merged = match docsim_reports::CampaignReport::merge(shards) {
+        Ok(merged) => merged,
+        Err(e) => {
+            eprintln!("docsim: cannot merge: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(e) = report::write_campaign(out, &merged) {
+        eprintln!("docsim: cannot write {}: {e}", out.display());
+        return ExitCode::from(2);
+    }
+    let t = merged.totals();
+    println!(
+        "merged {} shards: seeds {} ops {} checked reads {} failures {} -> {}",
+        merged.shards.len(),
+        t.seeds,
+        t.ops,
+        t.checked_reads,
+        t.failures,
+        out.join("campaign.html").display()
+    );
+    if t.failures > 0 {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

@@ -106,3 +106,40 @@ pub fn write_run_report(
     )?;
     Ok(run_dir)
 }
+
+/// A run as the reports crate sees it.
+pub fn run_report(outcome: &RunOutcome, reports_dir: Option<&Path>) -> docsim_reports::RunReport {
+    let failure = outcome.failure.as_ref().map(|f| docsim_reports::FailureReport {
+        step: f.step,
+        kind: format!("{:?}", f.kind),
+        op: f.op.clone(),
+        expected: f.expected.clone(),
+        actual: f.actual.clone(),
+        reproducer: reports_dir
+            .map(|d| d.join(outcome.seed.to_string()).join("repro.ds").display().to_string()),
+    });
+    docsim_reports::RunReport {
+        seed: outcome.seed,
+        knobs: outcome.knobs.clone(),
+        ops: outcome.ops,
+        steps: outcome.steps,
+        checked_reads: outcome.checked_reads,
+        compactions: outcome.compactions,
+        seconds: outcome.seconds,
+        trace_hash: format!("{:016x}", outcome.trace_hash),
+        probes: outcome.probes.clone(),
+        faults: Default::default(),
+        replayed: 0,
+        failure,
+    }
+}
+
+/// Write a campaign report as `campaign.json`, `.md`, `.html` and `.xml` (JUnit) in `dir`.
+pub fn write_campaign(dir: &Path, report: &docsim_reports::CampaignReport) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    std::fs::write(dir.join("campaign.json"), report.to_json())?;
+    std::fs::write(dir.join("campaign.md"), docsim_reports::to_markdown(report))?;
+    std::fs::write(dir.join("campaign.html"), docsim_reports::to_html(report))?;
+    std::fs::write(dir.join("campaign.xml"), docsim_reports::to_junit(report))?;
+    Ok(())
+}

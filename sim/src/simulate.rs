@@ -95,6 +95,10 @@ pub struct RunOutcome {
     pub trace: Vec<String>,
     /// The first failed check, if any.
     pub failure: Option<Failure>,
+    /// Coverage probes hit during the run.
+    pub probes: BTreeMap<String, u64>,
+    /// Wall-clock seconds the run took (for reports; never steers the run).
+    pub seconds: f64,
 }
 
 /// Derive the seed of one subsystem's stream (splitmix64 of seed and stream id).
@@ -134,13 +138,17 @@ fn simulated_now() -> madsim::time::Instant {
 /// Run one seed under madsim.
 pub fn run(config: &RunConfig) -> RunOutcome {
     docsim_engine::canary::plant(config.plant);
+    let _ = docsim_engine::probe::take();
+    let watch = crate::bench::Stopwatch::start();
     let mut runtime =
         madsim::runtime::Runtime::with_seed_and_config(config.seed, madsim::Config::default());
     // RocksDB starts its own threads (flush, compaction, a timer). They never race the
     // simulation: every flush and compaction is waited for before the next step.
     runtime.set_allow_system_thread(true);
-    let outcome = runtime.block_on(simulate(config.clone()));
+    let mut outcome = runtime.block_on(simulate(config.clone()));
     docsim_engine::canary::plant(None);
+    outcome.probes = docsim_engine::probe::take();
+    outcome.seconds = watch.seconds();
     outcome
 }
 
@@ -243,6 +251,8 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         trace_hash: FNV_OFFSET,
         trace: Vec::new(),
         failure: None,
+        probes: BTreeMap::new(),
+        seconds: 0.0,
     };
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now()).into();
     while !pending.is_empty() || outcome.ops < config.ops {

@@ -36,6 +36,46 @@ pub struct Summary {
     pub compactions: usize,
     pub failed_seeds: Vec<u64>,
     pub seconds: f64,
+    /// Every run, by seed, as the reports crate sees it.
+    pub report: docsim_reports::CampaignReport,
+}
+
+/// Print a progress line to stderr every second until the workers finish; stop them when
+/// the time budget runs out.
+fn watch_progress(
+    workers: &[std::thread::JoinHandle<()>],
+    watch: &Stopwatch,
+    duration_s: Option<f64>,
+    stop: &std::sync::atomic::AtomicBool,
+    done: &AtomicUsize,
+    results: &Mutex<Vec<RunOutcome>>,
+) {
+    let mut last_print = 0.0;
+    while workers.iter().any(|w| !w.is_finished()) {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        let elapsed = watch.seconds();
+        if duration_s.is_some_and(|d| elapsed >= d) {
+            stop.store(true, Ordering::Relaxed);
+        }
+        if elapsed - last_print >= 1.0 {
+            last_print = elapsed;
+            let (ops, failures) = {
+                let r = results.lock().expect("results lock");
+                (
+                    r.iter().map(|o| o.ops).sum::<usize>(),
+                    r.iter().filter(|o| o.failure.is_some()).count(),
+                )
+            };
+            eprint!(
+                "\rseeds {:>6}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
+                done.load(Ordering::Relaxed),
+                ops,
+                failures,
+                ops as f64 / elapsed,
+                elapsed
+            );
+        }
+    }
 }
 
 /// Run a campaign, printing a progress line to stderr.
@@ -74,37 +114,21 @@ pub fn torture(campaign: &Campaign) -> Summary {
             })
         })
         .collect();
-    let mut last_print = 0.0;
-    while workers.iter().any(|w| !w.is_finished()) {
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        let elapsed = watch.seconds();
-        if campaign.duration_s.is_some_and(|d| elapsed >= d) {
-            stop.store(true, Ordering::Relaxed);
-        }
-        if elapsed - last_print >= 1.0 {
-            last_print = elapsed;
-            let (ops, failures) = {
-                let r = results.lock().expect("results lock");
-                (
-                    r.iter().map(|o| o.ops).sum::<usize>(),
-                    r.iter().filter(|o| o.failure.is_some()).count(),
-                )
-            };
-            eprint!(
-                "\rseeds {:>6}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
-                done.load(Ordering::Relaxed),
-                ops,
-                failures,
-                ops as f64 / elapsed,
-                elapsed
-            );
-        }
-    }
+    watch_progress(&workers, &watch, campaign.duration_s, &stop, &done, &results);
     workers.into_iter().for_each(|w| w.join().expect("worker thread"));
     eprintln!();
     let mut outcomes = Arc::try_unwrap(results).expect("workers done").into_inner().expect("lock");
     outcomes.sort_by_key(|o| o.seed);
+    let report = docsim_reports::CampaignReport {
+        commit: report::COMMIT.into(),
+        plant: campaign.template.plant.map(|p| p.name().into()),
+        shards: vec![format!("{}/{}", campaign.shard.0, campaign.shard.1)],
+        known_probes: docsim_engine::probe::KNOWN.iter().map(|p| p.to_string()).collect(),
+        seconds: watch.seconds(),
+        runs: outcomes.iter().map(|o| report::run_report(o, Some(&campaign.reports_dir))).collect(),
+    };
     Summary {
+        report,
         seeds: outcomes.len(),
         ops: outcomes.iter().map(|o| o.ops).sum(),
         steps: outcomes.iter().map(|o| o.steps).sum(),

@@ -220,6 +220,10 @@ impl Workload {
             return now;
         }
         let span = now.raw() - cutoff.raw();
+        // Now and then a read just below the cutoff: both sides must refuse it.
+        if cutoff > HybridTime::MIN && rng.random_range(0..40) == 0 {
+            return HybridTime::from_raw(cutoff.raw() - 1);
+        }
         let t = match rng.random_range(0..4) {
             0 => cutoff.raw(),
             1 => cutoff.raw() + rng.random_range(0..=span),
@@ -236,10 +240,15 @@ impl Workload {
     }
 
     fn doc_path(&self, rng: &mut ChaCha8Rng) -> DocPath {
-        let doc = DocKey::new(
-            vec![],
-            vec![KeyEntry::asc(Primitive::String(format!("d{}", self.key_index(rng))))],
-        );
+        let name = KeyEntry::asc(Primitive::String(format!("d{}", self.key_index(rng))));
+        let mut doc = DocKey::new(vec![], vec![name]);
+        // Some documents live in colocated tables 1 and 2, whose table tombstones hide them.
+        if rng.random_range(0..5) == 0 {
+            doc.colocation_id = Some(rng.random_range(1..3));
+            if rng.random_range(0..12) == 0 {
+                doc.range.clear(); // the table's own key
+            }
+        }
         let depth = rng.random_range(0..=self.knobs.max_depth);
         let subkeys = (0..depth).map(|_| self.subkey(rng)).collect();
         DocPath::new(doc, subkeys)

@@ -1,0 +1,48 @@
+//! Coverage probes: named counters at rare paths, so a campaign report can say which
+//! corners a run reached and which none did. Counted per thread (a simulated run owns its
+//! thread); compaction-filter counts are handed back to the caller's thread after each
+//! compaction.
+
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+
+/// Every probe, by name.
+pub const KNOWN: [&str; 11] = [
+    "gc.compaction.full",
+    "gc.compaction.minor",
+    "gc.dropped",
+    "gc.kept_above_cutoff",
+    "gc.rewritten_as_tombstone",
+    "read.dead_parent_ttl_skipped",
+    "read.expired_hides_older",
+    "read.snapshot_too_old",
+    "read.table_tombstone",
+    "write.del_missing_skipped",
+    "write.required_marker",
+];
+
+thread_local! {
+    static COUNTS: RefCell<BTreeMap<&'static str, u64>> = const { RefCell::new(BTreeMap::new()) };
+}
+
+/// Count one hit of `name` on this thread.
+pub(crate) fn hit(name: &'static str) {
+    add(name, 1);
+}
+
+/// Count `n` hits of `name` on this thread.
+pub(crate) fn add(name: &'static str, n: u64) {
+    debug_assert!(KNOWN.contains(&name), "unknown probe {name}");
+    if n > 0 {
+        COUNTS.with(|c| *c.borrow_mut().entry(name).or_default() += n);
+    }
+}
+
+/// This thread's counts since the last `take`, resetting them.
+pub fn take() -> BTreeMap<String, u64> {
+    COUNTS
+        .with(|c| std::mem::take(&mut *c.borrow_mut()))
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+}

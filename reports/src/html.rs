@@ -1,0 +1,219 @@
+//! The self-contained HTML report: tables and inline SVG charts, no scripts, no fetches.
+
+use crate::CampaignReport;
+use std::fmt::Write as _;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A bar chart: one bar per item (colors cycle), labels under the bars when there are few;
+/// `empty` says why there is nothing to draw.
+fn bar_chart(
+    id: &str,
+    title: &str,
+    items: &[(String, f64)],
+    colors: &[&str],
+    empty: &str,
+) -> String {
+    let (width, height, pad) = (720.0, 220.0, 30.0);
+    let mut svg = format!(
+        "<figure id=\"{id}\"><figcaption>{}</figcaption>\
+         <svg class=\"chart\" viewBox=\"0 0 {width} {}\" width=\"{width}\" height=\"{}\" \
+         xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">",
+        esc(title),
+        height + 2.0 * pad,
+        height + 2.0 * pad
+    );
+    if items.iter().all(|(_, v)| *v == 0.0) {
+        let _ = write!(
+            svg,
+            "<text x=\"{pad}\" y=\"{}\">{}</text></svg></figure>",
+            height / 2.0,
+            esc(empty)
+        );
+        return svg;
+    }
+    let max = items.iter().map(|(_, v)| *v).fold(0.0_f64, f64::max).max(1e-9);
+    let step = (width - 2.0 * pad) / items.len() as f64;
+    let _ = write!(
+        svg,
+        "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#555\"/>\
+         <text x=\"{pad}\" y=\"{}\" font-size=\"11\">{max:.0}</text>",
+        pad + height,
+        width - pad,
+        pad + height,
+        pad - 6.0
+    );
+    for (i, (label, value)) in items.iter().enumerate() {
+        let color = colors[i % colors.len()];
+        let h = value / max * height;
+        let x = pad + i as f64 * step;
+        let _ = write!(
+            svg,
+            "<rect class=\"bar\" x=\"{x:.2}\" y=\"{:.2}\" width=\"{:.2}\" height=\"{h:.2}\" \
+             fill=\"{color}\"><title>{}: {value:.1}</title></rect>",
+            pad + height - h,
+            (step * 0.85).max(0.5),
+            esc(label)
+        );
+        if items.len() <= 24 {
+            let _ = write!(
+                svg,
+                "<text x=\"{:.2}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>",
+                x + step * 0.42,
+                pad + height + 14.0,
+                esc(label)
+            );
+        }
+    }
+    svg.push_str("</svg></figure>");
+    svg
+}
+
+/// A horizontal bar chart with the labels and counts written out (for named counters).
+fn hbar_chart(id: &str, title: &str, items: &[(String, f64)], color: &str, empty: &str) -> String {
+    let (label_w, bar_w, row) = (260.0, 380.0, 22.0);
+    let height = row * items.len().max(1) as f64 + 10.0;
+    let mut svg = format!(
+        "<figure id=\"{id}\"><figcaption>{}</figcaption><svg class=\"chart\" \
+         viewBox=\"0 0 720 {height}\" width=\"720\" height=\"{height}\" \
+         xmlns=\"http://www.w3.org/2000/svg\" role=\"img\">",
+        esc(title)
+    );
+    if items.is_empty() {
+        let _ = write!(svg, "<text x=\"0\" y=\"16\">{}</text></svg></figure>", esc(empty));
+        return svg;
+    }
+    let max = items.iter().map(|(_, v)| *v).fold(0.0_f64, f64::max).max(1.0);
+    for (i, (label, value)) in items.iter().enumerate() {
+        let y = i as f64 * row + 4.0;
+        // A log scale, so rare probes stay visible beside common ones; zero draws nothing.
+        let w = if *value > 0.0 { (1.0 + value).ln() / (1.0 + max).ln() * bar_w } else { 0.0 };
+        let _ = write!(
+            svg,
+            "<text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\" text-anchor=\"end\">{}</text>\
+             <rect class=\"bar\" x=\"{label_w}\" y=\"{y:.1}\" width=\"{w:.1}\" height=\"{:.1}\" \
+             fill=\"{color}\"/><text x=\"{:.1}\" y=\"{:.1}\" font-size=\"12\">{value:.0}</text>",
+            label_w - 6.0,
+            y + 14.0,
+            esc(label),
+            row - 6.0,
+            label_w + w + 6.0,
+            y + 14.0
+        );
+    }
+    svg.push_str("</svg></figure>");
+    svg
+}
+
+/// The whole page.
+pub fn to_html(report: &CampaignReport) -> String {
+    let body = [summary(report), charts(report), failures(report)].concat();
+    format!(
+        "<!DOCTYPE html><html><head><meta charset=\"utf-8\">\
+         <title>docsim torture {}</title><style>{STYLE}</style></head>\
+         <body>{body}</body></html>\n",
+        esc(&report.commit)
+    )
+}
+
+const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:60em}\
+    table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .8em}\
+    .bad{color:#b00}.good{color:#070}figure{margin:1.5em 0}figcaption{font-weight:bold}";
+
+fn summary(report: &CampaignReport) -> String {
+    let t = report.totals();
+    let mut out = format!(
+        "<h1>docsim torture — commit <code>{}</code></h1>\
+         <table><tr><th>seeds</th><th>ops</th><th>checked reads</th><th>compactions</th>\
+         <th>failures</th><th>ops/s</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
+         <td class=\"{}\">{}</td><td>{:.0}</td></tr></table>",
+        esc(&report.commit),
+        t.seeds,
+        t.ops,
+        t.checked_reads,
+        t.compactions,
+        if t.failures > 0 { "bad" } else { "good" },
+        t.failures,
+        t.ops_per_second
+    );
+    if let Some(plant) = &report.plant {
+        let plant = esc(plant);
+        let _ = write!(out, "<p>Planted bug: <code>{plant}</code> (this campaign must fail).</p>");
+    }
+    out
+}
+
+fn charts(report: &CampaignReport) -> String {
+    let t = report.totals();
+    let per_seed = |f: &dyn Fn(&crate::RunReport) -> f64| -> Vec<(String, f64)> {
+        report.runs.iter().map(|r| (format!("seed {}", r.seed), f(r))).collect()
+    };
+    let counts = |m: std::collections::BTreeMap<String, u64>| -> Vec<(String, f64)> {
+        m.into_iter().map(|(k, v)| (k, v as f64)).collect()
+    };
+    let throughput = per_seed(&|r| if r.seconds > 0.0 { r.ops as f64 / r.seconds } else { 0.0 });
+    let outcome = vec![
+        ("passed".to_string(), (t.seeds - t.failures) as f64),
+        ("failed".to_string(), t.failures as f64),
+    ];
+    let mut out = [
+        bar_chart("ops", "Operations per second, by seed", &throughput, &["#4a7bd0"], "no runs"),
+        bar_chart("failures", "Seeds passed and failed", &outcome, &OUTCOME_COLORS, "no runs"),
+        hbar_chart(
+            "faults",
+            "Faults injected, by kind",
+            &counts(report.fault_totals()),
+            "#4bacc6",
+            "no faults injected",
+        ),
+        bar_chart(
+            "replays",
+            "Log entries replayed at restarts, by seed",
+            &per_seed(&|r| r.replayed as f64),
+            &["#8064a2"],
+            "no restarts in these runs",
+        ),
+        hbar_chart(
+            "probes",
+            "Coverage probes hit (log scale)",
+            &counts(report.probe_totals()),
+            "#f79646",
+            "no probes",
+        ),
+    ]
+    .concat();
+    let never: Vec<String> =
+        report.probes_never_hit().iter().map(|p| format!("<code>{}</code>", esc(p))).collect();
+    if !never.is_empty() {
+        let _ = write!(out, "<p class=\"bad\">Probes never hit: {}</p>", never.join(", "));
+    }
+    out
+}
+
+const OUTCOME_COLORS: [&str; 2] = ["#9bbb59", "#c0504d"];
+
+fn failures(report: &CampaignReport) -> String {
+    let mut out = String::from("<h2>Failures</h2>");
+    let failed: Vec<_> = report.runs.iter().filter(|r| r.failure.is_some()).collect();
+    if failed.is_empty() {
+        out += "<p class=\"good\">none</p>";
+    }
+    for run in failed {
+        let f = run.failure.as_ref().expect("filtered");
+        let _ = write!(
+            out,
+            "<details><summary>seed {} — {} at step {}</summary>\
+             <pre>op:       {}\nexpected: {}\nactual:   {}\nreproducer: {}</pre></details>",
+            run.seed,
+            esc(&f.kind),
+            f.step,
+            esc(&f.op),
+            esc(&f.expected.join(" | ")),
+            esc(&f.actual.join(" | ")),
+            esc(f.reproducer.as_deref().unwrap_or("-"))
+        );
+    }
+    out
+}

@@ -1,0 +1,57 @@
+use super::*;
+
+fn run(seed: u64, failed: bool) -> RunReport {
+    RunReport {
+        seed,
+        ops: 100,
+        steps: 104,
+        checked_reads: 30,
+        seconds: 0.5,
+        probes: [("gc.dropped".to_string(), seed)].into(),
+        failure: failed.then(|| FailureReport {
+            kind: "Get".into(),
+            op: "get <x>".into(),
+            ..Default::default()
+        }),
+        ..Default::default()
+    }
+}
+
+fn shard(i: u64, seeds: &[u64]) -> CampaignReport {
+    CampaignReport {
+        commit: "abc".into(),
+        shards: vec![format!("{i}/2")],
+        known_probes: vec!["gc.dropped".into(), "read.snapshot_too_old".into()],
+        seconds: 1.0,
+        runs: seeds.iter().map(|s| run(*s, *s == 3)).collect(),
+        ..Default::default()
+    }
+}
+
+#[test]
+fn merge_sums_and_sorts() {
+    let merged = CampaignReport::merge(vec![shard(1, &[3, 1]), shard(0, &[2, 0])]).unwrap();
+    let seeds: Vec<u64> = merged.runs.iter().map(|r| r.seed).collect();
+    assert_eq!(seeds, [0, 1, 2, 3]);
+    let t = merged.totals();
+    assert_eq!((t.seeds, t.ops, t.failures), (4, 400, 1));
+    assert_eq!(merged.probes_never_hit(), ["read.snapshot_too_old"]);
+    assert_eq!(merged.probe_totals()["gc.dropped"], 6);
+    assert!(CampaignReport::merge(vec![shard(0, &[1]), shard(1, &[1])]).is_err());
+    let json = merged.to_json();
+    assert_eq!(CampaignReport::from_json(&json).unwrap(), merged);
+}
+
+#[test]
+fn renderers_show_the_essentials() {
+    let report = CampaignReport::merge(vec![shard(0, &[1, 3])]).unwrap();
+    let junit = to_junit(&report);
+    assert!(junit.contains("tests=\"2\" failures=\"1\""), "{junit}");
+    assert_eq!(junit.matches("<testcase").count(), 2);
+    let md = to_markdown(&report);
+    assert!(md.contains("| 2 | 200 | 60 |") && md.contains("seed **3**"), "{md}");
+    let html = to_html(&report);
+    assert_eq!(html.matches("<svg").count(), 5);
+    assert!(html.contains("no faults injected") && html.contains("no restarts"), "{html}");
+    assert!(html.contains("Probes never hit") && html.contains("class=\"bar\""));
+}
