@@ -50,6 +50,10 @@ fn watch_progress(
     done: &AtomicUsize,
     results: &Mutex<Vec<RunOutcome>>,
 ) {
+    use std::io::IsTerminal;
+    // A live line on a terminal; a plain line every 10 s in logs.
+    let (terminal, every_s) =
+        if std::io::stderr().is_terminal() { (true, 1.0) } else { (false, 10.0) };
     let mut last_print = 0.0;
     while workers.iter().any(|w| !w.is_finished()) {
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -57,7 +61,7 @@ fn watch_progress(
         if duration_s.is_some_and(|d| elapsed >= d) {
             stop.store(true, Ordering::Relaxed);
         }
-        if elapsed - last_print >= 1.0 {
+        if elapsed - last_print >= every_s {
             last_print = elapsed;
             let (ops, failures) = {
                 let r = results.lock().expect("results lock");
@@ -66,14 +70,19 @@ fn watch_progress(
                     r.iter().filter(|o| o.failure.is_some()).count(),
                 )
             };
-            eprint!(
-                "\rseeds {:>6}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
+            let line = format!(
+                "seeds {:>6}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
                 done.load(Ordering::Relaxed),
                 ops,
                 failures,
                 ops as f64 / elapsed,
                 elapsed
             );
+            if terminal {
+                eprint!("\r{line}");
+            } else {
+                eprintln!("{line}");
+            }
         }
     }
 }
