@@ -144,6 +144,42 @@ impl DocDb {
         Ok(entries)
     }
 
+    /// The entries a read at `read_ht` needs: per path only the newest version at or
+    /// before `read_ht`. Versions newer than the read and older versions of a path already
+    /// seen are skipped on their raw bytes, without decoding (reads of documents with long
+    /// histories stay cheap).
+    fn scan_doc_prefix_at(
+        &self,
+        doc: &[u8],
+        table_key: bool,
+        read_ht: HybridTime,
+        out: &mut Vec<DocEntry>,
+    ) -> Result<()> {
+        let mut opts = ReadOptions::default();
+        opts.set_prefix_same_as_start(true);
+        let mut it = self.db().raw_iterator_opt(opts);
+        it.seek(doc);
+        let mut last_path: Vec<u8> = Vec::new();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if !key.starts_with(doc) {
+                break;
+            }
+            let path_end = path_end(key, doc.len()).ok_or_else(|| corrupt_key(key, "no '#'"))?;
+            let newer = crate::encoding::decode_doc_ht(&key[path_end + 1..], path_end + 1)
+                .map_err(|e| with_key(key, e))?
+                .ht
+                > read_ht;
+            if !newer && key[..path_end] != last_path[..] {
+                last_path.clear();
+                last_path.extend_from_slice(&key[..path_end]);
+                out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(())
+    }
+
     fn scan_doc_prefix(&self, doc: &[u8], table_key: bool, out: &mut Vec<DocEntry>) -> Result<()> {
         let mut opts = ReadOptions::default();
         opts.set_prefix_same_as_start(true);
@@ -195,7 +231,15 @@ impl DocDb {
         table_ttl_ms: Option<u64>,
     ) -> Result<Option<Document>> {
         self.check_read_time(read_ht)?;
-        let entries = self.scan_document(&path.doc_key)?;
+        let doc_key = &path.doc_key;
+        let mut entries = Vec::new();
+        if let Some(id) = doc_key.colocation_id {
+            if !doc_key.is_table_key() {
+                let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
+                self.scan_doc_prefix_at(&table.encode(), true, read_ht, &mut entries)?;
+            }
+        }
+        self.scan_doc_prefix_at(&doc_key.encode(), doc_key.is_table_key(), read_ht, &mut entries)?;
         Ok(read_subdocument(entries, path, read_ht, table_ttl_ms))
     }
 
@@ -303,6 +347,16 @@ impl Drop for DocDb {
         let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
         drop(self.db.take());
     }
+}
+
+/// Where the path of an encoded key ends (the position of its `#`), found by skipping the
+/// subkeys after the document key without decoding them.
+fn path_end(key: &[u8], doc_len: usize) -> Option<usize> {
+    let mut pos = doc_len;
+    while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
+        pos = crate::encoding::skip_key_entry(key, pos)?;
+    }
+    Some(pos)
 }
 
 fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {

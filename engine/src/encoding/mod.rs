@@ -13,7 +13,7 @@ pub use doc_key::{
 pub use primitive::{KeyEntry, Primitive, SortOrder};
 pub use value::{Ttl, Value, ValueKind};
 
-pub(crate) use doc_ht::BatchTimeEncoder;
+pub(crate) use doc_ht::{decode as decode_doc_ht, BatchTimeEncoder};
 pub(crate) use primitive::skip_key_entry;
 
 /// Lowercase hex of `bytes`, for dumps and snapshots.
