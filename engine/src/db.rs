@@ -144,6 +144,19 @@ impl DocDb {
         Ok(entries)
     }
 
+    /// What [`DocDb::scan_document`] returns, keeping only what a read at `read_ht` needs.
+    pub fn scan_document_at(&self, doc_key: &DocKey, read_ht: HybridTime) -> Result<Vec<DocEntry>> {
+        let mut entries = Vec::new();
+        if let Some(id) = doc_key.colocation_id {
+            if !doc_key.is_table_key() {
+                let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
+                self.scan_doc_prefix_at(&table.encode(), true, read_ht, &mut entries)?;
+            }
+        }
+        self.scan_doc_prefix_at(&doc_key.encode(), doc_key.is_table_key(), read_ht, &mut entries)?;
+        Ok(entries)
+    }
+
     /// The entries a read at `read_ht` needs: per path only the newest version at or
     /// before `read_ht`. Versions newer than the read and older versions of a path already
     /// seen are skipped on their raw bytes, without decoding (reads of documents with long
@@ -231,15 +244,7 @@ impl DocDb {
         table_ttl_ms: Option<u64>,
     ) -> Result<Option<Document>> {
         self.check_read_time(read_ht)?;
-        let doc_key = &path.doc_key;
-        let mut entries = Vec::new();
-        if let Some(id) = doc_key.colocation_id {
-            if !doc_key.is_table_key() {
-                let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
-                self.scan_doc_prefix_at(&table.encode(), true, read_ht, &mut entries)?;
-            }
-        }
-        self.scan_doc_prefix_at(&doc_key.encode(), doc_key.is_table_key(), read_ht, &mut entries)?;
+        let entries = self.scan_document_at(&path.doc_key, read_ht)?;
         Ok(read_subdocument(entries, path, read_ht, table_ttl_ms))
     }
 

@@ -102,7 +102,9 @@ impl Pending<'_> {
     fn probe(&mut self, path: &DocPath) -> Result<Option<Document>> {
         let doc = path.doc_key.encode();
         if !self.stored.contains_key(&doc) {
-            let entries = self.db.scan_document(&path.doc_key)?;
+            // Entries of this batch are at `ht` and newer than anything stored at `ht`'s
+            // older versions: a read-time scan at `ht` keeps all that can matter.
+            let entries = self.db.scan_document_at(&path.doc_key, self.ht)?;
             self.stored.insert(doc.clone(), entries);
         }
         let mut pending = Vec::new();
