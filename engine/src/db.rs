@@ -130,21 +130,9 @@ impl DocDb {
         Ok(())
     }
 
-    /// Every entry of `doc_key`'s document in key order, preceded by its colocated table
-    /// key's entries (the table tombstone is an ancestor of every document of the table).
-    pub fn scan_document(&self, doc_key: &DocKey) -> Result<Vec<DocEntry>> {
-        let mut entries = Vec::new();
-        if let Some(id) = doc_key.colocation_id {
-            if !doc_key.is_table_key() {
-                let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
-                self.scan_doc_prefix(&table.encode(), true, &mut entries)?;
-            }
-        }
-        self.scan_doc_prefix(&doc_key.encode(), doc_key.is_table_key(), &mut entries)?;
-        Ok(entries)
-    }
-
-    /// What [`DocDb::scan_document`] returns, keeping only what a read at `read_ht` needs.
+    /// The entries of `doc_key`'s document that a read at `read_ht` needs, in key order,
+    /// preceded by its colocated table key's (the table tombstone is an ancestor of every
+    /// document of the table).
     pub fn scan_document_at(&self, doc_key: &DocKey, read_ht: HybridTime) -> Result<Vec<DocEntry>> {
         let mut entries = Vec::new();
         if let Some(id) = doc_key.colocation_id {
@@ -187,22 +175,6 @@ impl DocDb {
                 last_path.extend_from_slice(&key[..path_end]);
                 out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             }
-            it.next();
-        }
-        it.status()?;
-        Ok(())
-    }
-
-    fn scan_doc_prefix(&self, doc: &[u8], table_key: bool, out: &mut Vec<DocEntry>) -> Result<()> {
-        let mut opts = ReadOptions::default();
-        opts.set_prefix_same_as_start(true);
-        let mut it = self.db().raw_iterator_opt(opts);
-        it.seek(doc);
-        while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            if !key.starts_with(doc) {
-                break;
-            }
-            out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             it.next();
         }
         it.status()?;
