@@ -195,13 +195,6 @@ impl Model {
         build(&visible, path)
     }
 
-    /// The newest version at or before `at` of `path` in `doc` (versions are kept sorted
-    /// by time and write id).
-    fn newest(&self, doc: &DocId, path: &[Key], at: Time) -> Option<&Version> {
-        let versions = self.docs.get(doc)?.get(path)?;
-        versions[..versions.partition_point(|v| v.time <= at)].last()
-    }
-
     /// What is at `path`: an object (a visible descendant or marker), a leaf, or nothing.
     /// Like a read, but stops at the first visible descendant.
     fn probe(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
@@ -220,12 +213,20 @@ impl Model {
 
     /// The entry visible at `path` at `at`, by the definition in the crate essay.
     fn visible(&self, doc: &DocId, path: &[Key], at: Time) -> Option<&Entry> {
-        let mut chain: Vec<Option<&Version>> = Vec::new();
-        if let Some(table) = doc.table() {
-            chain.push(self.newest(&table, &[], at));
+        // The newest version at or before `at` (versions are kept sorted).
+        fn newest<'a>(paths: Option<&'a Paths>, p: &[Key], at: Time) -> Option<&'a Version> {
+            let versions = paths?.get(p)?;
+            versions[..versions.partition_point(|v| v.time <= at)].last()
         }
+        let mut chain: Vec<Option<&Version>> = Vec::with_capacity(path.len() + 2);
+        if let Some(table) = doc.table() {
+            chain.push(newest(self.docs.get(&table), &[], at));
+        }
+        // The path's own version first: most paths have none at `at` to look further for.
+        let paths = self.docs.get(doc);
+        newest(paths, path, at)?;
         for depth in 0..=path.len() {
-            chain.push(self.newest(doc, &path[..depth], at));
+            chain.push(newest(paths, &path[..depth], at));
         }
         let (own, ancestors) = chain.split_last().expect("at least the path itself");
         let own = (*own)?;
