@@ -30,8 +30,23 @@
 //! written without reading; a newer tombstone or marker at an ancestor hides every older
 //! descendant.
 //!
-//! **docscript** ([`notation`]) is the text form of all of the above, shared by golden
-//! tests, reproducers and traces; printing and parsing round-trip.
+//! **Reads** at a hybrid time R take, per path, the newest version at or before R; a
+//! version is visible only if it is strictly newer (write id included) than the version in
+//! effect at every ancestor — the colocated table key, the document root, each shorter
+//! path. **TTL**: visible at R iff R <= W + ttl; an entry without a TTL takes the nearest
+//! ancestor TTL still alive when it was written, else the table default from its own write
+//! time; `0` never expires. An expired or deleted version still hides what is older.
+//!
+//! **Compaction GC** (`gc`) is a pure function over entries in key order, run by a RocksDB
+//! compaction filter with a history cutoff H (inclusive): versions hidden at H by a newer
+//! version of themselves or an ancestor go; full compactions drop tombstones and expired
+//! entries at or below H, minor ones keep tombstones and turn expired entries into
+//! tombstones. Invariant, checked by a proptest on real RocksDB: no read at R >= H changes.
+//! Reads below the highest cutoff are refused (`snapshot too old`).
+//!
+//! **docscript** ([`notation`], [`script`]) is the text form of all of the above, shared by
+//! golden tests, reproducers and traces; printing and parsing round-trip. [`canary`] holds
+//! the bugs the simulator must catch; [`probe`] counts rare paths for coverage reports.
 
 pub mod canary;
 pub mod cql;
