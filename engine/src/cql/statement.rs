@@ -264,47 +264,51 @@ fn column_path(doc: &DocKey, id: i32) -> DocPath {
     DocPath::new(doc.clone(), vec![KeyEntry::asc(Primitive::ColumnId(id))])
 }
 
-/// Entries writing `lit` as the whole value of a column (overwrite).
-fn write_whole(
-    ty: &CqlType,
-    lit: &Lit,
+/// Where a value goes: the column's (or element's) type, its path, its name for messages.
+struct Target<'a> {
+    ty: &'a CqlType,
     path: DocPath,
-    ttl: Ttl,
+    name: &'a str,
+}
+
+/// The statement's hybrid time and `USING TTL`.
+#[derive(Clone, Copy)]
+struct Stamp {
     ht: HybridTime,
-    what: &str,
-    out: &mut Vec<(DocPath, Value)>,
-) -> Result<()> {
+    ttl: Ttl,
+}
+
+/// Entries writing `lit` as the whole value of a column (overwrite).
+fn write_whole(t: Target<'_>, lit: &Lit, s: Stamp, out: &mut Vec<(DocPath, Value)>) -> Result<()> {
     if *lit == Lit::Null {
-        out.push((path, Value::tombstone()));
+        out.push((t.path, Value::tombstone()));
         return Ok(());
     }
-    if !ty.is_nested() {
-        let p = primitive(ty, lit, what)?;
-        out.push((path, Value { ttl, kind: ValueKind::Primitive(p) }));
+    if !t.ty.is_nested() {
+        let p = primitive(t.ty, lit, t.name)?;
+        out.push((t.path, Value { ttl: s.ttl, kind: ValueKind::Primitive(p) }));
         return Ok(());
     }
     // A collection or jsonb value (possibly a scalar jsonb) written whole: overwrite.
-    let kind = WriteKind::Set(nested_document(ty, lit, ht, what)?);
-    out.extend(expand(&DocWrite { path, kind, ttl_us: None }, ttl));
+    let kind = WriteKind::Set(nested_document(t.ty, lit, s.ht, t.name)?);
+    out.extend(expand(&DocWrite { path: t.path, kind, ttl_us: None }, s.ttl));
     Ok(())
 }
 
 /// Entries adding elements to a collection (`m = m + {...}`, `l = l + [...]`, `||`).
 fn write_elements(
-    ty: &CqlType,
+    t: Target<'_>,
     lit: &Lit,
-    path: DocPath,
-    ttl: Ttl,
-    ht: HybridTime,
-    what: &str,
+    s: Stamp,
     out: &mut Vec<(DocPath, Value)>,
 ) -> Result<()> {
-    match nested_document(ty, lit, ht, what)? {
+    match nested_document(t.ty, lit, s.ht, t.name)? {
         doc @ Document::Object(_) => {
-            out.extend(expand(&DocWrite { path, kind: WriteKind::Extend(doc), ttl_us: None }, ttl));
+            let write = DocWrite { path: t.path, kind: WriteKind::Extend(doc), ttl_us: None };
+            out.extend(expand(&write, s.ttl));
             Ok(())
         }
-        Document::Primitive(_) => errinput!("{what}: can only add an object or collection"),
+        Document::Primitive(_) => errinput!("{}: can only add an object or collection", t.name),
     }
 }
 
@@ -391,7 +395,8 @@ fn insert(table: &CqlTable, c: &mut Cursor<'_>, ht: HybridTime) -> Result<Vec<(D
     let mut out = vec![(liveness, Value { ttl, kind: ValueKind::Primitive(Primitive::Null) })];
     for col in &table.columns {
         if let (ColumnKind::Regular(id), Some(lit)) = (col.kind, given.get(col.name.as_str())) {
-            write_whole(&col.ty, lit, column_path(&doc, id), ttl, ht, &col.name, &mut out)?;
+            let target = Target { ty: &col.ty, path: column_path(&doc, id), name: &col.name };
+            write_whole(target, lit, Stamp { ht, ttl }, &mut out)?;
         }
     }
     Ok(out)
@@ -477,11 +482,13 @@ fn apply_assign(
     match assign {
         Assign::Whole(name, lit) => {
             let (id, ty) = regular(table, &name)?;
-            write_whole(&ty, &lit, column_path(doc, id), ttl, ht, &name, out)
+            let target = Target { ty: &ty, path: column_path(doc, id), name: &name };
+            write_whole(target, &lit, Stamp { ht, ttl }, out)
         }
         Assign::Add(name, lit) => {
             let (id, ty) = regular(table, &name)?;
-            write_elements(&ty, &lit, column_path(doc, id), ttl, ht, &name, out)
+            let target = Target { ty: &ty, path: column_path(doc, id), name: &name };
+            write_elements(target, &lit, Stamp { ht, ttl }, out)
         }
         Assign::Remove(name, lit) => {
             let (id, ty) = regular(table, &name)?;
@@ -507,7 +514,7 @@ fn apply_assign(
                 return errinput!("{name}[...] needs a map column");
             };
             let path = column_path(doc, id).child(KeyEntry::asc(primitive(kt, &key, &name)?));
-            write_whole(vt, &value, path, ttl, ht, &name, out)
+            write_whole(Target { ty: vt, path, name: &name }, &value, Stamp { ht, ttl }, out)
         }
         Assign::JsonPath(name, keys, lit) => {
             let (id, ty) = regular(table, &name)?;
@@ -518,7 +525,8 @@ fn apply_assign(
             for k in keys {
                 path = path.child(KeyEntry::asc(Primitive::String(k)));
             }
-            write_whole(&CqlType::Jsonb, &lit, path, ttl, ht, &name, out)
+            let target = Target { ty: &CqlType::Jsonb, path, name: &name };
+            write_whole(target, &lit, Stamp { ht, ttl }, out)
         }
     }
 }
