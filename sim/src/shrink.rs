@@ -1,8 +1,8 @@
 //! Shrinking: `docsim shrink reports/runs/<seed>/` reduces a failing op log to a minimal
 //! one that still fails with the same fingerprint (same kind of check failing): delta
 //! debugging over operations (ddmin), then simplifying what remains — fewer batch items
-//! and object-literal entries, no TTLs, shorter paths. It writes `shrunk.ds`: a docscript
-//! that fails under `docsim script` alone.
+//! and object-literal entries, no TTLs, shorter paths (keys), leaf values 0. It writes
+//! `shrunk.ds`: a docscript that fails under `docsim script` alone.
 
 use crate::simulate::{replay_ops, Failure, FailureKind};
 use docsim_engine::canary::Plant;
@@ -63,8 +63,8 @@ pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>) -> Option<S
     Some(Shrunk { before, after: tables.len() + current.len(), failure, runs })
 }
 
-/// Simpler variants of one op, simplest first: fewer batch items, fewer object-literal
-/// entries, no TTL, a shorter path, fewer CQL values and Redis fields.
+/// Simpler variants of one op: fewer batch items, fewer object-literal entries, no TTL, a
+/// shorter path, the leaf value 0.
 fn simpler(op: &Op) -> Vec<Op> {
     use docsim_engine::script::{Command, DocWrite, WriteKind};
     use docsim_engine::Document;
@@ -91,6 +91,11 @@ fn simpler(op: &Op) -> Vec<Op> {
             let mut path = w.path.clone();
             path.subkeys.pop();
             v.push(DocWrite { path, ..w.clone() });
+        }
+        // The simplest leaf value: 0.
+        let zero = Document::Primitive(docsim_engine::Primitive::Int64(0));
+        if matches!(&w.kind, WriteKind::Set(d @ Document::Primitive(_)) if *d != zero) {
+            v.push(DocWrite { kind: WriteKind::Set(zero), ..w.clone() });
         }
         v
     };
