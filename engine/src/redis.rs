@@ -11,7 +11,6 @@ use crate::hybrid_time::HybridTime;
 use crate::script::{DocWrite, MarkerMode, WriteKind};
 use crate::tablet::Tablet;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
@@ -55,13 +54,6 @@ fn text(p: &Primitive) -> String {
         Primitive::String(s) => s.clone(),
         other => other.to_string(),
     }
-}
-
-/// Run one Redis command at `ht`, appending the redis-cli style reply to `out`.
-pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &str, out: &mut String) -> Result<()> {
-    let reply = run(tablet, ht, command)?;
-    writeln!(out, "{reply}").expect("write to String");
-    Ok(())
 }
 
 /// Run one Redis command at `ht`.

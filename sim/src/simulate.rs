@@ -9,8 +9,9 @@
 use crate::convert;
 use crate::ScratchDir;
 use docsim_engine::canary::Plant;
+use docsim_engine::cql::format_rows;
 use docsim_engine::cql::Outcome as CqlOutcome;
-use docsim_engine::script::{Command, MarkerMode, Runner};
+use docsim_engine::script::{format_get, Command, MarkerMode, Runner};
 use docsim_engine::{DocPath, Document, HybridClock, HybridTime, PhysicalClock};
 use docsim_models::cql::{CqlOp, CqlResult, Schema};
 use docsim_models::redis::RedisOp;
@@ -448,10 +449,7 @@ fn check_get(state: &mut State, path: &DocPath, ht: HybridTime) -> Result<Vec<St
     let subkeys: Vec<_> = path.subkeys.iter().map(convert::key).collect();
     let want = state.docs.read(&convert::doc_id(&path.doc_key), &subkeys, ht.raw());
     let got = state.runner.get(path, ht);
-    let show = |d: Option<Document>| match d {
-        Some(d) => format!("{path} @{ht} => {d}"),
-        None => format!("{path} @{ht} => <none>"),
-    };
+    let show = |d: Option<Document>| format_get(path, ht, d.as_ref());
     let same = match (&want, &got) {
         (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
         (Err(_), Err(_)) => true,
@@ -463,18 +461,6 @@ fn check_get(state: &mut State, path: &DocPath, ht: HybridTime) -> Result<Vec<St
     };
     let got_line = got.map_or_else(|e| format!("error: {e}"), show);
     verdict(same, vec![want_line], vec![got_line])
-}
-
-fn row_lines<C>(rows: &[Vec<(String, C)>], show: impl Fn(&C) -> String) -> Vec<String> {
-    let mut lines: Vec<String> = rows
-        .iter()
-        .map(|r| {
-            let cells: Vec<String> = r.iter().map(|(n, c)| format!("{n}: {}", show(c))).collect();
-            format!("({})", cells.join(", "))
-        })
-        .collect();
-    lines.push(format!("({} rows)", rows.len()));
-    lines
 }
 
 fn check_select(
@@ -499,12 +485,18 @@ fn check_select(
         _ => false,
     };
     let want_lines = match &want {
-        Ok(CqlResult::Rows(rows)) => row_lines(rows, |c| convert::engine_cell(c).to_string()),
+        Ok(CqlResult::Rows(rows)) => {
+            let rows: Vec<Vec<_>> = rows
+                .iter()
+                .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::engine_cell(c))).collect())
+                .collect();
+            format_rows(&rows)
+        }
         Ok(CqlResult::Written) => Vec::new(),
         Err(e) => vec![model_error_line(e)],
     };
     let got_lines = match got {
-        Ok(CqlOutcome::Rows(rows)) => row_lines(&rows, ToString::to_string),
+        Ok(CqlOutcome::Rows(rows)) => format_rows(&rows),
         Ok(CqlOutcome::Written) => Vec::new(),
         Err(e) => vec![format!("error: {e}")],
     };

@@ -17,4 +17,4 @@ mod schema;
 mod statement;
 
 pub use schema::{Column, ColumnKind, CqlTable, CqlType};
-pub use statement::{execute, insert_row, read_row, run, target_table, Cell, Outcome, Row};
+pub use statement::{format_rows, insert_row, read_row, run, target_table, Cell, Outcome, Row};

@@ -13,7 +13,6 @@ use crate::script::{DocWrite, WriteKind};
 use crate::tablet::Tablet;
 use crate::write_batch::DocWriteBatch;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 /// The table a statement names.
 pub fn target_table(statement: &str) -> Result<String> {
@@ -80,23 +79,19 @@ pub enum Outcome {
     Rows(Vec<Row>),
 }
 
-/// Run one statement at `ht`, appending SELECT output to `out`.
-pub fn execute(
-    table: &CqlTable,
-    tablet: &mut Tablet,
-    ht: HybridTime,
-    statement: &str,
-    out: &mut String,
-) -> Result<()> {
-    if let Outcome::Rows(rows) = run(table, tablet, ht, statement)? {
-        for row in &rows {
+/// SELECT output as docscript prints it: one `(name: value, ...)` line a row, then
+/// `(<n> rows)`.
+pub fn format_rows(rows: &[Row]) -> Vec<String> {
+    let mut lines: Vec<String> = rows
+        .iter()
+        .map(|row| {
             let cells: Vec<String> =
                 row.iter().map(|(name, cell)| format!("{name}: {cell}")).collect();
-            writeln!(out, "({})", cells.join(", ")).expect("write to String");
-        }
-        writeln!(out, "({} rows)", rows.len()).expect("write to String");
-    }
-    Ok(())
+            format!("({})", cells.join(", "))
+        })
+        .collect();
+    lines.push(format!("({} rows)", rows.len()));
+    lines
 }
 
 /// Run one statement at `ht`.

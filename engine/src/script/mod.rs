@@ -8,4 +8,4 @@ mod command;
 mod run;
 
 pub use command::{parse_line, strip_comment, Command, DocWrite, DumpStyle, MarkerMode, WriteKind};
-pub use run::{run_script, Runner, ScriptOutcome};
+pub use run::{format_get, run_script, Runner, ScriptOutcome};

@@ -132,11 +132,7 @@ impl Runner {
             }
             Command::Get { path, ht } => {
                 let doc = self.get(path, *ht)?;
-                match doc {
-                    Some(doc) => writeln!(out, "{path} @{ht} => {doc}"),
-                    None => writeln!(out, "{path} @{ht} => <none>"),
-                }
-                .expect("write to String");
+                writeln!(out, "{}", format_get(path, *ht, doc.as_ref())).expect("write to String");
             }
             Command::Dump(style) => self.dump(*style, out)?,
             Command::Flush => self.all_tablets().try_for_each(|t| t.flush())?,
@@ -152,8 +148,7 @@ impl Runner {
             Command::Table(statement) => self.create_table(statement)?,
             Command::Cql { ht, statement } => self.cql(*ht, statement, out)?,
             Command::Redis { ht, command } => {
-                let tablet = self.docs()?;
-                redis::execute(tablet, *ht, command, out)?;
+                writeln!(out, "{}", self.redis_run(*ht, command)?).expect("write to String")
             }
         }
         Ok(())
@@ -203,11 +198,10 @@ impl Runner {
     }
 
     fn cql(&mut self, ht: HybridTime, statement: &str, out: &mut String) -> Result<()> {
-        let name = cql::target_table(statement)?;
-        let Some((table, tablet)) = self.tables.iter_mut().find(|(t, _)| t.name == name) else {
-            return errinput!("unknown table {name}");
-        };
-        cql::execute(table, tablet, ht, statement, out)
+        if let cql::Outcome::Rows(rows) = self.cql_run(ht, statement)? {
+            cql::format_rows(&rows).iter().for_each(|l| writeln!(out, "{l}").expect("write"));
+        }
+        Ok(())
     }
 
     fn dump(&mut self, style: DumpStyle, out: &mut String) -> Result<()> {
@@ -225,6 +219,14 @@ impl Runner {
             }
         }
         Ok(())
+    }
+}
+
+/// A `get` line: `<path> @<T> => <document>` or `=> <none>`.
+pub fn format_get(path: &DocPath, ht: HybridTime, doc: Option<&crate::Document>) -> String {
+    match doc {
+        Some(doc) => format!("{path} @{ht} => {doc}"),
+        None => format!("{path} @{ht} => <none>"),
     }
 }
 
