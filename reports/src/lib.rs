@@ -79,6 +79,7 @@ pub struct CampaignReport {
 pub struct Totals {
     pub seeds: usize,
     pub ops: usize,
+    pub steps: usize,
     pub checked_reads: usize,
     pub compactions: usize,
     pub failures: usize,
@@ -122,6 +123,7 @@ impl CampaignReport {
         Totals {
             seeds: self.runs.len(),
             ops,
+            steps: self.runs.iter().map(|r| r.steps).sum(),
             checked_reads: self.runs.iter().map(|r| r.checked_reads).sum(),
             compactions: self.runs.iter().map(|r| r.compactions).sum(),
             failures: self.runs.iter().filter(|r| r.failure.is_some()).count(),

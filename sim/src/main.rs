@@ -371,37 +371,38 @@ fn torture_command(
         shape.ops,
         shape.plant.map(|p| format!(" plant={}", p.name())).unwrap_or_default()
     );
-    let s = torture(&campaign);
-    let per_core = s.ops as f64 / s.seconds / jobs.max(1) as f64;
+    let campaign_report = torture(&campaign);
+    let (t, seconds) = (campaign_report.totals(), campaign_report.seconds);
     println!(
         "seeds {}  ops {}  steps {}  checked reads {}  compactions {}  failures {}  {:.1}s  \
          {:.0} ops/s  {:.0} ops/s/core  {:.1} seeds/min",
-        s.seeds,
-        s.ops,
-        s.steps,
-        s.checked_reads,
-        s.compactions,
-        s.failed_seeds.len(),
-        s.seconds,
-        s.ops as f64 / s.seconds,
-        per_core,
-        s.seeds as f64 / s.seconds * 60.0
+        t.seeds,
+        t.ops,
+        t.steps,
+        t.checked_reads,
+        t.compactions,
+        t.failures,
+        seconds,
+        t.ops as f64 / seconds,
+        t.ops as f64 / seconds / jobs.max(1) as f64,
+        t.seeds as f64 / seconds * 60.0
     );
     if let Some(dir) = report_dir {
-        match report::write_campaign(dir, &s.report) {
+        match report::write_campaign(dir, &campaign_report) {
             Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
             Err(e) => eprintln!("docsim: cannot write the report: {e}"),
         }
-        let never = s.report.probes_never_hit();
+        let never = campaign_report.probes_never_hit();
         if !never.is_empty() {
             println!("probes never hit: {}", never.join(", "));
         }
     }
-    if s.failed_seeds.is_empty() {
+    let failed = campaign_report.runs.iter().filter(|r| r.failure.is_some()).map(|r| r.seed);
+    if t.failures == 0 {
         println!("PASS");
         ExitCode::SUCCESS
     } else {
-        for seed in &s.failed_seeds {
+        for seed in failed {
             println!(
                 "FAIL seed {seed}: {}",
                 shape.reports.join(seed.to_string()).join("failure.txt").display()

@@ -26,20 +26,6 @@ pub struct Campaign {
     pub reports_dir: std::path::PathBuf,
 }
 
-/// Totals of a campaign.
-#[derive(Clone, Debug, Default)]
-pub struct Summary {
-    pub seeds: usize,
-    pub ops: usize,
-    pub steps: usize,
-    pub checked_reads: usize,
-    pub compactions: usize,
-    pub failed_seeds: Vec<u64>,
-    pub seconds: f64,
-    /// Every run, by seed, as the reports crate sees it.
-    pub report: docsim_reports::CampaignReport,
-}
-
 /// Print a progress line to stderr every second until the workers finish; stop them when
 /// the time budget runs out.
 fn watch_progress(
@@ -87,8 +73,8 @@ fn watch_progress(
     }
 }
 
-/// Run a campaign, printing a progress line to stderr.
-pub fn torture(campaign: &Campaign) -> Summary {
+/// Run a campaign, printing a progress line to stderr; the report holds every run.
+pub fn torture(campaign: &Campaign) -> docsim_reports::CampaignReport {
     let watch = Stopwatch::start();
     let next = Arc::new(AtomicU64::new(campaign.first));
     let done = Arc::new(AtomicUsize::new(0));
@@ -128,22 +114,12 @@ pub fn torture(campaign: &Campaign) -> Summary {
     eprintln!();
     let mut outcomes = Arc::try_unwrap(results).expect("workers done").into_inner().expect("lock");
     outcomes.sort_by_key(|o| o.seed);
-    let report = docsim_reports::CampaignReport {
+    docsim_reports::CampaignReport {
         commit: report::COMMIT.into(),
         plant: campaign.template.plant.map(|p| p.name().into()),
         shards: vec![format!("{}/{}", campaign.shard.0, campaign.shard.1)],
         known_probes: docsim_engine::probe::KNOWN.iter().map(|p| p.to_string()).collect(),
         seconds: watch.seconds(),
         runs: outcomes.iter().map(|o| report::run_report(o, Some(&campaign.reports_dir))).collect(),
-    };
-    Summary {
-        report,
-        seeds: outcomes.len(),
-        ops: outcomes.iter().map(|o| o.ops).sum(),
-        steps: outcomes.iter().map(|o| o.steps).sum(),
-        checked_reads: outcomes.iter().map(|o| o.checked_reads).sum(),
-        compactions: outcomes.iter().map(|o| o.compactions).sum(),
-        failed_seeds: outcomes.iter().filter(|o| o.failure.is_some()).map(|o| o.seed).collect(),
-        seconds: watch.seconds(),
     }
 }
