@@ -225,6 +225,18 @@ impl<'a> Cursor<'a> {
         }
     }
 
+    /// One or more items separated by `,`.
+    pub fn comma_list<T>(
+        &mut self,
+        mut item: impl FnMut(&mut Self) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let mut items = vec![item(self)?];
+        while self.eat(",") {
+            items.push(item(self)?);
+        }
+        Ok(items)
+    }
+
     /// Fail unless everything was consumed (a trailing `;` is allowed).
     pub fn finish(&mut self) -> Result<()> {
         self.eat(";");

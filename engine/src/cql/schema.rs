@@ -177,12 +177,7 @@ fn parse_primary_key(
     }
     c.expect("(")?;
     if c.eat("(") {
-        loop {
-            hash.push(c.ident()?);
-            if !c.eat(",") {
-                break;
-            }
-        }
+        hash.extend(c.comma_list(Cursor::ident)?);
         c.expect(")")?;
     } else {
         hash.push(c.ident()?);

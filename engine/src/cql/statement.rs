@@ -351,23 +351,11 @@ fn insert(table: &CqlTable, c: &mut Cursor<'_>, ht: HybridTime) -> Result<Vec<(D
     c.expect_kw("into")?;
     c.ident()?;
     c.expect("(")?;
-    let mut names = Vec::new();
-    loop {
-        names.push(c.ident()?);
-        if !c.eat(",") {
-            break;
-        }
-    }
+    let names = c.comma_list(Cursor::ident)?;
     c.expect(")")?;
     c.expect_kw("values")?;
     c.expect("(")?;
-    let mut lits = Vec::new();
-    loop {
-        lits.push(literal(c)?);
-        if !c.eat(",") {
-            break;
-        }
-    }
+    let lits = c.comma_list(literal)?;
     c.expect(")")?;
     let ttl = using_ttl(c)?;
     c.finish()?;
@@ -443,13 +431,7 @@ fn update(table: &CqlTable, c: &mut Cursor<'_>, ht: HybridTime) -> Result<Vec<(D
     c.ident()?;
     let ttl = using_ttl(c)?;
     c.expect_kw("set")?;
-    let mut assigns = Vec::new();
-    loop {
-        assigns.push(assignment(c)?);
-        if !c.eat(",") {
-            break;
-        }
-    }
+    let assigns = c.comma_list(assignment)?;
     let doc = where_full_key(table, c)?;
     let mut out = Vec::new();
     for assign in assigns {
@@ -608,17 +590,11 @@ fn select(
     c: &mut Cursor<'_>,
     ht: HybridTime,
 ) -> Result<Vec<Row>> {
-    let mut names = Vec::new();
-    if !c.eat("*") {
-        loop {
-            names.push(column(table, &c.ident()?)?.name.clone());
-            if !c.eat(",") {
-                break;
-            }
-        }
+    let names = if c.eat("*") {
+        table.columns.iter().map(|col| col.name.clone()).collect()
     } else {
-        names = table.columns.iter().map(|col| col.name.clone()).collect();
-    }
+        c.comma_list(|c| Ok(column(table, &c.ident()?)?.name.clone()))?
+    };
     c.expect_kw("from")?;
     c.ident()?;
     let conds = where_clause(c)?;
