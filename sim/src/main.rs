@@ -227,7 +227,7 @@ fn shrink(dir: &Path) -> ExitCode {
         return ExitCode::FAILURE;
     };
     let path = dir.join("shrunk.ds");
-    let plant_arg = meta.plant.map(|p| format!("--plant {p} ")).unwrap_or_default();
+    let plant_arg = report::plant_arg(meta.plant.as_deref());
     let header = format!(
         "# docsim shrunk reproducer: seed {} commit {COMMIT}, {:?}, {} ops (from {})\n\
          # run alone: docsim script {plant_arg}{}\n",

@@ -18,6 +18,11 @@ pub struct RunMeta {
     pub kind: crate::simulate::FailureKind,
 }
 
+/// `--plant NAME ` for a command line, or nothing.
+pub fn plant_arg(plant: Option<&str>) -> String {
+    plant.map(|p| format!("--plant {p} ")).unwrap_or_default()
+}
+
 /// The one command that reproduces a run.
 pub fn reproduce_command(config: &RunConfig, seed: u64) -> String {
     let mut cmd = format!("docsim run --seed {seed} --ops {}", config.ops);
@@ -67,7 +72,7 @@ pub fn failure_block(
     }
     let _ = writeln!(out, "  reproduce: {}", reproduce_command(config, outcome.seed));
     if let Some(dir) = report_dir {
-        let plant = config.plant.map(|p| format!("--plant {} ", p.name())).unwrap_or_default();
+        let plant = plant_arg(config.plant.map(|p| p.name()));
         let _ =
             writeln!(out, "  reproducer: docsim script {plant}{}", dir.join("repro.ds").display());
     }
@@ -83,7 +88,7 @@ pub fn write_run_report(
     let Some(f) = &outcome.failure else { return Ok(dir.to_owned()) };
     let run_dir = dir.join(outcome.seed.to_string());
     std::fs::create_dir_all(&run_dir)?;
-    let plant = config.plant.map(|p| format!("--plant {} ", p.name())).unwrap_or_default();
+    let plant = plant_arg(config.plant.map(|p| p.name()));
     let header = format!(
         "# docsim reproducer: seed {} commit {COMMIT}\n# knobs: {}\n\
          # run alone: docsim script {plant}{}\n# failing step {}: {}\n",
