@@ -165,14 +165,7 @@ impl DocDb {
             if !key.starts_with(doc) {
                 break;
             }
-            let path_end = path_end(key, doc.len()).ok_or_else(|| corrupt_key(key, "no '#'"))?;
-            let newer = crate::encoding::decode_doc_ht(&key[path_end + 1..], path_end + 1)
-                .map_err(|e| with_key(key, e))?
-                .ht
-                > read_ht;
-            if !newer && key[..path_end] != last_path[..] {
-                last_path.clear();
-                last_path.extend_from_slice(&key[..path_end]);
+            if needed_at(key, doc.len(), read_ht, &mut last_path)? {
                 out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             }
             it.next();
@@ -182,19 +175,27 @@ impl DocDb {
     }
 
     /// Every document whose key starts with `prefix` (e.g. one hash key's rows), each with
-    /// its entries, in key order.
-    pub fn scan_documents(&self, prefix: &[u8]) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
+    /// the entries a read at `read_ht` needs, in key order.
+    pub fn scan_documents(
+        &self,
+        prefix: &[u8],
+        read_ht: HybridTime,
+    ) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
         let mut opts = ReadOptions::default();
         opts.set_total_order_seek(true);
         let mut it = self.db().raw_iterator_opt(opts);
         it.seek(prefix);
         let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
-        let mut current: Vec<u8> = Vec::new();
+        let (mut current, mut last_path) = (Vec::new(), Vec::new());
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
                 break;
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
+            if !needed_at(key, doc_len, read_ht, &mut last_path)? {
+                it.next();
+                continue;
+            }
             if key[..doc_len] != current[..] {
                 current = key[..doc_len].to_vec();
                 let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
@@ -324,6 +325,26 @@ impl Drop for DocDb {
         let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
         drop(self.db.take());
     }
+}
+
+/// Whether a read at `read_ht` needs the entry with this `key` (its document key ends at
+/// `doc_len`): it is not newer than the read, and it is the first (newest) version of its
+/// path seen — `last_path` tracks that, on raw bytes, without decoding.
+fn needed_at(
+    key: &[u8],
+    doc_len: usize,
+    read_ht: HybridTime,
+    last_path: &mut Vec<u8>,
+) -> Result<bool> {
+    let end = path_end(key, doc_len).ok_or_else(|| corrupt_key(key, "no '#'"))?;
+    let dht =
+        crate::encoding::decode_doc_ht(&key[end + 1..], end + 1).map_err(|e| with_key(key, e))?;
+    if dht.ht > read_ht || key[..end] == last_path[..] {
+        return Ok(false);
+    }
+    last_path.clear();
+    last_path.extend_from_slice(&key[..end]);
+    Ok(true)
 }
 
 /// Where the path of an encoded key ends (the position of its `#`), found by skipping the

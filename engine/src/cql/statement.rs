@@ -644,7 +644,7 @@ fn read_rows(tablet: &Tablet, hash: &DocKey, ht: HybridTime) -> Result<Vec<(DocK
     let mut prefix = hash.encode();
     prefix.pop(); // the empty range group's `!`: keep the hashed group only
     let mut rows = Vec::new();
-    for (doc, entries) in tablet.db().scan_documents(&prefix)? {
+    for (doc, entries) in tablet.db().scan_documents(&prefix, ht)? {
         let root = DocPath::new(doc.clone(), vec![]);
         if let Some(row) = read_subdocument(entries, &root, ht, tablet.table_ttl_ms()) {
             rows.push((doc, row));
