@@ -20,7 +20,7 @@ use rocksdb::{
     FlushOptions, Options, ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 use std::ffi::CStr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// First byte of the engine's own metadata keys; sorts before every document key.
@@ -50,7 +50,6 @@ static OPEN_CLOSE: Mutex<()> = Mutex::new(());
 pub struct DocDb {
     /// Always `Some` until drop (which closes it under [`OPEN_CLOSE`]).
     db: Option<DB>,
-    dir: PathBuf,
     gc: Arc<Mutex<GcState>>,
     history_cutoff_ht: HybridTime,
 }
@@ -86,16 +85,11 @@ impl DocDb {
                     .map_err(|_| Error::Storage("history cutoff record is not 8 bytes".into()))?,
             )),
         };
-        Ok(DocDb { db: Some(db), dir: dir.to_owned(), gc, history_cutoff_ht })
+        Ok(DocDb { db: Some(db), gc, history_cutoff_ht })
     }
 
     fn db(&self) -> &DB {
         self.db.as_ref().expect("open until dropped")
-    }
-
-    /// The directory holding the instance.
-    pub fn dir(&self) -> &Path {
-        &self.dir
     }
 
     /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL.

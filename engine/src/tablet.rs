@@ -1,6 +1,6 @@
-//! A tablet: one DocDB instance and its table properties. Every write is one batch at one
-//! hybrid time; apply asserts that hybrid time never goes backwards... except where tests
-//! deliberately build file layouts (docscript allows any write time).
+//! A tablet: one DocDB instance and its table properties (the default TTL). Every write is
+//! one batch at one hybrid time. Write times are not required to increase: docscript lets
+//! tests write at any hybrid time to build exact file layouts.
 
 use crate::db::{DocDb, RawEntry};
 use crate::document::Document;
