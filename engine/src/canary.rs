@@ -19,18 +19,46 @@ pub enum Plant {
     MissingInitMarker,
     /// Compaction drops overwritten versions even above the history cutoff.
     GcIgnoresCutoff,
+    /// Bootstrap takes the last applied op as the flushed frontier: it believes data in
+    /// the lost memtables was durable (the frontier advanced before the data was).
+    FrontierBeforeDurable,
+    /// Bootstrap re-applies the frontier entry itself (replay starts one entry early).
+    ReplayOneEarly,
+    /// Bootstrap skips the first entry above the frontier (replay starts one entry late).
+    ReplayOneLate,
+    /// Log GC goes by the last committed op alone, past the flushed frontier.
+    LogGcPastFrontier,
+    /// A write is acknowledged after the log append, before the sync.
+    AckBeforeSync,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 6] = [
+    pub const ALL: [Plant; 11] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
         Plant::ParentTtlNotInherited,
         Plant::MissingInitMarker,
         Plant::GcIgnoresCutoff,
+        Plant::FrontierBeforeDurable,
+        Plant::ReplayOneEarly,
+        Plant::ReplayOneLate,
+        Plant::LogGcPastFrontier,
+        Plant::AckBeforeSync,
     ];
+
+    /// Whether only crashes can reveal the bug (torture must enable them to catch it).
+    pub fn needs_crashes(self) -> bool {
+        matches!(
+            self,
+            Plant::FrontierBeforeDurable
+                | Plant::ReplayOneEarly
+                | Plant::ReplayOneLate
+                | Plant::LogGcPastFrontier
+                | Plant::AckBeforeSync
+        )
+    }
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -41,6 +69,11 @@ impl Plant {
             Plant::ParentTtlNotInherited => "parent-ttl-not-inherited",
             Plant::MissingInitMarker => "missing-init-marker",
             Plant::GcIgnoresCutoff => "gc-ignores-cutoff",
+            Plant::FrontierBeforeDurable => "frontier-before-durable",
+            Plant::ReplayOneEarly => "replay-one-early",
+            Plant::ReplayOneLate => "replay-one-late",
+            Plant::LogGcPastFrontier => "log-gc-past-frontier",
+            Plant::AckBeforeSync => "ack-before-sync",
         }
     }
 

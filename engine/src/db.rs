@@ -27,6 +27,22 @@ use std::sync::{Arc, Mutex, OnceLock};
 const META_PREFIX: u8 = 0x01;
 /// Metadata key holding the highest history cutoff so far (8 bytes, big-endian raw HT).
 const HISTORY_CUTOFF_KEY: &[u8] = b"\x01history_cutoff";
+/// Metadata key holding the op id (term, index) and hybrid time of the last Raft entry
+/// applied (24 bytes, big-endian). It is written in the same RocksDB write batch as the
+/// entry's data, so it sits in the same memtable and reaches an SST file in the same
+/// flush: RocksDB installs a flush's files atomically (MANIFEST), and without a WAL a crash
+/// keeps only what was flushed. Read back at open (memtables are empty then), it is
+/// therefore exactly the **flushed frontier**: the last entry whose data is durable.
+const FRONTIER_KEY: &[u8] = b"\x01frontier";
+
+/// The flushed frontier as stored: the op id and hybrid time of the last entry whose data
+/// is durable, and the history cutoff persisted with the data.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Frontier {
+    pub op_id: crate::log::OpId,
+    pub ht: HybridTime,
+    pub history_cutoff: HybridTime,
+}
 
 /// The block cache shared by every engine instance in the process (as a YB-TServer shares
 /// one across its tablets).
@@ -52,6 +68,8 @@ pub struct DocDb {
     db: Option<DB>,
     gc: Arc<Mutex<GcState>>,
     history_cutoff_ht: HybridTime,
+    /// The frontier found at open: what survived the last stop or crash.
+    opened_frontier: Frontier,
 }
 
 #[derive(Default)]
@@ -85,16 +103,39 @@ impl DocDb {
                     .map_err(|_| Error::Storage("history cutoff record is not 8 bytes".into()))?,
             )),
         };
-        Ok(DocDb { db: Some(db), gc, history_cutoff_ht })
+        let (op_id, ht) = match db.get(FRONTIER_KEY)? {
+            None => (crate::log::OpId::default(), HybridTime::MIN),
+            Some(raw) => decode_frontier(&raw)?,
+        };
+        let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
+        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier })
+    }
+
+    /// The flushed frontier read when this instance was opened.
+    pub fn opened_frontier(&self) -> Frontier {
+        self.opened_frontier
     }
 
     fn db(&self) -> &DB {
         self.db.as_ref().expect("open until dropped")
     }
 
-    /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL.
-    pub fn write(&self, entries: &DocWriteBatch, ht: HybridTime) -> Result<()> {
+    /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL. `op_id` is the
+    /// Raft entry carrying the batch; it becomes the frontier, in the same RocksDB batch.
+    pub fn write(
+        &self,
+        entries: &DocWriteBatch,
+        ht: HybridTime,
+        op_id: Option<crate::log::OpId>,
+    ) -> Result<()> {
         let mut batch = WriteBatch::default();
+        if let Some(op_id) = op_id {
+            let mut frontier = Vec::with_capacity(24);
+            [op_id.term, op_id.index, ht.raw()]
+                .iter()
+                .for_each(|v| frontier.extend_from_slice(&v.to_be_bytes()));
+            batch.put(FRONTIER_KEY, frontier);
+        }
         let times = crate::encoding::BatchTimeEncoder::new(ht);
         let mut key = Vec::with_capacity(64);
         for (write_id, (path, value)) in entries.iter().enumerate() {
@@ -357,6 +398,15 @@ fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {
 
 fn corrupt_key(key: &[u8], reason: &str) -> Error {
     with_key(key, crate::error::DecodeError::new("key", 0, reason))
+}
+
+fn decode_frontier(raw: &[u8]) -> Result<(crate::log::OpId, HybridTime)> {
+    if raw.len() != 24 {
+        return Err(Error::Storage(format!("frontier record is {} bytes, not 24", raw.len())));
+    }
+    let v: [u64; 3] =
+        std::array::from_fn(|i| u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8")));
+    Ok((crate::log::OpId::new(v[0], v[1]), HybridTime::from_raw(v[2])))
 }
 
 fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry> {

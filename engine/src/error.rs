@@ -41,6 +41,10 @@ pub enum Error {
     /// A read below the history cutoff, whose data compaction may have removed.
     #[error("snapshot too old: read at {read_ht} is below the history cutoff {cutoff_ht}")]
     SnapshotTooOld { read_ht: HybridTime, cutoff_ht: HybridTime },
+    /// A crash was injected at this stage of a write (simulation): the tablet is down
+    /// until it is restarted.
+    #[error("crashed {0}")]
+    Crashed(&'static str),
     /// The storage layer failed (RocksDB or the file system).
     #[error("storage error: {0}")]
     Storage(String),

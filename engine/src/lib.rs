@@ -51,6 +51,7 @@
 pub mod canary;
 pub mod cql;
 mod db;
+pub mod disk;
 mod doc_write;
 mod document;
 pub mod encoding;
@@ -58,23 +59,28 @@ mod error;
 mod expiry;
 pub mod gc;
 mod hybrid_time;
+mod log;
 pub mod notation;
 pub mod probe;
 mod reader;
 pub mod redis;
+mod replay;
+mod replica;
 pub mod script;
 mod tablet;
 mod write_batch;
 
-pub use db::{DocDb, Entry};
+pub use db::{DocDb, Entry, Frontier};
 pub use document::Document;
 pub use encoding::{
     DocKey, DocPath, KeyEntry, Primitive, SortOrder, SubDocKey, Ttl, Value, ValueKind,
 };
 pub use error::{DecodeError, Error, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
+pub use log::{OpId, SegmentInfo, Truncation};
 pub use reader::DocEntry;
-pub use tablet::Tablet;
+pub use replica::{CrashStage, LogConfig};
+pub use tablet::{RestartReport, Tablet};
 pub use write_batch::DocWriteBatch;
 
 #[cfg(test)]

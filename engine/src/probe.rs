@@ -7,12 +7,17 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name.
-pub const KNOWN: [&str; 11] = [
+pub const KNOWN: [&str; 16] = [
     "gc.compaction.full",
     "gc.compaction.minor",
     "gc.dropped",
     "gc.kept_above_cutoff",
     "gc.rewritten_as_tombstone",
+    "log.gc_removed_segment",
+    "log.segment_skipped",
+    "log.torn_tail_truncated",
+    "raft.entry_replayed",
+    "raft.restart_nothing_to_replay",
     "read.dead_parent_ttl_skipped",
     "read.expired_hides_older",
     "read.snapshot_too_old",

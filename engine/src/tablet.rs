@@ -1,37 +1,138 @@
-//! A tablet: one DocDB instance and its table properties (the default TTL). Every write is
-//! one batch at one hybrid time. Write times are not required to increase: docscript lets
-//! tests write at any hybrid time to build exact file layouts.
+//! A tablet: one DocDB instance, its Raft replica, and its table properties (the default
+//! TTL). Every write is one Raft entry carrying one batch at one hybrid time: appended to
+//! the log, synced, committed, applied to RocksDB (with the entry's op id as the frontier,
+//! in the same RocksDB batch), then acknowledged. Write times are not required to
+//! increase: docscript lets tests write at any hybrid time to build exact file layouts.
+//!
+//! **Bootstrap** ([`Tablet::open_with_log`]): open RocksDB and read the flushed frontier
+//! F stored with the data; open the log from the segment holding F+1; re-apply exactly
+//! the committed entries above F ([`crate::replay::plan_replay`]); then start Raft. After
+//! a flush, log segments wholly below min(F, last committed) + 1 are deleted.
 
-use crate::db::{DocDb, RawEntry};
+use crate::canary::{planted, Plant};
+use crate::db::{DocDb, Frontier, RawEntry};
+use crate::disk::{FaultConfig, SimDisk};
 use crate::document::Document;
 use crate::encoding::DocPath;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
+use crate::log::{LogEntry, OpId, Truncation};
+use crate::replay::{log_gc_bound, plan_replay};
+use crate::replica::{CrashStage, LogConfig, Replica};
 use crate::write_batch::DocWriteBatch;
+use std::fmt;
 use std::path::Path;
 
 /// One tablet.
 pub struct Tablet {
     db: DocDb,
     table_ttl_ms: Option<u64>,
+    replica: Replica,
+    /// The last applied entry that carried writes.
+    applied: OpId,
+    /// The flushed frontier as far as this process knows (data durable up to here).
+    flushed: OpId,
+    /// Why the tablet stopped (an injected crash, an I/O error): it refuses everything
+    /// until it is reopened, so nothing is acknowledged on top of a failed write.
+    down: Option<String>,
+    /// Op ids of acknowledged writes not yet taken by [`Tablet::take_acks`].
+    acks: Vec<OpId>,
+    /// The entry of a write that failed after it was proposed: it may or may not survive.
+    in_doubt: Option<OpId>,
+    /// A crash armed for after the next flush, before its log GC.
+    crash_after_flush: bool,
+}
+
+/// What bootstrap found and did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestartReport {
+    /// The flushed frontier bootstrap went by.
+    pub frontier: Frontier,
+    /// Entries carrying writes that were re-applied.
+    pub replayed: usize,
+    /// The first and last of them.
+    pub first: Option<OpId>,
+    pub last: Option<OpId>,
+    /// The last entry in the log before the new term began.
+    pub recovered_last: OpId,
+    pub truncated: Option<Truncation>,
+    pub segments_skipped: usize,
+}
+
+impl fmt::Display for RestartReport {
+    /// The docscript `restart` line.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "restart: flushed={} replayed={}", self.frontier.op_id, self.replayed)?;
+        if let (Some(first), Some(last)) = (self.first, self.last) {
+            write!(f, " from={first} to={last}")?;
+        }
+        Ok(())
+    }
 }
 
 impl Tablet {
-    /// Open (or create) the tablet stored in `dir`.
+    /// Open (or create) a tablet in `dir` with a fresh log on its own fault-free
+    /// simulated disk (benchmarks, tests).
     pub fn open(dir: &Path) -> Result<Tablet> {
-        Tablet::open_in(dir, None)
+        let disk = SimDisk::new(0, FaultConfig::default());
+        let log = LogConfig { disk, dir: "log".into(), segment_bytes: 8 << 20 };
+        Ok(Tablet::open_with_log(dir, None, &log)?.0)
     }
 
-    /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment, or of the
-    /// real file system when `env` is `None`.
-    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>) -> Result<Tablet> {
+    /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
+    /// real file system when `env` is `None`), with its log as `log` says, and bootstrap.
+    pub fn open_with_log(
+        dir: &Path,
+        env: Option<&rocksdb::Env>,
+        log: &LogConfig,
+    ) -> Result<(Tablet, RestartReport)> {
         if env.is_none() {
-            std::fs::create_dir_all(dir).map_err(|e| {
-                crate::error::Error::Storage(format!("cannot create {}: {e}", dir.display()))
-            })?;
+            std::fs::create_dir_all(dir)
+                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
         }
-        Ok(Tablet { db: DocDb::open_in(dir, env)?, table_ttl_ms: None })
+        let db = DocDb::open_in(dir, env)?;
+        let mut frontier = db.opened_frontier();
+        let (replica, recovery) = Replica::open(log, frontier.op_id.index)?;
+        let recovered_last = replica.log().last_op_id();
+        if planted(Plant::FrontierBeforeDurable) {
+            frontier.op_id = recovered_last; // believes every applied entry was flushed
+        }
+        let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
+        let commit = recovered_last.index;
+        let plan =
+            plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::Storage)?;
+        let mut report = RestartReport {
+            frontier,
+            replayed: 0,
+            first: None,
+            last: None,
+            recovered_last,
+            truncated: recovery.truncated.clone(),
+            segments_skipped: recovery.segments_skipped,
+        };
+        for entry in &recovery.entries[plan] {
+            if apply_entry(&db, entry)? {
+                report.replayed += 1;
+                report.first.get_or_insert(entry.op_id);
+                report.last = Some(entry.op_id);
+            }
+        }
+        count_restart_probes(&report);
+        let applied = report.last.unwrap_or(frontier.op_id);
+        let mut tablet = Tablet {
+            db,
+            table_ttl_ms: None,
+            replica,
+            applied,
+            flushed: frontier.op_id,
+            down: None,
+            acks: Vec::new(),
+            in_doubt: None,
+            crash_after_flush: false,
+        };
+        tablet.replica.start()?;
+        Ok((tablet, report))
     }
 
     /// The storage, for building write batches that need reads.
@@ -39,16 +140,43 @@ impl Tablet {
         &self.db
     }
 
-    /// Apply one write batch at `ht` (write ids in order). An empty batch writes nothing.
+    fn check_up(&self) -> Result<()> {
+        match &self.down {
+            None => Ok(()),
+            Some(why) => Err(Error::Storage(format!("tablet is down ({why}); restart it"))),
+        }
+    }
+
+    /// Replicate and apply one write batch at `ht` (write ids in order); returns once the
+    /// entry is durable, committed and applied. An empty batch writes nothing.
     pub fn write(&mut self, entries: &DocWriteBatch, ht: HybridTime) -> Result<()> {
+        self.check_up()?;
         if entries.is_empty() {
             return Ok(());
         }
-        self.db.write(entries, ht)
+        let (db, applied) = (&self.db, &mut self.applied);
+        let result = self.replica.replicate(encode_payload(ht, entries), &mut |entry| {
+            if apply_entry(db, entry)? {
+                *applied = entry.op_id;
+            }
+            Ok(())
+        });
+        match result {
+            Ok(op_id) => {
+                self.acks.push(op_id);
+                Ok(())
+            }
+            Err(e) => {
+                self.in_doubt = self.replica.last_proposed();
+                self.down = Some(e.to_string());
+                Err(e)
+            }
+        }
     }
 
     /// The subdocument at `path` as of `read_ht`.
     pub fn get(&self, path: &DocPath, read_ht: HybridTime) -> Result<Option<Document>> {
+        self.check_up()?;
         self.db.get(path, read_ht, self.table_ttl_ms)
     }
 
@@ -57,28 +185,108 @@ impl Tablet {
         self.table_ttl_ms
     }
 
-    /// Set the table default TTL.
+    /// Set the table default TTL (table metadata: kept by the owner across restarts).
     pub fn set_table_ttl_ms(&mut self, ttl_ms: Option<u64>) {
         self.table_ttl_ms = ttl_ms;
     }
 
-    /// Flush memtables.
-    pub fn flush(&self) -> Result<()> {
-        self.db.flush()
+    /// Flush memtables; the flushed frontier advances to the last applied entry and the
+    /// log segments below it are deleted.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_up()?;
+        self.db.flush()?;
+        self.after_flush()
     }
 
     /// Flush, then compact everything with history cutoff `cutoff_ht`.
     pub fn compact(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
-        self.db.compact(cutoff_ht, kind, self.table_ttl_ms)
+        self.check_up()?;
+        self.db.compact(cutoff_ht, kind, self.table_ttl_ms)?;
+        self.after_flush()
+    }
+
+    fn after_flush(&mut self) -> Result<()> {
+        self.flushed = self.applied;
+        if std::mem::take(&mut self.crash_after_flush) {
+            self.down = Some("crashed after-flush".into());
+            return Err(Error::Crashed("after-flush"));
+        }
+        let bound = log_gc_bound(self.flushed, self.replica.committed());
+        let removed =
+            self.replica.gc_log(bound).inspect_err(|e| self.down = Some(e.to_string()))?;
+        crate::probe::add("log.gc_removed_segment", removed as u64);
+        Ok(())
+    }
+
+    /// Arm a crash at `stage` of the next write, or after the next flush (`None`).
+    pub fn arm_crash(&mut self, stage: Option<CrashStage>) {
+        match stage {
+            Some(stage) => self.replica.arm_crash(stage),
+            None => self.crash_after_flush = true,
+        }
+    }
+
+    /// The op ids of the writes acknowledged since the last call.
+    pub fn take_acks(&mut self) -> Vec<OpId> {
+        std::mem::take(&mut self.acks)
+    }
+
+    /// The entry of the last failed write, which a crash may or may not have kept.
+    pub fn take_in_doubt(&mut self) -> Option<OpId> {
+        self.in_doubt.take()
+    }
+
+    /// The flushed frontier as this process knows it.
+    pub fn flushed(&self) -> OpId {
+        self.flushed
+    }
+
+    /// The log's segments (first op, last op, bytes), oldest first.
+    pub fn log_segments(&self) -> &[crate::log::SegmentInfo] {
+        self.replica.log().segments()
     }
 
     /// Every stored entry with its raw key and value bytes.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
+        self.check_up()?;
         self.db.dump()
     }
 
     /// The highest history cutoff so far.
     pub fn history_cutoff(&self) -> HybridTime {
         self.db.history_cutoff()
+    }
+}
+
+/// A Raft entry's payload: the hybrid time (8 bytes, big-endian) and the encoded batch.
+fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8> {
+    let mut data = ht.raw().to_be_bytes().to_vec();
+    data.extend_from_slice(&entries.to_bytes());
+    data
+}
+
+/// Apply one committed entry to RocksDB (live or in replay: the same bytes either way);
+/// returns whether it carried writes. Write ids follow batch positions, so a replay is
+/// bit-identical to the first apply.
+fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
+    if entry.data.is_empty() {
+        return Ok(false); // a new leader's empty entry
+    }
+    let bad = |why: String| Error::Storage(format!("log entry {}: {why}", entry.op_id));
+    let (ht, batch) = entry.data.split_at_checked(8).ok_or_else(|| bad("no hybrid time".into()))?;
+    let ht = HybridTime::from_raw(u64::from_be_bytes(ht.try_into().expect("8 bytes")));
+    let batch = DocWriteBatch::from_bytes(batch).map_err(|e| bad(e.to_string()))?;
+    db.write(&batch, ht, Some(entry.op_id))?;
+    Ok(true)
+}
+
+fn count_restart_probes(report: &RestartReport) {
+    crate::probe::add("raft.entry_replayed", report.replayed as u64);
+    if report.replayed == 0 {
+        crate::probe::hit("raft.restart_nothing_to_replay");
+    }
+    crate::probe::add("log.segment_skipped", report.segments_skipped as u64);
+    if report.truncated.is_some() {
+        crate::probe::hit("log.torn_tail_truncated");
     }
 }

@@ -52,6 +52,17 @@ pub enum DumpStyle {
     Raw,
 }
 
+/// When a `crash` cuts the power.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CrashAt {
+    /// At once.
+    Now,
+    /// At this stage of the next write.
+    Write(crate::replica::CrashStage),
+    /// After the next flush (or compaction) is durable, before its log GC.
+    AfterFlush,
+}
+
 /// One docscript command.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
@@ -71,10 +82,14 @@ pub enum Command {
     Flush,
     /// `compact [minor] cutoff=T`.
     Compact { cutoff: HybridTime, minor: bool },
-    /// `crash`.
-    Crash,
+    /// `crash [torn]` (power loss now), or `crash at <stage> [torn]` (a docsim extension:
+    /// power loss at that stage of the next write, or after the next flush). `torn` keeps
+    /// the first sector boundary of each file's unsynced tail, tearing the last append.
+    Crash { at: CrashAt, torn: bool },
     /// `restart`.
     Restart,
+    /// `log` (a docsim extension): one line per Raft log segment of each tablet.
+    Log,
     /// `table <CREATE TABLE ...>`.
     Table(String),
     /// `cql @T <statement>`.
@@ -157,8 +172,9 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             p.skip_to_end();
             Command::Expect(rest)
         }
-        "crash" => Command::Crash,
+        "crash" => parse_crash(&mut p)?,
         "restart" => Command::Restart,
+        "log" => Command::Log,
         "table" => {
             let rest = p.rest().trim().to_owned();
             p.skip_to_end();
@@ -242,6 +258,31 @@ fn parse_batch(p: &mut Parser<'_>) -> PResult<Command> {
     Ok(Command::Batch { ht, writes })
 }
 
+fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
+    let mut at = CrashAt::Now;
+    if p.eat_word("at") {
+        p.skip_ws();
+        let pos = p.pos();
+        let mut name = p.word().unwrap_or_default().to_owned();
+        while p.rest().starts_with('-') {
+            p.expect("-")?;
+            name = format!("{name}-{}", p.word().unwrap_or_default());
+        }
+        at = match name.as_str() {
+            "after-flush" => CrashAt::AfterFlush,
+            _ => match crate::replica::CrashStage::from_name(&name) {
+                Some(stage) => CrashAt::Write(stage),
+                None => {
+                    let known = "after-append, after-sync, after-apply or after-flush";
+                    return Err(p.error_at(pos, format!("expected a crash stage ({known})")));
+                }
+            },
+        };
+    }
+    let torn = p.eat_word("torn");
+    Ok(Command::Crash { at, torn })
+}
+
 impl fmt::Display for DocWrite {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.kind {
@@ -289,8 +330,20 @@ impl fmt::Display for Command {
             Command::Flush => f.write_str("flush"),
             Command::Compact { cutoff, minor: false } => write!(f, "compact cutoff={cutoff}"),
             Command::Compact { cutoff, minor: true } => write!(f, "compact minor cutoff={cutoff}"),
-            Command::Crash => f.write_str("crash"),
+            Command::Crash { at, torn } => {
+                f.write_str("crash")?;
+                match at {
+                    CrashAt::Now => {}
+                    CrashAt::Write(stage) => write!(f, " at {}", stage.name())?,
+                    CrashAt::AfterFlush => f.write_str(" at after-flush")?,
+                }
+                if *torn {
+                    f.write_str(" torn")?;
+                }
+                Ok(())
+            }
             Command::Restart => f.write_str("restart"),
+            Command::Log => f.write_str("log"),
             Command::Table(stmt) => write!(f, "table {stmt}"),
             Command::Cql { ht, statement } => write!(f, "cql @{ht} {statement}"),
             Command::Redis { ht, command } => write!(f, "redis @{ht} {command}"),

@@ -1,14 +1,20 @@
 //! Executing docscript against tablets.
 
-use super::command::{parse_line, strip_comment, Command, DocWrite, DumpStyle, MarkerMode};
+use super::command::{
+    parse_line, strip_comment, Command, CrashAt, DocWrite, DumpStyle, MarkerMode,
+};
 use crate::cql::{self, CqlTable};
+use crate::disk::{FaultConfig, SimDisk, Tear};
 use crate::doc_write::build_entries;
 use crate::encoding::{DocPath, Primitive, SubDocKey, Ttl, Value, ValueKind};
 use crate::error::{errinput, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
+use crate::log::OpId;
 use crate::notation::{format_duration_us, Subkey};
 use crate::redis;
+use crate::replica::{CrashStage, LogConfig};
+use crate::tablet::RestartReport;
 use crate::tablet::Tablet;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -80,26 +86,37 @@ pub fn run_script(text: &str, dir: &Path, out: &mut dyn Write) -> std::io::Resul
 }
 
 /// The state of a script run: the document tablet (document commands and Redis), one
-/// tablet per CQL table, and the marker mode.
+/// tablet per CQL table, the marker mode, and the simulated disk their Raft logs live on.
+/// Table metadata (schemas, default TTLs) is kept here, durable across crashes, as a
+/// tablet's metadata file would be.
 pub struct Runner {
     dir: PathBuf,
     /// An in-memory RocksDB environment (simulation), or `None` for real files.
     env: Option<rocksdb::Env>,
+    disk: SimDisk,
+    segment_bytes: usize,
     mode: MarkerMode,
     docs: Option<Tablet>,
+    docs_ttl_ms: Option<u64>,
     tables: Vec<(CqlTable, Tablet)>,
+    /// Set while the power is off: whether the document tablet existed, and the tables.
+    off: Option<(bool, Vec<CqlTable>)>,
+    /// A crash armed for the next write (`Some(stage)`) or flush (`None`), also for
+    /// tablets opened after arming; and how it tears unsynced data when it fires.
+    armed: Option<Option<CrashStage>>,
+    armed_tear: Tear,
 }
 
+/// A tablet of a runner: `None` is the document tablet, `Some(name)` a CQL table's.
+pub type TabletName = Option<String>;
+
+/// Raft log segment size of script runs: small, so that scripts see several segments.
+const SCRIPT_SEGMENT_BYTES: usize = 1024;
+
 impl Runner {
-    /// A runner keeping its tablets under `dir`.
+    /// A runner keeping its tablets under `dir`, with logs on a fault-free simulated disk.
     pub fn new(dir: &Path) -> Runner {
-        Runner {
-            dir: dir.to_owned(),
-            env: None,
-            mode: MarkerMode::Optional,
-            docs: None,
-            tables: Vec::new(),
-        }
+        Runner::with_disk(dir, None, SimDisk::new(0, FaultConfig::default()), SCRIPT_SEGMENT_BYTES)
     }
 
     /// A runner whose tablets live in an in-memory RocksDB environment (no disk I/O, no
@@ -109,15 +126,154 @@ impl Runner {
         Ok(Runner { env: Some(env), ..Runner::new(dir) })
     }
 
+    /// A runner with RocksDB in `env` (or real files) and its logs on `disk`.
+    pub fn with_disk(
+        dir: &Path,
+        env: Option<rocksdb::Env>,
+        disk: SimDisk,
+        segment_bytes: usize,
+    ) -> Runner {
+        Runner {
+            dir: dir.to_owned(),
+            env,
+            disk,
+            segment_bytes,
+            mode: MarkerMode::Optional,
+            docs: None,
+            docs_ttl_ms: None,
+            tables: Vec::new(),
+            off: None,
+            armed: None,
+            armed_tear: Tear::None,
+        }
+    }
+
+    fn check_on(&self) -> Result<()> {
+        match self.off {
+            None => Ok(()),
+            Some(_) => errinput!("the node is down after a crash; `restart` it"),
+        }
+    }
+
+    fn open_tablet(&self, name: &TabletName) -> Result<(Tablet, RestartReport)> {
+        let sub = match name {
+            None => "docs".to_owned(),
+            Some(table) => format!("table-{table}"),
+        };
+        let log = LogConfig {
+            disk: self.disk.clone(),
+            dir: format!("{sub}/log"),
+            segment_bytes: self.segment_bytes,
+        };
+        let (mut tablet, report) =
+            Tablet::open_with_log(&self.dir.join(&sub), self.env.as_ref(), &log)?;
+        if let Some(stage) = self.armed {
+            tablet.arm_crash(stage);
+        }
+        Ok((tablet, report))
+    }
+
     fn docs(&mut self) -> Result<&mut Tablet> {
+        self.check_on()?;
         if self.docs.is_none() {
-            self.docs = Some(Tablet::open_in(&self.dir.join("docs"), self.env.as_ref())?);
+            let (mut tablet, _) = self.open_tablet(&None)?;
+            tablet.set_table_ttl_ms(self.docs_ttl_ms);
+            self.docs = Some(tablet);
         }
         Ok(self.docs.as_mut().expect("just opened"))
     }
 
     fn all_tablets(&mut self) -> impl Iterator<Item = &mut Tablet> {
         self.docs.iter_mut().chain(self.tables.iter_mut().map(|(_, t)| t))
+    }
+
+    fn named_tablets(&mut self) -> impl Iterator<Item = (TabletName, &mut Tablet)> {
+        let docs = self.docs.iter_mut().map(|t| (None, t));
+        docs.chain(self.tables.iter_mut().map(|(table, t)| (Some(table.name.clone()), t)))
+    }
+
+    /// Power loss: every tablet stops (memtables lost), then the disk drops what was not
+    /// durable, tearing as `tear` says.
+    pub fn crash(&mut self, tear: Tear) {
+        self.armed = None;
+        self.stop();
+        self.disk.crash(tear);
+    }
+
+    /// Stop every tablet (a clean stop: no flush; the logs are durable anyway).
+    fn stop(&mut self) {
+        if self.off.is_none() {
+            let docs = self.docs.take().is_some();
+            let tables = self.tables.drain(..).map(|(table, _)| table).collect();
+            self.off = Some((docs, tables));
+        }
+    }
+
+    /// Reopen every tablet (stopping them first if they run), bootstrapping each from its
+    /// flushed frontier and log. Reports come document tablet first, then tables.
+    pub fn restart(&mut self) -> Result<Vec<(TabletName, RestartReport)>> {
+        self.armed = None;
+        self.stop();
+        let (docs, tables) = self.off.take().expect("stopped above");
+        let mut reports = Vec::new();
+        if docs {
+            let (mut tablet, report) = self.reopen(&None, docs, tables.clone())?;
+            tablet.set_table_ttl_ms(self.docs_ttl_ms);
+            self.docs = Some(tablet);
+            reports.push((None, report));
+        }
+        for (i, table) in tables.iter().enumerate() {
+            let name = Some(table.name.clone());
+            let (mut tablet, report) = self.reopen(&name, docs, tables[i..].to_vec())?;
+            tablet.set_table_ttl_ms(table.default_ttl_ms);
+            self.tables.push((table.clone(), tablet));
+            reports.push((name, report));
+        }
+        Ok(reports)
+    }
+
+    /// Open one tablet; on failure the node stays down with the tablets not yet opened.
+    fn reopen(
+        &mut self,
+        name: &TabletName,
+        docs: bool,
+        unopened: Vec<CqlTable>,
+    ) -> Result<(Tablet, RestartReport)> {
+        self.open_tablet(name).inspect_err(|_| {
+            self.docs = None;
+            let opened = self.tables.drain(..).map(|(t, _)| t);
+            self.off = Some((docs, opened.chain(unopened).collect()));
+        })
+    }
+
+    /// Arm a crash inside the next write (or after the next flush, `None`) of every tablet.
+    pub fn arm_crash(&mut self, stage: Option<CrashStage>, tear: Tear) {
+        self.armed = Some(stage);
+        self.armed_tear = tear;
+        self.all_tablets().for_each(|t| t.arm_crash(stage));
+    }
+
+    /// Writes acknowledged since the last call, by tablet.
+    pub fn take_acks(&mut self) -> Vec<(TabletName, OpId)> {
+        let mut acks = Vec::new();
+        for (name, tablet) in self.named_tablets() {
+            acks.extend(tablet.take_acks().into_iter().map(|op| (name.clone(), op)));
+        }
+        acks
+    }
+
+    /// The in-doubt entry of a failed write, by tablet.
+    pub fn take_in_doubt(&mut self) -> Vec<(TabletName, OpId)> {
+        let mut in_doubt = Vec::new();
+        for (name, tablet) in self.named_tablets() {
+            in_doubt.extend(tablet.take_in_doubt().map(|op| (name.clone(), op)));
+        }
+        in_doubt
+    }
+
+    /// The disk the logs live on.
+    pub fn disk(&self) -> &SimDisk {
+        &self.disk
     }
 
     /// Execute one command, appending its output lines to `out`.
@@ -129,26 +285,76 @@ impl Runner {
             Command::DefaultTtl(ttl_us) => {
                 let ttl_ms = ttl_us.map(|us| us.div_ceil(1000));
                 self.docs()?.set_table_ttl_ms(ttl_ms);
+                self.docs_ttl_ms = ttl_ms;
             }
             Command::Get { path, ht } => {
                 let doc = self.get(path, *ht)?;
                 writeln!(out, "{}", format_get(path, *ht, doc.as_ref())).expect("write to String");
             }
             Command::Dump(style) => self.dump(*style, out)?,
-            Command::Flush => self.all_tablets().try_for_each(|t| t.flush())?,
-            Command::Compact { cutoff, minor } => {
-                let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
-                self.docs()?; // the document tablet's cutoff moves too, even while empty
-                self.all_tablets().try_for_each(|t| t.compact(*cutoff, kind))?;
-            }
+            Command::Flush => self.flush()?,
+            Command::Compact { cutoff, minor } => self.compact(*cutoff, *minor)?,
             Command::Expect(_) => {} // checked by the script loop
-            Command::Crash | Command::Restart => {
-                return errinput!("crash and restart need the tablet's Raft log, not built yet");
+            Command::Crash { at: CrashAt::Now, torn } => self.crash(tear(*torn)),
+            Command::Crash { at: CrashAt::Write(stage), torn } => {
+                self.check_on()?;
+                self.arm_crash(Some(*stage), tear(*torn))
             }
+            Command::Crash { at: CrashAt::AfterFlush, torn } => {
+                self.check_on()?;
+                self.arm_crash(None, tear(*torn))
+            }
+            Command::Restart => {
+                for (name, report) in self.restart()? {
+                    let suffix = name.map(|n| format!(" table={n}")).unwrap_or_default();
+                    writeln!(out, "{report}{suffix}").expect("write to String");
+                }
+            }
+            Command::Log => self.print_log(out)?,
             Command::Table(statement) => self.create_table(statement)?,
             Command::Cql { ht, statement } => self.cql(*ht, statement, out)?,
             Command::Redis { ht, command } => {
                 writeln!(out, "{}", self.redis_run(*ht, command)?).expect("write to String")
+            }
+        }
+        Ok(())
+    }
+
+    /// Flush every tablet.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_on()?;
+        let result = self.all_tablets().try_for_each(|t| t.flush());
+        self.power_off_if_crashed(result)
+    }
+
+    /// Flush and compact every tablet with history cutoff `cutoff`.
+    pub fn compact(&mut self, cutoff: HybridTime, minor: bool) -> Result<()> {
+        let kind = if minor { CompactionKind::Minor } else { CompactionKind::Full };
+        self.docs()?; // the document tablet's cutoff moves too, even while empty
+        let result = self.all_tablets().try_for_each(|t| t.compact(cutoff, kind));
+        self.power_off_if_crashed(result)
+    }
+
+    /// An armed crash that fired takes the whole node down.
+    fn power_off_if_crashed<T>(&mut self, result: Result<T>) -> Result<T> {
+        if let Err(crate::Error::Crashed(_)) = &result {
+            let tear = self.armed_tear;
+            self.crash(tear);
+        }
+        result
+    }
+
+    fn print_log(&mut self, out: &mut String) -> Result<()> {
+        self.check_on()?;
+        for (name, tablet) in self.named_tablets() {
+            let tablet_name = name.map(|n| format!("table={n} ")).unwrap_or_default();
+            for s in tablet.log_segments() {
+                let (seq, prev, last, bytes) = (s.seq, s.prev, s.last, s.bytes);
+                writeln!(
+                    out,
+                    "log: {tablet_name}segment={seq} after={prev} last={last} bytes={bytes}"
+                )
+                .expect("write to String");
             }
         }
         Ok(())
@@ -162,15 +368,18 @@ impl Runner {
     /// Run a CQL statement, returning its rows or that it wrote.
     pub fn cql_run(&mut self, ht: HybridTime, statement: &str) -> Result<cql::Outcome> {
         let name = cql::target_table(statement)?;
+        self.check_on()?;
         let Some((table, tablet)) = self.tables.iter_mut().find(|(t, _)| t.name == name) else {
             return errinput!("unknown table {name}");
         };
-        cql::run(table, tablet, ht, statement)
+        let result = cql::run(table, tablet, ht, statement);
+        self.power_off_if_crashed(result)
     }
 
     /// Run a Redis command.
     pub fn redis_run(&mut self, ht: HybridTime, command: &str) -> Result<redis::Reply> {
-        redis::run(self.docs()?, ht, command)
+        let result = redis::run(self.docs()?, ht, command);
+        self.power_off_if_crashed(result)
     }
 
     /// The highest history cutoff of the document tablet.
@@ -182,7 +391,8 @@ impl Runner {
         let mode = self.mode;
         let tablet = self.docs()?;
         let entries = build_entries(tablet.db(), writes, ht, mode, tablet.table_ttl_ms())?;
-        tablet.write(&entries.iter().collect(), ht)
+        let result = tablet.write(&entries.iter().collect(), ht);
+        self.power_off_if_crashed(result)
     }
 
     fn create_table(&mut self, statement: &str) -> Result<()> {
@@ -190,8 +400,8 @@ impl Runner {
         if self.tables.iter().any(|(t, _)| t.name == table.name) {
             return errinput!("table {} already exists", table.name);
         }
-        let dir = self.dir.join(format!("table-{}", table.name));
-        let mut tablet = Tablet::open_in(&dir, self.env.as_ref())?;
+        self.check_on()?;
+        let (mut tablet, _) = self.open_tablet(&Some(table.name.clone()))?;
         tablet.set_table_ttl_ms(table.default_ttl_ms);
         self.tables.push((table, tablet));
         Ok(())
@@ -205,6 +415,7 @@ impl Runner {
     }
 
     fn dump(&mut self, style: DumpStyle, out: &mut String) -> Result<()> {
+        self.check_on()?;
         let docs = self.docs.iter().map(|t| (None, t));
         let tables = self.tables.iter().map(|(table, t)| (Some(table), t));
         for (table, tablet) in docs.chain(tables) {
@@ -219,6 +430,14 @@ impl Runner {
             }
         }
         Ok(())
+    }
+}
+
+fn tear(torn: bool) -> Tear {
+    if torn {
+        Tear::FirstSector
+    } else {
+        Tear::None
     }
 }
 

@@ -1,0 +1,391 @@
+//! A simulated disk for the engine's own files (the Raft log), deterministic and seeded.
+//!
+//! The model is the one a careful storage engineer assumes of a real disk with a volatile
+//! write cache:
+//!
+//! - An append lands in the cache: readers see it at once, but it is **volatile** until
+//!   `sync` of that file. A new file's name, and a removal, are volatile until `sync_dir`.
+//! - A **crash** drops everything volatile: unsynced appends vanish, files created since
+//!   the last directory sync vanish, files removed since then come back (with their synced
+//!   contents). The last unsynced write of a file may instead be **torn** at sector
+//!   granularity: a prefix of whole 512-byte sectors of it reached the platter.
+//! - Optional **bit flips** in durable data at crash time, and injected **I/O errors** on
+//!   append and sync, and a **capacity** (disk full). Every injected fault is written to the
+//!   [`Fault`] ledger, so a checker can tell injected corruption from a bug.
+//!
+//! Decisions come from one `ChaCha8` stream seeded by the owner, so a seed replays exactly.
+//! The handle is cheap to clone; clones share one disk (as the tablets of a node share one
+//! drive).
+
+use crate::error::{Error, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Tearing granularity.
+pub const SECTOR_BYTES: usize = 512;
+
+/// Fault rates of a disk. Percentages and per-mille values are chances per event.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct FaultConfig {
+    /// At a crash, the chance (in %) that a file's unsynced tail keeps a torn prefix.
+    pub torn_write_percent: u32,
+    /// At a crash, the chance (in %) that one bit of durable data flips.
+    pub bit_flip_percent: u32,
+    /// Per append, the chance (in ‰) of an I/O error.
+    pub write_error_per_mille: u32,
+    /// Per sync, the chance (in ‰) of an I/O error.
+    pub sync_error_per_mille: u32,
+    /// Bytes the disk holds; `None` is unlimited.
+    pub capacity_bytes: Option<u64>,
+}
+
+/// An injected fault, as the ledger records it.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum Fault {
+    /// A crash kept `kept_bytes` of `unsynced_bytes` unsynced bytes at the end of `file`.
+    Torn { file: String, kept_bytes: usize, unsynced_bytes: usize },
+    /// A crash flipped bit `bit` of byte `offset` of `file` (durable data).
+    BitFlip { file: String, offset: usize, bit: u8 },
+    /// An append to `file` failed.
+    WriteError { file: String },
+    /// A sync of `file` failed; its unsynced data stays volatile.
+    SyncError { file: String },
+    /// An append to `file` did not fit.
+    DiskFull { file: String },
+}
+
+impl Fault {
+    /// The short kind name reports group faults by.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Fault::Torn { .. } => "torn-write",
+            Fault::BitFlip { .. } => "bit-flip",
+            Fault::WriteError { .. } => "write-error",
+            Fault::SyncError { .. } => "sync-error",
+            Fault::DiskFull { .. } => "disk-full",
+        }
+    }
+}
+
+/// How a crash treats unsynced data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tear {
+    /// Decide by the configured chance.
+    Random,
+    /// Keep no unsynced byte.
+    None,
+    /// Keep the first sector boundary past the synced length (a docscript `crash torn`).
+    FirstSector,
+}
+
+#[derive(Clone, Debug, Default)]
+struct File {
+    data: Vec<u8>,
+    /// `data[..synced_len]` survives a crash.
+    synced_len: usize,
+}
+
+struct DiskState {
+    files: BTreeMap<String, File>,
+    /// Names whose directory entry is durable.
+    durable_names: BTreeSet<String>,
+    /// Removed files whose removal is not durable yet (they come back at a crash).
+    removed: BTreeMap<String, File>,
+    rng: ChaCha8Rng,
+    config: FaultConfig,
+    ledger: Vec<Fault>,
+}
+
+/// A shared handle on one simulated disk.
+#[derive(Clone)]
+pub struct SimDisk(Arc<Mutex<DiskState>>);
+
+impl SimDisk {
+    /// An empty disk whose fault decisions come from `seed`.
+    pub fn new(seed: u64, config: FaultConfig) -> SimDisk {
+        SimDisk(Arc::new(Mutex::new(DiskState {
+            files: BTreeMap::new(),
+            durable_names: BTreeSet::new(),
+            removed: BTreeMap::new(),
+            rng: ChaCha8Rng::seed_from_u64(seed),
+            config,
+            ledger: Vec::new(),
+        })))
+    }
+
+    fn state(&self) -> MutexGuard<'_, DiskState> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Create an empty file (volatile until [`SimDisk::sync_dir`]).
+    pub fn create(&self, name: &str) -> Result<()> {
+        let mut s = self.state();
+        if s.files.contains_key(name) {
+            return Err(Error::Storage(format!("cannot create {name}: it exists")));
+        }
+        s.files.insert(name.to_owned(), File::default());
+        Ok(())
+    }
+
+    /// Append `bytes` to `name` (volatile until [`SimDisk::sync`]).
+    pub fn append(&self, name: &str, bytes: &[u8]) -> Result<()> {
+        let mut s = self.state();
+        if !s.files.contains_key(name) {
+            return Err(Error::Storage(format!("cannot append to {name}: no such file")));
+        }
+        let chance = s.config.write_error_per_mille;
+        if chance > 0 && s.rng.random_range(0..1000) < chance {
+            s.ledger.push(Fault::WriteError { file: name.to_owned() });
+            return Err(Error::Storage(format!("I/O error writing {name} (injected)")));
+        }
+        if let Some(capacity) = s.config.capacity_bytes {
+            if s.used_bytes() + bytes.len() as u64 > capacity {
+                s.ledger.push(Fault::DiskFull { file: name.to_owned() });
+                return Err(Error::Storage(format!(
+                    "disk full writing {} bytes to {name} ({capacity} bytes capacity)",
+                    bytes.len()
+                )));
+            }
+        }
+        s.files.get_mut(name).expect("checked above").data.extend_from_slice(bytes);
+        Ok(())
+    }
+
+    /// Make `name`'s contents durable.
+    pub fn sync(&self, name: &str) -> Result<()> {
+        let mut s = self.state();
+        let chance = s.config.sync_error_per_mille;
+        if chance > 0 && s.rng.random_range(0..1000) < chance {
+            s.ledger.push(Fault::SyncError { file: name.to_owned() });
+            return Err(Error::Storage(format!("I/O error syncing {name} (injected)")));
+        }
+        let file = s.files.get_mut(name);
+        let file =
+            file.ok_or_else(|| Error::Storage(format!("cannot sync {name}: no such file")))?;
+        file.synced_len = file.data.len();
+        Ok(())
+    }
+
+    /// Make every creation and removal so far durable.
+    pub fn sync_dir(&self) -> Result<()> {
+        let mut s = self.state();
+        s.durable_names = s.files.keys().cloned().collect();
+        s.removed.clear();
+        Ok(())
+    }
+
+    /// Remove `name` (the removal is volatile until [`SimDisk::sync_dir`]).
+    pub fn remove(&self, name: &str) -> Result<()> {
+        let mut s = self.state();
+        let file = s.files.remove(name);
+        let file =
+            file.ok_or_else(|| Error::Storage(format!("cannot remove {name}: no such file")))?;
+        if s.durable_names.contains(name) {
+            s.removed.insert(name.to_owned(), file);
+        }
+        Ok(())
+    }
+
+    /// Cut `name` to `len` bytes; durable with the next [`SimDisk::sync`].
+    pub fn truncate(&self, name: &str, len: usize) -> Result<()> {
+        let mut s = self.state();
+        let file = s.files.get_mut(name);
+        let file =
+            file.ok_or_else(|| Error::Storage(format!("cannot truncate {name}: no such file")))?;
+        file.data.truncate(len);
+        file.synced_len = file.synced_len.min(len);
+        Ok(())
+    }
+
+    /// The current contents of `name` (volatile data included, as a reader sees it).
+    pub fn read(&self, name: &str) -> Result<Vec<u8>> {
+        let s = self.state();
+        let file = s.files.get(name);
+        Ok(file
+            .ok_or_else(|| Error::Storage(format!("cannot read {name}: no such file")))?
+            .data
+            .clone())
+    }
+
+    /// The names starting with `prefix`, in order.
+    pub fn list(&self, prefix: &str) -> Vec<String> {
+        let s = self.state();
+        s.files.keys().filter(|name| name.starts_with(prefix)).cloned().collect()
+    }
+
+    /// Power loss: drop everything volatile (see the module essay).
+    pub fn crash(&self, tear: Tear) {
+        let mut s = self.state();
+        let removed = std::mem::take(&mut s.removed);
+        s.files.extend(removed);
+        let durable = s.durable_names.clone();
+        s.files.retain(|name, _| durable.contains(name));
+        let names: Vec<String> = s.files.keys().cloned().collect();
+        for name in &names {
+            s.crash_file(name, tear);
+        }
+        let chance = s.config.bit_flip_percent;
+        if chance > 0 && s.rng.random_range(0..100) < chance {
+            s.flip_one_bit(&names);
+        }
+    }
+
+    /// Every fault injected so far, in order.
+    pub fn ledger(&self) -> Vec<Fault> {
+        self.state().ledger.clone()
+    }
+
+    /// Change the fault rates (e.g. none while a checker reads back).
+    pub fn set_faults(&self, config: FaultConfig) {
+        self.state().config = config;
+    }
+}
+
+impl DiskState {
+    fn used_bytes(&self) -> u64 {
+        self.files.values().map(|f| f.data.len() as u64).sum()
+    }
+
+    fn crash_file(&mut self, name: &str, tear: Tear) {
+        let chance = self.config.torn_write_percent;
+        let file = self.files.get(name).expect("listed");
+        let (synced, len) = (file.synced_len, file.data.len());
+        // Sector boundaries strictly inside the unsynced tail.
+        let first = synced / SECTOR_BYTES + 1;
+        let last = len.saturating_sub(1) / SECTOR_BYTES;
+        let boundaries = if len > synced && first <= last { last - first + 1 } else { 0 };
+        let keep_sectors = match tear {
+            _ if boundaries == 0 => None,
+            Tear::None => None,
+            Tear::FirstSector => Some(first),
+            Tear::Random => (chance > 0 && self.rng.random_range(0..100) < chance)
+                .then(|| first + self.rng.random_range(0..boundaries)),
+        };
+        let kept_len = keep_sectors.map_or(synced, |sectors| sectors * SECTOR_BYTES);
+        if keep_sectors.is_some() {
+            let (kept_bytes, unsynced_bytes) = (kept_len - synced, len - synced);
+            self.ledger.push(Fault::Torn { file: name.to_owned(), kept_bytes, unsynced_bytes });
+        }
+        let file = self.files.get_mut(name).expect("listed");
+        file.data.truncate(kept_len);
+        file.synced_len = kept_len;
+    }
+
+    fn flip_one_bit(&mut self, names: &[String]) {
+        let sizes: Vec<(String, usize)> = names
+            .iter()
+            .map(|n| (n.clone(), self.files[n].data.len()))
+            .filter(|(_, len)| *len > 0)
+            .collect();
+        let total: usize = sizes.iter().map(|(_, len)| len).sum();
+        if total == 0 {
+            return;
+        }
+        let mut at = self.rng.random_range(0..total);
+        let bit = self.rng.random_range(0..8u8);
+        for (name, len) in sizes {
+            if at < len {
+                self.files.get_mut(&name).expect("listed").data[at] ^= 1 << bit;
+                self.ledger.push(Fault::BitFlip { file: name, offset: at, bit });
+                return;
+            }
+            at -= len;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn disk() -> SimDisk {
+        SimDisk::new(7, FaultConfig::default())
+    }
+
+    #[test]
+    fn unsynced_appends_and_undurable_names_vanish_at_a_crash() {
+        let d = disk();
+        d.create("a").unwrap();
+        d.append("a", b"hello").unwrap();
+        d.sync("a").unwrap();
+        d.crash(Tear::None);
+        assert!(d.list("").is_empty(), "a file whose name was never dir-synced is gone");
+        d.create("a").unwrap();
+        d.sync_dir().unwrap();
+        d.append("a", b"synced").unwrap();
+        d.sync("a").unwrap();
+        d.append("a", b"volatile").unwrap();
+        assert_eq!(d.read("a").unwrap(), b"syncedvolatile");
+        d.crash(Tear::None);
+        assert_eq!(d.read("a").unwrap(), b"synced");
+    }
+
+    #[test]
+    fn a_removal_is_undone_by_a_crash_before_the_directory_sync() {
+        let d = disk();
+        d.create("seg").unwrap();
+        d.append("seg", b"x").unwrap();
+        d.sync("seg").unwrap();
+        d.sync_dir().unwrap();
+        d.remove("seg").unwrap();
+        d.crash(Tear::None);
+        assert_eq!(d.read("seg").unwrap(), b"x");
+        d.remove("seg").unwrap();
+        d.sync_dir().unwrap();
+        d.crash(Tear::None);
+        assert!(d.list("").is_empty());
+    }
+
+    #[test]
+    fn a_torn_write_keeps_whole_sectors_only_and_is_in_the_ledger() {
+        let d = disk();
+        d.create("f").unwrap();
+        d.sync_dir().unwrap();
+        d.append("f", &[1; 100]).unwrap();
+        d.sync("f").unwrap();
+        d.append("f", &[2; 2000]).unwrap();
+        d.crash(Tear::FirstSector);
+        assert_eq!(d.read("f").unwrap().len(), SECTOR_BYTES);
+        assert_eq!(
+            d.ledger(),
+            vec![Fault::Torn { file: "f".into(), kept_bytes: 412, unsynced_bytes: 2000 }]
+        );
+    }
+
+    #[test]
+    fn injected_errors_and_a_full_disk_fail_without_changing_data() {
+        let config = FaultConfig { capacity_bytes: Some(10), ..FaultConfig::default() };
+        let d = SimDisk::new(1, config);
+        d.create("f").unwrap();
+        d.append("f", b"0123456789").unwrap();
+        let err = d.append("f", b"x").unwrap_err().to_string();
+        assert!(err.contains("disk full"), "{err}");
+        assert_eq!(d.read("f").unwrap(), b"0123456789");
+        d.set_faults(FaultConfig { write_error_per_mille: 1000, ..FaultConfig::default() });
+        assert!(d.append("f", b"y").is_err());
+        assert_eq!(d.read("f").unwrap(), b"0123456789");
+        assert_eq!(d.ledger().len(), 2);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_faults() {
+        let run = |seed| {
+            let config =
+                FaultConfig { torn_write_percent: 50, bit_flip_percent: 50, ..Default::default() };
+            let d = SimDisk::new(seed, config);
+            d.create("f").unwrap();
+            d.sync_dir().unwrap();
+            for i in 0..20u8 {
+                d.append("f", &[i; 700]).unwrap();
+                if i % 3 == 0 {
+                    d.sync("f").unwrap();
+                }
+                d.crash(Tear::Random);
+            }
+            (d.read("f").unwrap(), d.ledger())
+        };
+        assert_eq!(run(3), run(3));
+    }
+}

@@ -1,0 +1,318 @@
+//! The tablet's Raft log on the simulated disk: segment files of checksummed records.
+//!
+//! ```text
+//!  wal-00000001: [header prev=0.0 hs] [entry 1.1] [entry 1.2] [hard state] [entry 1.3] ...
+//!  wal-00000002: [header prev=1.3 hs] [entry 1.4] ...
+//!  record := len:u32le  crc32c(kind ++ payload):u32le  kind:u8  payload
+//! ```
+//!
+//! Appends are volatile until [`Log::sync`]; a write is acknowledged only after its entry
+//! is synced. A segment is sealed (synced) before the next one is created, and a new
+//! segment is durable — header synced, directory synced — before any entry goes into it,
+//! so a crash can only damage the unsynced tail of the newest segment. Hence opening the
+//! log distinguishes:
+//!
+//! - a **torn tail**: the newest segment ends inside a record (a crash tore an unsynced
+//!   append). Truncated at the last whole record, durably, and reported;
+//! - **corruption**: a whole record whose checksum fails, or a damaged sealed segment.
+//!   Never skipped: opening fails with the segment and offset.
+//!
+//! Each segment's header carries the op id before its first entry and the hard state at
+//! its creation, so bootstrap can skip whole segments below the flushed frontier and log
+//! GC can delete whole segments without losing the hard state.
+
+use crate::disk::SimDisk;
+use crate::error::{Error, Result};
+use std::fmt;
+
+mod record;
+#[cfg(test)]
+mod tests;
+
+use record::{Record, RecordError};
+
+/// A Raft op id: the term and index of a log entry.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OpId {
+    pub term: u64,
+    pub index: u64,
+}
+
+impl OpId {
+    pub fn new(term: u64, index: u64) -> OpId {
+        OpId { term, index }
+    }
+}
+
+impl fmt::Display for OpId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.term, self.index)
+    }
+}
+
+/// One log entry: its op id and its payload (empty for a new leader's no-op entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LogEntry {
+    pub op_id: OpId,
+    pub data: Vec<u8>,
+}
+
+/// Raft's hard state: current term, vote, commit index.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HardState {
+    pub term: u64,
+    pub vote: u64,
+    pub commit: u64,
+}
+
+/// What one segment file holds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SegmentInfo {
+    pub seq: u64,
+    pub name: String,
+    /// The op id just before the segment's first entry.
+    pub prev: OpId,
+    /// The op id of its last entry (`prev` while it has none).
+    pub last: OpId,
+    pub bytes: usize,
+}
+
+/// A torn tail cut off while opening.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Truncation {
+    pub segment: String,
+    pub offset: usize,
+    pub dropped_bytes: usize,
+}
+
+/// What opening the log read: the entries of the segments read, in order, with
+/// overwritten tails resolved, and the newest hard state.
+#[derive(Clone, Debug, Default)]
+pub struct Recovery {
+    pub entries: Vec<LogEntry>,
+    /// The op id just before `entries[0]`.
+    pub prev: OpId,
+    pub hard_state: HardState,
+    pub truncated: Option<Truncation>,
+    pub segments_skipped: usize,
+}
+
+/// The open log. The last segment is the active one.
+pub struct Log {
+    disk: SimDisk,
+    dir: String,
+    segment_bytes: usize,
+    segments: Vec<SegmentInfo>,
+    hard_state: HardState,
+}
+
+impl Log {
+    /// Open (or create) the log in `dir`, reading entries from the newest segment whose
+    /// first entry is at or below `from_index + 1` (see [`first_segment_to_read`]).
+    pub fn open(
+        disk: &SimDisk,
+        dir: &str,
+        segment_bytes: usize,
+        from_index: u64,
+    ) -> Result<(Log, Recovery)> {
+        let mut log = Log {
+            disk: disk.clone(),
+            dir: dir.to_owned(),
+            segment_bytes,
+            segments: Vec::new(),
+            hard_state: HardState::default(),
+        };
+        let names = disk.list(&format!("{dir}/wal-"));
+        if names.is_empty() {
+            log.new_segment(1, OpId::default())?;
+            return Ok((log, Recovery::default()));
+        }
+        let mut headers = Vec::with_capacity(names.len());
+        for name in &names {
+            headers.push(log.read_header(name)?);
+        }
+        let prevs: Vec<OpId> = headers.iter().map(|h| h.1).collect();
+        let start = first_segment_to_read(&prevs, from_index);
+        let mut recovery = Recovery {
+            prev: prevs[start],
+            hard_state: headers[start].2,
+            segments_skipped: start,
+            ..Recovery::default()
+        };
+        for (i, name) in names.iter().enumerate() {
+            let (seq, prev, _) = headers[i];
+            let newest = i + 1 == names.len();
+            let bytes = if i < start {
+                // Skipped: its entries are all at or below the frontier.
+                let last = prevs[i + 1];
+                log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes: 0 });
+                continue;
+            } else {
+                log.read_segment(name, newest, &mut recovery)?
+            };
+            let last = recovery.entries.last().map_or(prev, |e| e.op_id).max_index(prev);
+            log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes });
+        }
+        log.hard_state = recovery.hard_state;
+        Ok((log, recovery))
+    }
+
+    fn read_header(&self, name: &str) -> Result<(u64, OpId, HardState)> {
+        let bytes = self.disk.read(name)?;
+        match Record::decode(&bytes, 0) {
+            Ok((Record::Header { seq, prev, hard_state }, _)) => Ok((seq, prev, hard_state)),
+            Ok(_) => Err(corrupt(name, 0, "the first record is not a segment header")),
+            Err(e) => Err(corrupt(name, 0, &e.to_string())),
+        }
+    }
+
+    /// Read one segment's records into `recovery`; returns the segment's valid length.
+    fn read_segment(&self, name: &str, newest: bool, recovery: &mut Recovery) -> Result<usize> {
+        let bytes = self.disk.read(name)?;
+        let mut offset = 0;
+        while offset < bytes.len() {
+            match Record::decode(&bytes, offset) {
+                Ok((record, next)) => {
+                    recovery.add(record, name, offset)?;
+                    offset = next;
+                }
+                Err(RecordError::Incomplete) if newest => {
+                    self.disk.truncate(name, offset)?;
+                    self.disk.sync(name)?;
+                    let dropped_bytes = bytes.len() - offset;
+                    let segment = name.to_owned();
+                    recovery.truncated = Some(Truncation { segment, offset, dropped_bytes });
+                    break;
+                }
+                Err(e) => return Err(corrupt(name, offset, &e.to_string())),
+            }
+        }
+        Ok(offset)
+    }
+
+    /// Append entries, then the hard state if given; volatile until [`Log::sync`].
+    pub fn append(&mut self, entries: &[LogEntry], hard_state: Option<HardState>) -> Result<()> {
+        if self.active().bytes >= self.segment_bytes && !entries.is_empty() {
+            self.roll()?;
+        }
+        let mut bytes = Vec::new();
+        for entry in entries {
+            Record::Entry(entry.clone()).encode(&mut bytes);
+        }
+        if let Some(hs) = hard_state {
+            Record::HardState(hs).encode(&mut bytes);
+        }
+        let name = self.active().name.clone();
+        self.disk.append(&name, &bytes)?;
+        let active = self.segments.last_mut().expect("a log has a segment");
+        active.bytes += bytes.len();
+        if let Some(last) = entries.last() {
+            active.last = last.op_id;
+        }
+        if let Some(hs) = hard_state {
+            self.hard_state = hs;
+        }
+        Ok(())
+    }
+
+    /// Make everything appended durable.
+    pub fn sync(&mut self) -> Result<()> {
+        self.disk.sync(&self.active().name)
+    }
+
+    /// Remove the segments whose entries are all below `keep_index`, oldest first; never
+    /// the active segment. Returns how many went.
+    pub fn gc(&mut self, keep_index: u64) -> Result<usize> {
+        let removable = self.segments[..self.segments.len() - 1]
+            .iter()
+            .take_while(|s| s.last.index < keep_index)
+            .count();
+        for segment in self.segments.drain(..removable) {
+            self.disk.remove(&segment.name)?;
+        }
+        if removable > 0 {
+            self.disk.sync_dir()?;
+        }
+        Ok(removable)
+    }
+
+    /// The segments, oldest first.
+    pub fn segments(&self) -> &[SegmentInfo] {
+        &self.segments
+    }
+
+    /// The op id of the last entry appended.
+    pub fn last_op_id(&self) -> OpId {
+        self.active().last
+    }
+
+    fn active(&self) -> &SegmentInfo {
+        self.segments.last().expect("a log has a segment")
+    }
+
+    /// Seal the active segment (sync) and start the next one.
+    fn roll(&mut self) -> Result<()> {
+        self.sync()?;
+        let (seq, prev) = (self.active().seq + 1, self.active().last);
+        self.new_segment(seq, prev)
+    }
+
+    /// Create segment `seq` durably: header synced, then the directory.
+    fn new_segment(&mut self, seq: u64, prev: OpId) -> Result<()> {
+        let name = format!("{}/wal-{seq:08}", self.dir);
+        let mut header = Vec::new();
+        Record::Header { seq, prev, hard_state: self.hard_state }.encode(&mut header);
+        self.disk.create(&name)?;
+        self.disk.append(&name, &header)?;
+        self.disk.sync(&name)?;
+        self.disk.sync_dir()?;
+        let bytes = header.len();
+        self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes });
+        Ok(())
+    }
+}
+
+impl OpId {
+    /// The later of two op ids by index (a segment's last entry never precedes its prev).
+    fn max_index(self, other: OpId) -> OpId {
+        if self.index >= other.index {
+            self
+        } else {
+            other
+        }
+    }
+}
+
+impl Recovery {
+    /// Take one record read from `segment` at `offset`.
+    fn add(&mut self, record: Record, segment: &str, offset: usize) -> Result<()> {
+        match record {
+            Record::Header { .. } if offset == 0 => {}
+            Record::Header { .. } => return Err(corrupt(segment, offset, "a header mid-segment")),
+            Record::HardState(hs) => self.hard_state = hs,
+            Record::Entry(entry) => {
+                let last = self.entries.last().map_or(self.prev, |e| e.op_id);
+                let index = entry.op_id.index;
+                if index > last.index + 1 {
+                    let why = format!("entry {} follows {last}: the log has a gap", entry.op_id);
+                    return Err(corrupt(segment, offset, &why));
+                }
+                // A new leader overwrote the tail from `index` on (Raft's log matching).
+                self.entries.retain(|e| e.op_id.index < index);
+                self.entries.push(entry);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The index of the segment bootstrap starts reading at: the newest one whose first entry
+/// is at or below `from_index + 1` (every entry it skips is at or below `from_index`), or
+/// the oldest when none qualifies. `prevs[i]` is the op id before segment `i`'s first entry.
+pub fn first_segment_to_read(prevs: &[OpId], from_index: u64) -> usize {
+    prevs.iter().rposition(|prev| prev.index <= from_index).unwrap_or(0)
+}
+
+fn corrupt(segment: &str, offset: usize, why: &str) -> Error {
+    Error::Storage(format!("log corruption in {segment} at byte {offset}: {why}"))
+}

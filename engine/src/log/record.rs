@@ -1,0 +1,126 @@
+//! One log record: `len:u32le crc32c:u32le kind:u8 payload`, the checksum over kind and
+//! payload. Decoding is total: any byte string gives a record or a [`RecordError`].
+
+use super::{HardState, LogEntry, OpId};
+use std::fmt;
+
+const HEADER_BYTES: usize = 9;
+const KIND_HEADER: u8 = 1;
+const KIND_ENTRY: u8 = 2;
+const KIND_HARD_STATE: u8 = 3;
+const MAGIC: &[u8; 8] = b"docsimlg";
+/// Larger lengths are corruption, not a torn tail (no record is this big).
+const MAX_PAYLOAD_BYTES: usize = 64 << 20;
+
+pub(super) enum Record {
+    Header { seq: u64, prev: OpId, hard_state: HardState },
+    Entry(LogEntry),
+    HardState(HardState),
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub(super) enum RecordError {
+    /// The bytes end inside the record: a torn write, if at the tail.
+    Incomplete,
+    /// A whole record that is wrong.
+    Corrupt(String),
+}
+
+impl fmt::Display for RecordError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RecordError::Incomplete => write!(f, "the record is cut short"),
+            RecordError::Corrupt(why) => write!(f, "{why}"),
+        }
+    }
+}
+
+impl Record {
+    pub(super) fn encode(&self, out: &mut Vec<u8>) {
+        let mut payload = Vec::new();
+        let kind = match self {
+            Record::Header { seq, prev, hard_state } => {
+                payload.extend_from_slice(MAGIC);
+                put_u64s(&mut payload, &[*seq, prev.term, prev.index]);
+                put_hard_state(&mut payload, hard_state);
+                KIND_HEADER
+            }
+            Record::Entry(entry) => {
+                put_u64s(&mut payload, &[entry.op_id.term, entry.op_id.index]);
+                payload.extend_from_slice(&entry.data);
+                KIND_ENTRY
+            }
+            Record::HardState(hs) => {
+                put_hard_state(&mut payload, hs);
+                KIND_HARD_STATE
+            }
+        };
+        let mut crc = crc32c::crc32c(&[kind]);
+        crc = crc32c::crc32c_append(crc, &payload);
+        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
+        out.extend_from_slice(&crc.to_le_bytes());
+        out.push(kind);
+        out.extend_from_slice(&payload);
+    }
+
+    /// Decode the record at `offset`; returns it and the offset after it.
+    pub(super) fn decode(bytes: &[u8], offset: usize) -> Result<(Record, usize), RecordError> {
+        let rest = &bytes[offset..];
+        if rest.len() < HEADER_BYTES {
+            return Err(RecordError::Incomplete);
+        }
+        let len = u32::from_le_bytes(rest[0..4].try_into().expect("4 bytes")) as usize;
+        let crc = u32::from_le_bytes(rest[4..8].try_into().expect("4 bytes"));
+        if len > MAX_PAYLOAD_BYTES {
+            return Err(RecordError::Corrupt(format!("record length {len} is impossible")));
+        }
+        if rest.len() < HEADER_BYTES + len {
+            return Err(RecordError::Incomplete);
+        }
+        let (kind, payload) = (rest[8], &rest[HEADER_BYTES..HEADER_BYTES + len]);
+        let actual = crc32c::crc32c_append(crc32c::crc32c(&[kind]), payload);
+        if actual != crc {
+            return Err(RecordError::Corrupt(format!(
+                "checksum mismatch (stored {crc:08x}, computed {actual:08x})"
+            )));
+        }
+        let record = decode_payload(kind, payload).map_err(RecordError::Corrupt)?;
+        Ok((record, offset + HEADER_BYTES + len))
+    }
+}
+
+fn decode_payload(kind: u8, payload: &[u8]) -> Result<Record, String> {
+    match kind {
+        KIND_HEADER => {
+            if payload.len() != 8 + 6 * 8 || &payload[..8] != MAGIC {
+                return Err("bad segment header".into());
+            }
+            let v = get_u64s::<6>(&payload[8..]);
+            let hard_state = HardState { term: v[3], vote: v[4], commit: v[5] };
+            Ok(Record::Header { seq: v[0], prev: OpId::new(v[1], v[2]), hard_state })
+        }
+        KIND_ENTRY if payload.len() >= 16 => {
+            let v = get_u64s::<2>(payload);
+            let data = payload[16..].to_vec();
+            Ok(Record::Entry(LogEntry { op_id: OpId::new(v[0], v[1]), data }))
+        }
+        KIND_HARD_STATE if payload.len() == 24 => {
+            let v = get_u64s::<3>(payload);
+            Ok(Record::HardState(HardState { term: v[0], vote: v[1], commit: v[2] }))
+        }
+        _ => Err(format!("record kind {kind} with {} payload bytes", payload.len())),
+    }
+}
+
+fn put_u64s(out: &mut Vec<u8>, values: &[u64]) {
+    values.iter().for_each(|v| out.extend_from_slice(&v.to_le_bytes()));
+}
+
+fn put_hard_state(out: &mut Vec<u8>, hs: &HardState) {
+    put_u64s(out, &[hs.term, hs.vote, hs.commit]);
+}
+
+/// `N` little-endian u64s; the caller checked the length.
+fn get_u64s<const N: usize>(bytes: &[u8]) -> [u64; N] {
+    std::array::from_fn(|i| u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().expect("8")))
+}

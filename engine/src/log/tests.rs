@@ -1,0 +1,127 @@
+use super::*;
+use crate::disk::{FaultConfig, Tear};
+
+fn entry(term: u64, index: u64, data: &[u8]) -> LogEntry {
+    LogEntry { op_id: OpId::new(term, index), data: data.to_vec() }
+}
+
+fn disk() -> SimDisk {
+    SimDisk::new(1, FaultConfig::default())
+}
+
+/// A log with entries 1.1..=1.n, synced, in segments of about `segment_bytes`.
+fn filled(disk: &SimDisk, n: u64, segment_bytes: usize) -> Log {
+    let (mut log, _) = Log::open(disk, "t", segment_bytes, 0).unwrap();
+    for i in 1..=n {
+        let hs = HardState { term: 1, vote: 1, commit: i };
+        log.append(&[entry(1, i, &[i as u8; 40])], Some(hs)).unwrap();
+        log.sync().unwrap();
+    }
+    log
+}
+
+fn indexes(recovery: &Recovery) -> Vec<u64> {
+    recovery.entries.iter().map(|e| e.op_id.index).collect()
+}
+
+#[test]
+fn synced_entries_and_the_hard_state_survive_a_crash() {
+    let d = disk();
+    let mut log = filled(&d, 5, 1 << 20);
+    log.append(&[entry(1, 6, b"unsynced")], None).unwrap();
+    d.crash(Tear::None);
+    let (log, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    assert_eq!(indexes(&recovery), [1, 2, 3, 4, 5]);
+    assert_eq!(recovery.hard_state, HardState { term: 1, vote: 1, commit: 5 });
+    assert_eq!(log.last_op_id(), OpId::new(1, 5));
+    assert_eq!(recovery.truncated, None);
+}
+
+#[test]
+fn a_torn_tail_is_truncated_durably_and_reported() {
+    let d = disk();
+    let mut log = filled(&d, 2, 1 << 20);
+    log.append(&[entry(1, 3, &[7; 3000])], None).unwrap();
+    d.crash(Tear::FirstSector);
+    let (_, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    assert_eq!(indexes(&recovery), [1, 2]);
+    let cut = recovery.truncated.expect("a torn tail");
+    assert_eq!(cut.offset + cut.dropped_bytes, crate::disk::SECTOR_BYTES);
+    d.crash(Tear::None); // the truncation itself was made durable
+    let (_, again) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    assert_eq!((indexes(&again), again.truncated), (vec![1, 2], None));
+}
+
+#[test]
+fn a_bad_checksum_in_the_synced_log_is_an_error_naming_segment_and_offset() {
+    let d = disk();
+    filled(&d, 3, 1 << 20);
+    let name = d.list("t/wal-")[0].clone();
+    let mut bytes = d.read(&name).unwrap();
+    let mid = bytes.len() / 2;
+    bytes[mid] ^= 0x10;
+    d.remove(&name).unwrap();
+    d.create(&name).unwrap();
+    d.append(&name, &bytes).unwrap();
+    let err = Log::open(&d, "t", 1 << 20, 0).err().expect("corruption").to_string();
+    assert!(err.contains("log corruption in t/wal-00000001 at byte"), "{err}");
+}
+
+#[test]
+fn segments_below_the_frontier_are_skipped_and_gc_removes_whole_segments_only() {
+    let d = disk();
+    let mut log = filled(&d, 20, 200);
+    let segments = log.segments().to_vec();
+    assert!(segments.len() >= 5, "{segments:?}");
+    let frontier = 12;
+    let (_, recovery) = Log::open(&d, "t", 200, frontier).unwrap();
+    let first = recovery.entries[0].op_id.index;
+    assert!(first <= frontier + 1 && recovery.segments_skipped > 0, "{first}");
+    assert_eq!(*indexes(&recovery).last().unwrap(), 20);
+    let removed = log.gc(frontier).unwrap();
+    assert!(removed > 0);
+    assert!(log.segments().iter().all(|s| s.last.index >= frontier));
+    assert!(log.segments()[0].prev.index < frontier, "never past the bound");
+    d.crash(Tear::None);
+    let (_, after) = Log::open(&d, "t", 200, frontier).unwrap();
+    assert_eq!(*indexes(&after).last().unwrap(), 20);
+}
+
+#[test]
+fn first_segment_to_read_is_the_newest_starting_at_or_below_the_frontier() {
+    let prevs = [OpId::new(1, 0), OpId::new(1, 4), OpId::new(1, 9)];
+    assert_eq!(first_segment_to_read(&prevs, 0), 0);
+    assert_eq!(first_segment_to_read(&prevs, 3), 0);
+    assert_eq!(first_segment_to_read(&prevs, 4), 1, "entry 5 is the first needed");
+    assert_eq!(first_segment_to_read(&prevs, 100), 2);
+    let gc_ed = [OpId::new(1, 4), OpId::new(1, 9)];
+    assert_eq!(first_segment_to_read(&gc_ed, 2), 0, "none qualifies: the oldest");
+}
+
+#[test]
+fn a_new_leader_overwrites_the_tail() {
+    let d = disk();
+    let (mut log, _) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let old = [entry(1, 1, b"a"), entry(1, 2, b"b"), entry(1, 3, b"c")];
+    log.append(&old, None).unwrap();
+    log.append(&[entry(2, 2, b"B")], None).unwrap();
+    log.sync().unwrap();
+    let (_, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let ids: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
+    assert_eq!(ids, [OpId::new(1, 1), OpId::new(2, 2)]);
+}
+
+#[test]
+fn garbage_never_panics() {
+    for seed in 0..200u64 {
+        let d = disk();
+        d.create("t/wal-00000001").unwrap();
+        let bytes: Vec<u8> = (0..(seed % 97)).map(|i| (i * 31 + seed * 7) as u8).collect();
+        let mut header = Vec::new();
+        Record::Header { seq: 1, prev: OpId::default(), hard_state: HardState::default() }
+            .encode(&mut header);
+        d.append("t/wal-00000001", &header).unwrap();
+        d.append("t/wal-00000001", &bytes).unwrap();
+        let _ = Log::open(&d, "t", 1 << 20, 0);
+    }
+}

@@ -1,0 +1,97 @@
+//! Which log entries bootstrap re-applies: a pure decision, tested apart from the log and
+//! RocksDB.
+//!
+//! The flushed frontier F is the op id of the last entry whose data is in RocksDB's
+//! persisted tier (it is written in the same RocksDB write batch as that entry's data, so
+//! it is flushed exactly with it; see `db.rs`). Bootstrap re-applies exactly the committed
+//! entries above F, in order: `F.index < index <= commit`. An entry at or below F is never
+//! re-applied (its data is durable; applying it twice would be harmless for idempotent
+//! puts, but a count that disagrees hides bugs). The entries it needs must all be in the
+//! log: a missing one means log GC went past the frontier, and bootstrap fails loudly
+//! instead of silently losing acknowledged writes.
+
+use crate::canary::{planted, Plant};
+use crate::log::OpId;
+use std::ops::Range;
+
+/// The positions in `entries` to re-apply. `prev` is the op id before `entries[0]` (what
+/// the oldest segment read starts after), `frontier` the flushed frontier, `commit_index`
+/// the last committed index.
+pub fn plan_replay(
+    prev: OpId,
+    entries: &[OpId],
+    frontier: OpId,
+    commit_index: u64,
+) -> Result<Range<usize>, String> {
+    let last_index = entries.last().map_or(prev.index, |e| e.index);
+    let commit_index = commit_index.min(last_index);
+    let mut first_needed = frontier.index + 1;
+    if planted(Plant::ReplayOneEarly) {
+        first_needed = first_needed.saturating_sub(1).max(1);
+    }
+    if planted(Plant::ReplayOneLate) {
+        first_needed += 1;
+    }
+    if first_needed > commit_index {
+        return Ok(entries.len()..entries.len());
+    }
+    if prev.index + 1 > first_needed {
+        return Err(format!(
+            "the log starts after {prev} but bootstrap needs entries from index {first_needed} \
+             (flushed frontier {frontier}): log GC removed entries that were not flushed"
+        ));
+    }
+    let position = |index: u64| (index - prev.index - 1) as usize;
+    for (i, op) in entries.iter().enumerate() {
+        assert_eq!(op.index, prev.index + 1 + i as u64, "the log reader resolves gaps");
+    }
+    Ok(position(first_needed)..position(commit_index) + 1)
+}
+
+/// The bound below which log GC may remove whole segments: nothing at or above the
+/// flushed frontier's successor, nor above the last committed op, is ever removed.
+pub fn log_gc_bound(flushed: OpId, committed: OpId) -> u64 {
+    if planted(Plant::LogGcPastFrontier) {
+        return committed.index;
+    }
+    flushed.index.min(committed.index) + 1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ops(indexes: std::ops::RangeInclusive<u64>) -> Vec<OpId> {
+        indexes.map(|i| OpId::new(1, i)).collect()
+    }
+
+    #[test]
+    fn replays_exactly_the_committed_entries_above_the_frontier() {
+        let entries = ops(1..=10);
+        let none = OpId::default();
+        assert_eq!(plan_replay(none, &entries, none, 10), Ok(0..10), "nothing flushed");
+        assert_eq!(plan_replay(none, &entries, OpId::new(1, 10), 10), Ok(10..10), "all flushed");
+        assert_eq!(plan_replay(none, &entries, OpId::new(1, 4), 10), Ok(4..10), "the tail");
+        assert_eq!(plan_replay(none, &entries, OpId::new(1, 4), 7), Ok(4..7), "uncommitted");
+    }
+
+    #[test]
+    fn segments_skipped_below_the_frontier_are_not_needed() {
+        let entries = ops(6..=9);
+        assert_eq!(plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 5), 9), Ok(0..4));
+        assert_eq!(plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 7), 9), Ok(2..4));
+    }
+
+    #[test]
+    fn a_log_missing_entries_above_the_frontier_is_an_error() {
+        let entries = ops(6..=9);
+        let err = plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 3), 9).unwrap_err();
+        assert!(err.contains("bootstrap needs entries from index 4"), "{err}");
+    }
+
+    #[test]
+    fn gc_keeps_the_first_entry_above_the_frontier_and_the_last_committed() {
+        assert_eq!(log_gc_bound(OpId::new(1, 4), OpId::new(1, 9)), 5);
+        assert_eq!(log_gc_bound(OpId::new(1, 9), OpId::new(1, 7)), 8);
+    }
+}
