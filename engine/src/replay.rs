@@ -24,6 +24,13 @@ pub fn plan_replay(
     commit_index: u64,
 ) -> Result<Range<usize>, String> {
     let last_index = entries.last().map_or(prev.index, |e| e.index);
+    if frontier.index > last_index {
+        // Applied entries are synced first, so the log always reaches the frontier.
+        return Err(format!(
+            "the flushed frontier {frontier} is beyond the end of the log (index {last_index}): \
+             the log lost entries that were applied"
+        ));
+    }
     let commit_index = commit_index.min(last_index);
     let mut first_needed = frontier.index + 1;
     if planted(Plant::ReplayOneEarly) {
@@ -87,6 +94,12 @@ mod tests {
         let entries = ops(6..=9);
         let err = plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 3), 9).unwrap_err();
         assert!(err.contains("bootstrap needs entries from index 4"), "{err}");
+    }
+
+    #[test]
+    fn a_log_that_ends_before_the_frontier_lost_applied_entries() {
+        let err = plan_replay(OpId::default(), &ops(1..=4), OpId::new(1, 6), 4).unwrap_err();
+        assert!(err.contains("beyond the end of the log"), "{err}");
     }
 
     #[test]

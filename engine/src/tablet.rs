@@ -40,8 +40,6 @@ pub struct Tablet {
     acks: Vec<OpId>,
     /// The entry of a write that failed after it was proposed: it may or may not survive.
     in_doubt: Option<OpId>,
-    /// A crash armed for after the next flush, before its log GC.
-    crash_after_flush: bool,
 }
 
 /// What bootstrap found and did.
@@ -129,7 +127,6 @@ impl Tablet {
             down: None,
             acks: Vec::new(),
             in_doubt: None,
-            crash_after_flush: false,
         };
         tablet.replica.start()?;
         Ok((tablet, report))
@@ -164,6 +161,11 @@ impl Tablet {
         match result {
             Ok(op_id) => {
                 self.acks.push(op_id);
+                // Log GC runs as the log grows too (as a background task would), not only
+                // after flushes: it must hold back whatever is not flushed yet.
+                if self.replica.log().segments().len() > 2 {
+                    self.gc_log()?;
+                }
                 Ok(())
             }
             Err(e) => {
@@ -190,27 +192,37 @@ impl Tablet {
         self.table_ttl_ms = ttl_ms;
     }
 
-    /// Flush memtables; the flushed frontier advances to the last applied entry and the
-    /// log segments below it are deleted.
+    /// Flush memtables, then delete the log segments below the new flushed frontier.
     pub fn flush(&mut self) -> Result<()> {
+        self.flush_data()?;
+        self.gc_log()
+    }
+
+    /// Flush memtables; the flushed frontier advances to the last applied entry.
+    pub fn flush_data(&mut self) -> Result<()> {
         self.check_up()?;
         self.db.flush()?;
-        self.after_flush()
+        self.flushed = self.applied;
+        Ok(())
     }
 
-    /// Flush, then compact everything with history cutoff `cutoff_ht`.
-    pub fn compact(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
+    /// Flush and compact everything with history cutoff `cutoff_ht` (no log GC).
+    pub fn compact_data(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
         self.check_up()?;
         self.db.compact(cutoff_ht, kind, self.table_ttl_ms)?;
-        self.after_flush()
+        self.flushed = self.applied;
+        Ok(())
     }
 
-    fn after_flush(&mut self) -> Result<()> {
-        self.flushed = self.applied;
-        if std::mem::take(&mut self.crash_after_flush) {
-            self.down = Some("crashed after-flush".into());
-            return Err(Error::Crashed("after-flush"));
-        }
+    /// Flush, compact with history cutoff `cutoff_ht`, then GC the log.
+    pub fn compact(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
+        self.compact_data(cutoff_ht, kind)?;
+        self.gc_log()
+    }
+
+    /// Delete the log segments wholly below min(flushed frontier, last committed) + 1.
+    pub fn gc_log(&mut self) -> Result<()> {
+        self.check_up()?;
         let bound = log_gc_bound(self.flushed, self.replica.committed());
         let removed =
             self.replica.gc_log(bound).inspect_err(|e| self.down = Some(e.to_string()))?;
@@ -218,12 +230,9 @@ impl Tablet {
         Ok(())
     }
 
-    /// Arm a crash at `stage` of the next write, or after the next flush (`None`).
-    pub fn arm_crash(&mut self, stage: Option<CrashStage>) {
-        match stage {
-            Some(stage) => self.replica.arm_crash(stage),
-            None => self.crash_after_flush = true,
-        }
+    /// Arm a crash at `stage` of the next write.
+    pub fn arm_crash(&mut self, stage: CrashStage) {
+        self.replica.arm_crash(stage);
     }
 
     /// The op ids of the writes acknowledged since the last call.

@@ -167,8 +167,12 @@ fn history_cutoff_survives_reopen() {
     let dir = std::env::temp_dir().join(format!("docsim-cutoff-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let path = path(0, &[1]);
+    // The Raft log lives on a simulated disk that outlives both runners (RocksDB's data is in
+    // `dir`): the second runner is the first one's restart.
+    let disk = docsim_engine::disk::SimDisk::new(0, Default::default());
+    let open = || Runner::with_disk(&dir, None, disk.clone(), 1 << 20);
     {
-        let mut runner = Runner::new(&dir);
+        let mut runner = open();
         let mut out = String::new();
         let write = DocWrite {
             path: path.clone(),
@@ -181,7 +185,7 @@ fn history_cutoff_survives_reopen() {
         let compact = Command::Compact { cutoff: HybridTime::from_micros(5000), minor: false };
         runner.execute(&compact, &mut out).unwrap();
     }
-    let mut runner = Runner::new(&dir);
+    let mut runner = open();
     assert_eq!(runner.history_cutoff().unwrap(), HybridTime::from_micros(5000));
     let err = runner.get(&path, HybridTime::from_micros(4999)).unwrap_err();
     assert!(err.to_string().starts_with("snapshot too old"), "{err}");

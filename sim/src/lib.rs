@@ -7,6 +7,7 @@
 
 pub mod bench;
 mod convert;
+mod durability;
 pub mod report;
 pub mod shrink;
 pub mod simulate;

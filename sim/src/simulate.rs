@@ -7,12 +7,13 @@
 //! reads that simulated time through a skewing physical clock.
 
 use crate::convert;
+use crate::durability::{Book, Snapshot};
 use crate::ScratchDir;
 use docsim_engine::canary::Plant;
 use docsim_engine::cql::format_rows;
 use docsim_engine::cql::Outcome as CqlOutcome;
-use docsim_engine::script::{format_get, Command, MarkerMode, Runner};
-use docsim_engine::{DocPath, Document, HybridClock, HybridTime, PhysicalClock};
+use docsim_engine::script::{format_get, format_restart, Command, CrashAt, MarkerMode, Runner};
+use docsim_engine::{CrashStage, DocPath, Document, HybridClock, HybridTime, PhysicalClock};
 use docsim_models::cql::{CqlOp, CqlResult, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{Markers, Model, ModelError};
@@ -73,6 +74,8 @@ pub enum FailureKind {
     EngineAcceptedWrite,
     /// A read at or above a compaction's cutoff changed after it.
     ChangedByCompaction,
+    /// A restart failed, or reported a frontier or replay other than the book's.
+    Restart,
 }
 
 /// How a run ended.
@@ -113,6 +116,7 @@ pub fn stream(seed: u64, id: u64) -> ChaCha8Rng {
 const STREAM_WORKLOAD: u64 = 1;
 const STREAM_CLOCK: u64 = 2;
 const STREAM_SCHEDULE: u64 = 3;
+const STREAM_CRASHES: u64 = 4;
 
 /// A physical clock over madsim's simulated time, with seeded skew: it may jump back.
 struct SimClock {
@@ -155,6 +159,10 @@ pub fn run(config: &RunConfig) -> RunOutcome {
 
 struct State {
     runner: Runner,
+    /// The simulator's own account of acknowledged, flushed and in-doubt entries.
+    book: Book,
+    /// A crash took the node down: the next step is a `restart`.
+    needs_restart: bool,
     docs: Model,
     tables: BTreeMap<String, (Schema, Model)>,
     markers: MarkerMode,
@@ -204,6 +212,38 @@ impl Schedule {
     }
 }
 
+/// Crash injection: how often, and at which stage. Drawn from its own stream.
+struct Crashes {
+    rng: ChaCha8Rng,
+    permille: u32,
+}
+
+impl Crashes {
+    fn new(mut rng: ChaCha8Rng) -> Crashes {
+        Crashes { permille: rng.random_range(0..12), rng }
+    }
+
+    /// Nothing, or the commands of one crash: at once, armed inside the next write, after
+    /// a flush before its log GC, after a log GC, or after a compaction.
+    fn next(&mut self, cutoff: HybridTime) -> Vec<Command> {
+        if self.rng.random_range(0..1000u32) >= self.permille {
+            return Vec::new();
+        }
+        let torn = self.rng.random_range(0..2u32) == 1;
+        let crash = |at| Command::Crash { at, torn };
+        match self.rng.random_range(0..7u32) {
+            0 => vec![crash(CrashAt::Now)],
+            1..=3 => {
+                let stage = CrashStage::ALL[self.rng.random_range(0..CrashStage::ALL.len())];
+                vec![crash(CrashAt::Write(stage))]
+            }
+            4 => vec![crash(CrashAt::AfterFlush), Command::Flush],
+            5 => vec![Command::Flush, crash(CrashAt::Now)],
+            _ => vec![Command::Compact { cutoff, minor: false }, crash(CrashAt::Now)],
+        }
+    }
+}
+
 impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
@@ -218,6 +258,8 @@ fn new_state() -> (ScratchDir, State) {
     let scratch = ScratchDir::new().expect("scratch directory");
     let state = State {
         runner: Runner::in_memory(scratch.path()).expect("in-memory RocksDB environment"),
+        book: Book::default(),
+        needs_restart: false,
         docs: Model::new(),
         tables: BTreeMap::new(),
         markers: MarkerMode::Optional,
@@ -234,11 +276,15 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let mut workload_rng = stream(config.seed, STREAM_WORKLOAD);
     let mut clock_rng = stream(config.seed, STREAM_CLOCK);
     let mut schedule = Schedule::new(stream(config.seed, STREAM_SCHEDULE));
+    let mut crashes = Crashes::new(stream(config.seed, STREAM_CRASHES));
     let mut workload = Workload::new(&mut workload_rng, config.profile);
     let step_mean_us = clock_rng.random_range(20..400u64);
     let jitter_us = clock_rng.random_range(0..50u64);
-    let knobs =
-        format!("{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule}", workload.knobs());
+    let knobs = format!(
+        "{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule} crash={}\u{2030}",
+        workload.knobs(),
+        crashes.permille
+    );
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
     let (_scratch, mut state) = new_state();
@@ -257,7 +303,12 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     };
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now()).into();
     while !pending.is_empty() || outcome.ops < config.ops {
-        let op = match pending.pop_front() {
+        if pending.is_empty() && !state.needs_restart {
+            pending.extend(crashes.next(state.cutoff).into_iter().map(Op::Doc));
+        }
+        let next = if state.needs_restart { None } else { pending.pop_front() };
+        let op = match next {
+            _ if state.needs_restart => Op::Doc(Command::Restart),
             Some(op) => op,
             None => {
                 let step_us = clock_rng.random_range(1..=2 * step_mean_us);
@@ -323,9 +374,14 @@ fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
     state.script.push(op.to_string());
     state.ops.push(op.clone());
     let result = match op {
+        Op::Doc(Command::Restart) => restart(state),
+        Op::Doc(Command::Crash { at, .. }) => Ok(crash(state, op, *at)),
         Op::Doc(Command::Compact { cutoff, .. }) => {
             let cutoff = *cutoff;
             let lines = execute_engine(state, op);
+            if after_flush(state, &lines) {
+                return Ok(lines); // a crash armed for after the flush cut it
+            }
             state.docs.compacted(cutoff.raw());
             state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
             state.cutoff = state.cutoff.max(cutoff);
@@ -341,6 +397,8 @@ fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
         _ if op.is_read() => check_read(state, op),
         _ => check_write(state, op),
     };
+    let acks = state.runner.take_acks();
+    state.book.acked(acks);
     if let Ok(lines) = &result {
         // An error both sides agree on is part of the run: the reproducer expects it.
         if lines.iter().any(|l| l.starts_with("error:")) {
@@ -372,6 +430,8 @@ const EXPECT_ERROR: &str = "error";
 
 /// Writes: engine and model must both succeed or both refuse.
 fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+    let before = matches!(state.book.armed, Some(Some(_)))
+        .then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
     let model: Result<(), ModelError> = match op {
         Op::Doc(Command::Markers(mode)) => {
             state.markers = *mode;
@@ -403,12 +463,90 @@ fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
         Op::Redis { ht, op: redis } => state.docs.redis(ht.raw(), redis).map(|_| ()),
     };
     let lines = execute_engine(state, op);
+    if after_flush(state, &lines) {
+        return Ok(lines);
+    }
+    if let (Some(stage), Some(before)) = (crashed_at(&lines), before) {
+        state.book.cut(stage, before);
+        state.book.crashed();
+        state.needs_restart = true;
+        return match model {
+            Ok(()) => Ok(lines),
+            Err(_) => Err((vec![EXPECT_ERROR.into()], lines)),
+        };
+    }
     let engine_failed = lines.iter().any(|l| l.starts_with("error:"));
     match (&model, engine_failed) {
         (Ok(()), false) | (Err(_), true) => Ok(lines),
         (Ok(()), true) => Err((Vec::new(), lines)),
         (Err(_), false) => Err((vec![EXPECT_ERROR.into()], lines)),
     }
+}
+
+/// The write stage an `error: crashed <stage>` line names.
+fn crashed_at(lines: &[String]) -> Option<CrashStage> {
+    let stage = lines.iter().find_map(|l| l.strip_prefix("error: crashed "))?;
+    CrashStage::from_name(stage)
+}
+
+/// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
+/// returns whether the crash cut it.
+fn after_flush(state: &mut State, lines: &[String]) -> bool {
+    let flushing = state
+        .ops
+        .last()
+        .is_some_and(|op| matches!(op, Op::Doc(Command::Flush) | Op::Doc(Command::Compact { .. })));
+    let cut = lines.iter().any(|l| l == "error: crashed after-flush");
+    if flushing && (cut || !lines.iter().any(|l| l.starts_with("error:"))) {
+        state.book.flushed();
+    }
+    if cut {
+        state.book.crashed();
+        state.needs_restart = true;
+    }
+    cut
+}
+
+/// A `crash` command: cut the power now, or arm a crash.
+fn crash(state: &mut State, op: &Op, at: CrashAt) -> Vec<String> {
+    state.book.ledger_seen = state.runner.disk().ledger().len();
+    let lines = execute_engine(state, op);
+    match at {
+        CrashAt::Now => {
+            state.book.crashed();
+            state.needs_restart = true;
+        }
+        CrashAt::Write(stage) => state.book.armed = Some(Some(stage)),
+        CrashAt::AfterFlush => state.book.armed = Some(None),
+    }
+    lines
+}
+
+/// Restart the node and check bootstrap against the book; then the recent reads again.
+fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
+    state.needs_restart = false;
+    let acks = state.runner.take_acks();
+    state.book.acked(acks);
+    let in_doubt = state.runner.take_in_doubt();
+    let names = state.runner.tablet_names();
+    let outcome = state.runner.restart().map_err(|e| e.to_string());
+    let ledger = state.runner.disk().ledger();
+    let checked = state.book.restarted(&names, &outcome, in_doubt, &ledger);
+    let lines = match &outcome {
+        Ok(reports) => reports.iter().map(|(n, r)| format_restart(n, r)).collect(),
+        Err(e) => vec![format!("error: {e}")],
+    };
+    match checked {
+        Ok(Some(before)) => {
+            state.docs = before.docs;
+            state.tables = before.tables;
+        }
+        Ok(None) => {}
+        Err(mismatch) => return Err(mismatch),
+    }
+    let cutoff = state.cutoff;
+    recheck(state, cutoff)?;
+    Ok(lines)
 }
 
 fn markers(mode: MarkerMode) -> Markers {
@@ -553,6 +691,7 @@ fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -
         reproducer.push_str("# expected: this write succeeds\n");
     }
     let kind = match op {
+        Op::Doc(Command::Restart) => FailureKind::Restart,
         Op::Doc(Command::Get { .. }) => FailureKind::Get,
         Op::Cql { op: CqlOp::Select { .. }, .. } => FailureKind::Select,
         Op::Redis { .. } if op.is_read() => FailureKind::Redis,

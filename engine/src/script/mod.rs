@@ -7,5 +7,7 @@
 mod command;
 mod run;
 
-pub use command::{parse_line, strip_comment, Command, DocWrite, DumpStyle, MarkerMode, WriteKind};
-pub use run::{format_get, run_script, Runner, ScriptOutcome};
+pub use command::{
+    parse_line, strip_comment, Command, CrashAt, DocWrite, DumpStyle, MarkerMode, WriteKind,
+};
+pub use run::{format_get, format_restart, run_script, Runner, ScriptOutcome, TabletName};

@@ -105,6 +105,9 @@ pub struct Runner {
     /// tablets opened after arming; and how it tears unsynced data when it fires.
     armed: Option<Option<CrashStage>>,
     armed_tear: Tear,
+    /// Acknowledgements and in-doubt entries of tablets stopped before they were taken.
+    stopped_acks: Vec<(TabletName, OpId)>,
+    stopped_in_doubt: Vec<(TabletName, OpId)>,
 }
 
 /// A tablet of a runner: `None` is the document tablet, `Some(name)` a CQL table's.
@@ -145,6 +148,8 @@ impl Runner {
             off: None,
             armed: None,
             armed_tear: Tear::None,
+            stopped_acks: Vec::new(),
+            stopped_in_doubt: Vec::new(),
         }
     }
 
@@ -167,7 +172,7 @@ impl Runner {
         };
         let (mut tablet, report) =
             Tablet::open_with_log(&self.dir.join(&sub), self.env.as_ref(), &log)?;
-        if let Some(stage) = self.armed {
+        if let Some(Some(stage)) = self.armed {
             tablet.arm_crash(stage);
         }
         Ok((tablet, report))
@@ -203,6 +208,10 @@ impl Runner {
     /// Stop every tablet (a clean stop: no flush; the logs are durable anyway).
     fn stop(&mut self) {
         if self.off.is_none() {
+            let acks = self.take_acks();
+            self.stopped_acks.extend(acks);
+            let in_doubt = self.take_in_doubt();
+            self.stopped_in_doubt.extend(in_doubt);
             let docs = self.docs.take().is_some();
             let tables = self.tables.drain(..).map(|(table, _)| table).collect();
             self.off = Some((docs, tables));
@@ -250,12 +259,14 @@ impl Runner {
     pub fn arm_crash(&mut self, stage: Option<CrashStage>, tear: Tear) {
         self.armed = Some(stage);
         self.armed_tear = tear;
-        self.all_tablets().for_each(|t| t.arm_crash(stage));
+        if let Some(stage) = stage {
+            self.all_tablets().for_each(|t| t.arm_crash(stage));
+        }
     }
 
     /// Writes acknowledged since the last call, by tablet.
     pub fn take_acks(&mut self) -> Vec<(TabletName, OpId)> {
-        let mut acks = Vec::new();
+        let mut acks = std::mem::take(&mut self.stopped_acks);
         for (name, tablet) in self.named_tablets() {
             acks.extend(tablet.take_acks().into_iter().map(|op| (name.clone(), op)));
         }
@@ -264,11 +275,21 @@ impl Runner {
 
     /// The in-doubt entry of a failed write, by tablet.
     pub fn take_in_doubt(&mut self) -> Vec<(TabletName, OpId)> {
-        let mut in_doubt = Vec::new();
+        let mut in_doubt = std::mem::take(&mut self.stopped_in_doubt);
         for (name, tablet) in self.named_tablets() {
             in_doubt.extend(tablet.take_in_doubt().map(|op| (name.clone(), op)));
         }
         in_doubt
+    }
+
+    /// The tablets, running or stopped, document tablet first.
+    pub fn tablet_names(&self) -> Vec<TabletName> {
+        let (docs, tables): (bool, Vec<&CqlTable>) = match &self.off {
+            Some((docs, tables)) => (*docs, tables.iter().collect()),
+            None => (self.docs.is_some(), self.tables.iter().map(|(t, _)| t).collect()),
+        };
+        let tables = tables.into_iter().map(|t| Some(t.name.clone()));
+        docs.then_some(None).into_iter().chain(tables).collect()
     }
 
     /// The disk the logs live on.
@@ -306,8 +327,7 @@ impl Runner {
             }
             Command::Restart => {
                 for (name, report) in self.restart()? {
-                    let suffix = name.map(|n| format!(" table={n}")).unwrap_or_default();
-                    writeln!(out, "{report}{suffix}").expect("write to String");
+                    writeln!(out, "{}", format_restart(&name, &report)).expect("write to String");
                 }
             }
             Command::Log => self.print_log(out)?,
@@ -320,19 +340,29 @@ impl Runner {
         Ok(())
     }
 
-    /// Flush every tablet.
+    /// Flush every tablet, then GC their logs.
     pub fn flush(&mut self) -> Result<()> {
         self.check_on()?;
-        let result = self.all_tablets().try_for_each(|t| t.flush());
-        self.power_off_if_crashed(result)
+        self.all_tablets().try_for_each(|t| t.flush_data())?;
+        self.gc_logs()
     }
 
-    /// Flush and compact every tablet with history cutoff `cutoff`.
+    /// Flush and compact every tablet with history cutoff `cutoff`, then GC their logs.
     pub fn compact(&mut self, cutoff: HybridTime, minor: bool) -> Result<()> {
         let kind = if minor { CompactionKind::Minor } else { CompactionKind::Full };
         self.docs()?; // the document tablet's cutoff moves too, even while empty
-        let result = self.all_tablets().try_for_each(|t| t.compact(cutoff, kind));
-        self.power_off_if_crashed(result)
+        self.all_tablets().try_for_each(|t| t.compact_data(cutoff, kind))?;
+        self.gc_logs()
+    }
+
+    /// Log GC after a flush, unless a crash was armed for this moment.
+    fn gc_logs(&mut self) -> Result<()> {
+        if self.armed == Some(None) {
+            let tear = self.armed_tear;
+            self.crash(tear);
+            return Err(crate::Error::Crashed("after-flush"));
+        }
+        self.all_tablets().try_for_each(|t| t.gc_log())
     }
 
     /// An armed crash that fired takes the whole node down.
@@ -430,6 +460,15 @@ impl Runner {
             }
         }
         Ok(())
+    }
+}
+
+/// A `restart` line: the contract's for the document tablet, ` table=<name>` appended for
+/// a CQL table's tablet.
+pub fn format_restart(name: &TabletName, report: &RestartReport) -> String {
+    match name {
+        None => report.to_string(),
+        Some(table) => format!("{report} table={table}"),
     }
 }
 
