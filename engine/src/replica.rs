@@ -220,7 +220,16 @@ impl Replica {
 
     /// Remove whole log segments below `keep_index`; returns how many went.
     pub fn gc_log(&mut self, keep_index: u64) -> Result<usize> {
-        self.log.gc(keep_index)
+        let removed = self.log.gc(keep_index)?;
+        // raft-rs's in-memory copy of the log: one voter has no follower to catch up, so
+        // entries below both the GC bound and the applied index can go too.
+        let compact_to = keep_index.min(self.node.raft.raft_log.applied);
+        let store = self.node.store().clone();
+        let first_index = raft::Storage::first_index(&store).map_err(raft_error)?;
+        if compact_to > first_index {
+            store.wl().compact(compact_to).map_err(raft_error)?;
+        }
+        Ok(removed)
     }
 }
 

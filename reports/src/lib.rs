@@ -54,6 +54,15 @@ pub struct RunReport {
     pub faults: BTreeMap<String, u64>,
     /// Log entries replayed at restarts.
     pub replayed: u64,
+    /// Entries the simulator's book expected above the flushed frontiers (must equal
+    /// `replayed` whenever the run passed).
+    #[serde(default)]
+    pub expected_replayed: u64,
+    /// Crashes and restarts.
+    #[serde(default)]
+    pub crashes: u64,
+    #[serde(default)]
+    pub restarts: u64,
     pub failure: Option<FailureReport>,
 }
 
@@ -84,6 +93,10 @@ pub struct Totals {
     pub compactions: usize,
     pub failures: usize,
     pub ops_per_second: f64,
+    pub crashes: u64,
+    pub restarts: u64,
+    pub replayed: u64,
+    pub expected_replayed: u64,
 }
 
 impl CampaignReport {
@@ -128,6 +141,10 @@ impl CampaignReport {
             compactions: self.runs.iter().map(|r| r.compactions).sum(),
             failures: self.runs.iter().filter(|r| r.failure.is_some()).count(),
             ops_per_second: if busy > 0.0 { ops as f64 / busy } else { 0.0 },
+            crashes: self.runs.iter().map(|r| r.crashes).sum(),
+            restarts: self.runs.iter().map(|r| r.restarts).sum(),
+            replayed: self.runs.iter().map(|r| r.replayed).sum(),
+            expected_replayed: self.runs.iter().map(|r| r.expected_replayed).sum(),
         }
     }
 

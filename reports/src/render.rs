@@ -17,6 +17,16 @@ pub fn to_markdown(report: &CampaignReport) -> String {
         "| {} | {} | {} | {} | {} | {:.0} |\n",
         t.seeds, t.ops, t.checked_reads, t.compactions, t.failures, t.ops_per_second
     );
+    let _ = writeln!(
+        out,
+        "Crashes {}, restarts {}: log entries replayed {}, entries above the flushed \
+         frontiers {} ({}).\n",
+        t.crashes,
+        t.restarts,
+        t.replayed,
+        t.expected_replayed,
+        if t.replayed == t.expected_replayed { "equal" } else { "NOT EQUAL" }
+    );
     let failed: Vec<_> = report.runs.iter().filter(|r| r.failure.is_some()).collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "## Failures\n");

@@ -65,6 +65,22 @@ fn row(i: usize) -> Vec<(&'static str, Primitive)> {
     ]
 }
 
+/// The exact key/value bytes the engine stores for `entries` written at `ht`.
+fn raw_pairs(entries: &docsim_engine::DocWriteBatch, ht: HybridTime) -> Vec<(Vec<u8>, Vec<u8>)> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(w, (key, value))| {
+            let mut key = key.to_vec();
+            key.push(b'#');
+            let dht = DocHybridTime::new(ht, w as u32);
+            let suffix = SubDocKey::new(Default::default(), dht).encode();
+            key.extend_from_slice(&suffix[1..]); // skip the empty doc key's `!`
+            (key, value.to_vec())
+        })
+        .collect()
+}
+
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
@@ -81,19 +97,7 @@ pub fn bench_engine(rows: usize, dir: &Path) -> Result<EngineBench, String> {
     let mut raw_rows = Vec::with_capacity(rows);
     for (i, row) in values.iter().enumerate() {
         let entries = insert_row(&table, row, Ttl::Inherit).map_err(err)?;
-        let kvs: Vec<(Vec<u8>, Vec<u8>)> = entries
-            .iter()
-            .enumerate()
-            .map(|(w, (key, value))| {
-                let mut key = key.to_vec();
-                key.push(b'#');
-                let dht = DocHybridTime::new(ht(i), w as u32);
-                let suffix = SubDocKey::new(Default::default(), dht).encode();
-                key.extend_from_slice(&suffix[1..]); // skip the empty doc key's `!`
-                (key, value.to_vec())
-            })
-            .collect();
-        raw_rows.push(kvs);
+        raw_rows.push(raw_pairs(&entries, ht(i)));
     }
 
     // Engine and raw alternate in chunks, so drift in machine speed hits both alike.
@@ -176,4 +180,84 @@ fn raw_db(path: &Path) -> Result<rocksdb::DB, String> {
     opts.create_if_missing(true);
     opts.set_disable_auto_compactions(true);
     rocksdb::DB::open(&opts, path).map_err(err)
+}
+
+/// Results of the restart benchmark.
+#[derive(Debug, Clone)]
+pub struct RestartBench {
+    /// Log entries each restart replays.
+    pub entries: usize,
+    /// Milliseconds of each crash + restart (bootstrap: open RocksDB, read the log, replay,
+    /// elect), sorted.
+    pub restart_ms: Vec<f64>,
+    /// Milliseconds for raw RocksDB to write the same batches (what replay re-applies),
+    /// sorted.
+    pub raw_ms: Vec<f64>,
+}
+
+/// The median of sorted samples.
+pub fn median(sorted: &[f64]) -> f64 {
+    sorted[sorted.len() / 2]
+}
+
+/// Write `entries` CQL rows (one Raft entry each) without flushing, crash, and time the
+/// restart that replays them all; `rounds` times, each on a fresh tablet.
+pub fn bench_restart(entries: usize, rounds: usize, dir: &Path) -> Result<RestartBench, String> {
+    use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
+    use docsim_engine::script::Runner;
+    let ht = |i: usize| HybridTime::from_micros(1_000_000 + i as u64);
+    let table = CqlTable::parse(SCHEMA).map_err(err)?;
+    let (mut restart_ms, mut raw_ms) = (Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let env = rocksdb::Env::mem_env().map_err(err)?;
+        let disk = SimDisk::new(round as u64, FaultConfig::default());
+        let mut runner =
+            Runner::with_disk(&dir.join(format!("restart-{round}")), Some(env), disk, 1 << 20);
+        let mut out = String::new();
+        let create = docsim_engine::script::Command::Table(SCHEMA.into());
+        runner.execute(&create, &mut out).map_err(err)?;
+        let mut raw_batches = Vec::with_capacity(entries);
+        for i in 0..entries {
+            let row = row(i);
+            let names: Vec<&str> = row.iter().map(|(n, _)| *n).collect();
+            let values: Vec<String> = row.iter().map(|(_, v)| cql_literal(v)).collect();
+            let statement =
+                format!("INSERT INTO bench ({}) VALUES ({})", names.join(", "), values.join(", "));
+            runner.cql_run(ht(i), &statement).map_err(err)?;
+            let entries = insert_row(&table, &row, Ttl::Inherit).map_err(err)?;
+            raw_batches.push(raw_pairs(&entries, ht(i)));
+        }
+        runner.crash(Tear::None);
+        let watch = Stopwatch::start();
+        let reports = runner.restart().map_err(err)?;
+        restart_ms.push(watch.seconds() * 1000.0);
+        let replayed: usize = reports.iter().map(|(_, r)| r.replayed).sum();
+        if replayed != entries {
+            return Err(format!("replayed {replayed} entries, expected {entries}"));
+        }
+        let raw = raw_db(&dir.join(format!("raw-{round}")))?;
+        let mut write_opts = rocksdb::WriteOptions::default();
+        write_opts.disable_wal(true);
+        let watch = Stopwatch::start();
+        for pairs in &raw_batches {
+            let mut batch = rocksdb::WriteBatch::default();
+            pairs.iter().for_each(|(k, v)| batch.put(k, v));
+            raw.write_opt(batch, &write_opts).map_err(err)?;
+        }
+        raw_ms.push(watch.seconds() * 1000.0);
+    }
+    restart_ms.sort_by(f64::total_cmp);
+    raw_ms.sort_by(f64::total_cmp);
+    Ok(RestartBench { entries, restart_ms, raw_ms })
+}
+
+fn cql_literal(value: &Primitive) -> String {
+    match value {
+        Primitive::String(s) => format!("'{s}'"),
+        Primitive::Int32(v) => v.to_string(),
+        Primitive::Int64(v) => v.to_string(),
+        Primitive::Double(v) => format!("{v:?}"),
+        Primitive::Bool(v) => v.to_string(),
+        other => other.to_string(),
+    }
 }

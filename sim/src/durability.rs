@@ -45,6 +45,8 @@ pub struct Book {
     /// Fault-ledger length when the last crash was armed or cut the power.
     pub ledger_seen: usize,
     pub crashes: u64,
+    /// Crashes by where they cut: `crash.<stage>`.
+    pub crash_stages: BTreeMap<String, u64>,
     pub restarts: u64,
     /// Replayed entries reported, and entries the book expected above the frontiers.
     pub replayed: u64,
@@ -78,9 +80,10 @@ impl Book {
         self.in_doubt = Some((stage, before));
     }
 
-    /// The power went off.
-    pub fn crashed(&mut self) {
+    /// The power went off at `stage` (`idle`, `after-flush` or a write stage).
+    pub fn crashed(&mut self, stage: &str) {
         self.crashes += 1;
+        *self.crash_stages.entry(format!("crash.{stage}")).or_default() += 1;
         self.armed = None;
     }
 

@@ -112,11 +112,18 @@ enum Command {
     },
     /// Benchmarks, compared with raw RocksDB doing the same work in the same run.
     Bench {
-        /// What to measure: `engine` (CQL row writes and reads).
+        /// What to measure: `engine` (CQL row writes and reads) or `restart` (crash, then
+        /// a restart replaying `--entries` log entries; `--rounds` times).
         target: String,
         /// Rows to write and read.
         #[arg(long, default_value_t = 50_000)]
         rows: usize,
+        /// Log entries each restart replays.
+        #[arg(long, default_value_t = 1_000)]
+        entries: usize,
+        /// Restarts to time.
+        #[arg(long, default_value_t = 11)]
+        rounds: usize,
     },
 }
 
@@ -194,7 +201,10 @@ fn main() -> ExitCode {
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
-        Command::Bench { target, rows } => bench(&target, rows),
+        Command::Bench { target, rows, entries, rounds } => match target.as_str() {
+            "restart" => bench_restart(entries, rounds),
+            _ => bench(&target, rows),
+        },
     }
 }
 
@@ -387,6 +397,10 @@ fn torture_command(
         t.ops as f64 / seconds / jobs.max(1) as f64,
         t.seeds as f64 / seconds * 60.0
     );
+    println!(
+        "crashes {}  restarts {}  replayed {}  expected above frontiers {}",
+        t.crashes, t.restarts, t.replayed, t.expected_replayed
+    );
     if let Some(dir) = report_dir {
         match report::write_campaign(dir, &campaign_report) {
             Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
@@ -483,9 +497,42 @@ fn script(file: &Path, data_dir: Option<PathBuf>, plant: Option<Plant>) -> ExitC
     }
 }
 
+fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
+    if entries == 0 || rounds == 0 {
+        eprintln!("docsim: --entries and --rounds must be positive");
+        return ExitCode::from(2);
+    }
+    let scratch = match docsim::ScratchDir::new() {
+        Ok(dir) => dir,
+        Err(e) => {
+            eprintln!("docsim: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    match docsim::bench::bench_restart(entries, rounds, scratch.path()) {
+        Ok(b) => {
+            use docsim::bench::median;
+            let (restart, raw) = (median(&b.restart_ms), median(&b.raw_ms));
+            println!("crash + restart replaying {} entries, {rounds} rounds", b.entries);
+            println!(
+                "restart  median {restart:.2} ms  min {:.2} ms  max {:.2} ms",
+                b.restart_ms[0],
+                b.restart_ms[b.restart_ms.len() - 1]
+            );
+            println!("raw RocksDB writing the same {} batches: median {raw:.2} ms", b.entries);
+            println!("restart / raw re-apply: {:.2}x", restart / raw);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("docsim: bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn bench(target: &str, rows: usize) -> ExitCode {
     if target != "engine" {
-        eprintln!("docsim: unknown benchmark `{target}` (known: engine)");
+        eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart)");
         return ExitCode::from(2);
     }
     let scratch = match docsim::ScratchDir::new() {

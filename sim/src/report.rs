@@ -133,8 +133,11 @@ pub fn run_report(outcome: &RunOutcome, reports_dir: Option<&Path>) -> docsim_re
         seconds: outcome.seconds,
         trace_hash: format!("{:016x}", outcome.trace_hash),
         probes: outcome.probes.clone(),
-        faults: Default::default(),
-        replayed: 0,
+        faults: outcome.faults.clone(),
+        replayed: outcome.replayed,
+        expected_replayed: outcome.expected_replayed,
+        crashes: outcome.crashes,
+        restarts: outcome.restarts,
         failure,
     }
 }

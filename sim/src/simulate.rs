@@ -101,6 +101,13 @@ pub struct RunOutcome {
     pub failure: Option<Failure>,
     /// Coverage probes hit during the run.
     pub probes: BTreeMap<String, u64>,
+    /// Faults injected, by kind: crashes by stage, disk faults by kind.
+    pub faults: BTreeMap<String, u64>,
+    pub crashes: u64,
+    pub restarts: u64,
+    /// Log entries bootstrap replayed, and the entries the book expected.
+    pub replayed: u64,
+    pub expected_replayed: u64,
     /// Wall-clock seconds the run took (for reports; never steers the run).
     pub seconds: f64,
 }
@@ -299,6 +306,11 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         trace: Vec::new(),
         failure: None,
         probes: BTreeMap::new(),
+        faults: BTreeMap::new(),
+        crashes: 0,
+        restarts: 0,
+        replayed: 0,
+        expected_replayed: 0,
         seconds: 0.0,
     };
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now()).into();
@@ -331,6 +343,13 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         }
     }
     outcome.checked_reads = state.checked_reads;
+    let book = &state.book;
+    (outcome.crashes, outcome.restarts) = (book.crashes, book.restarts);
+    (outcome.replayed, outcome.expected_replayed) = (book.replayed, book.expected_replayed);
+    outcome.faults = book.crash_stages.clone();
+    for fault in state.runner.disk().ledger() {
+        *outcome.faults.entry(fault.kind().to_owned()).or_default() += 1;
+    }
     outcome
 }
 
@@ -468,7 +487,7 @@ fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
     }
     if let (Some(stage), Some(before)) = (crashed_at(&lines), before) {
         state.book.cut(stage, before);
-        state.book.crashed();
+        state.book.crashed(stage.name());
         state.needs_restart = true;
         return match model {
             Ok(()) => Ok(lines),
@@ -501,7 +520,7 @@ fn after_flush(state: &mut State, lines: &[String]) -> bool {
         state.book.flushed();
     }
     if cut {
-        state.book.crashed();
+        state.book.crashed("after-flush");
         state.needs_restart = true;
     }
     cut
@@ -513,7 +532,13 @@ fn crash(state: &mut State, op: &Op, at: CrashAt) -> Vec<String> {
     let lines = execute_engine(state, op);
     match at {
         CrashAt::Now => {
-            state.book.crashed();
+            let previous = state.ops.iter().rev().nth(1);
+            let stage = match previous {
+                Some(Op::Doc(Command::Flush)) => "after-log-gc",
+                Some(Op::Doc(Command::Compact { .. })) => "after-compaction",
+                _ => "idle",
+            };
+            state.book.crashed(stage);
             state.needs_restart = true;
         }
         CrashAt::Write(stage) => state.book.armed = Some(Some(stage)),
