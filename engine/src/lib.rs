@@ -44,6 +44,16 @@
 //! tombstones. Invariant, checked by a proptest on real RocksDB: no read at R >= H changes.
 //! Reads below the highest cutoff are refused (`snapshot too old`).
 //!
+//! **Raft and durability** (`tablet`, `replica`, `log`, `replay`, [`disk`]): a write is
+//! one Raft entry — proposed to raft-rs, appended to the tablet's own segmented log of
+//! CRC-32C records and synced, committed, applied to RocksDB (whose WAL is off), then
+//! acknowledged. Applying an entry also writes its op id as the *frontier*, in the same
+//! RocksDB batch, so the frontier RocksDB holds after a crash is exactly the last entry
+//! whose data is durable; bootstrap re-applies exactly the committed entries above it,
+//! skipping whole log segments below it, and log GC deletes only segments wholly below
+//! min(frontier, committed) + 1. The log lives on a seeded simulated disk whose crashes
+//! drop unsynced data and may tear it; a torn tail is cut, corruption is reported.
+//!
 //! **docscript** ([`notation`], [`script`]) is the text form of all of the above, shared by
 //! golden tests, reproducers and traces; printing and parsing round-trip. [`canary`] holds
 //! the bugs the simulator must catch; [`probe`] counts rare paths for coverage reports.

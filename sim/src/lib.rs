@@ -1,9 +1,18 @@
 //! # docsim: the simulator and its command line
 //!
-//! `docsim` drives the DocDB engine (`docsim-engine`) from the outside. Today it runs
-//! docscript files (`docsim script FILE`): golden tests, reproducers and bug reports.
-//! Every script runs against real RocksDB tablets in a scratch directory of its own, so a
-//! script's output depends on nothing but the script.
+//! `docsim` drives the DocDB engine (`docsim-engine`) from the outside:
+//!
+//! - `docsim script FILE` runs docscript (golden tests, reproducers, bug reports) against
+//!   real RocksDB tablets in a scratch directory of its own, so a script's output depends
+//!   on nothing but the script.
+//! - A **simulated run** ([`simulate`]) takes one seed: seeded streams per subsystem drive
+//!   the workload, the madsim clock, flushes and compactions, and crashes. Every op runs on
+//!   the engine and on the independent model (`docsim-models`); every read must agree.
+//!   The durability book (`durability`) is the simulator's own account of acknowledged
+//!   and flushed op ids, from which it derives what each restart must report.
+//! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
+//!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
+//!   and reproducers, [`bench`] compares the engine with raw RocksDB.
 
 pub mod bench;
 mod convert;
