@@ -497,17 +497,22 @@ fn script(file: &Path, data_dir: Option<PathBuf>, plant: Option<Plant>) -> ExitC
     }
 }
 
+/// A scratch directory for a benchmark, or the exit code of failing to make one.
+fn bench_scratch() -> Result<docsim::ScratchDir, ExitCode> {
+    docsim::ScratchDir::new().map_err(|e| {
+        eprintln!("docsim: {e}");
+        ExitCode::from(2)
+    })
+}
+
 fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     if entries == 0 || rounds == 0 {
         eprintln!("docsim: --entries and --rounds must be positive");
         return ExitCode::from(2);
     }
-    let scratch = match docsim::ScratchDir::new() {
+    let scratch = match bench_scratch() {
         Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("docsim: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match docsim::bench::bench_restart(entries, rounds, scratch.path()) {
         Ok(b) => {
@@ -535,12 +540,9 @@ fn bench(target: &str, rows: usize) -> ExitCode {
         eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart)");
         return ExitCode::from(2);
     }
-    let scratch = match docsim::ScratchDir::new() {
+    let scratch = match bench_scratch() {
         Ok(dir) => dir,
-        Err(e) => {
-            eprintln!("docsim: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     match docsim::bench::bench_engine(rows, scratch.path()) {
         Ok(b) => {
