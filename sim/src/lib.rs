@@ -12,7 +12,7 @@
 //!   and flushed op ids, from which it derives what each restart must report.
 //! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
-//!   and reproducers, [`bench`] compares the engine with raw RocksDB.
+//!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
 
 pub mod bench;
 mod convert;
