@@ -150,7 +150,9 @@ impl Log {
             } else {
                 log.read_segment(name, newest, &mut recovery)?
             };
-            let last = recovery.entries.last().map_or(prev, |e| e.op_id).max_index(prev);
+            // The last entry read, if this segment added one (else its header's prev).
+            let last = recovery.entries.last().filter(|e| e.op_id.index > prev.index);
+            let last = last.map_or(prev, |e| e.op_id);
             log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes });
         }
         log.hard_state = recovery.hard_state;
@@ -269,17 +271,6 @@ impl Log {
         let bytes = header.len();
         self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes });
         Ok(())
-    }
-}
-
-impl OpId {
-    /// The later of two op ids by index (a segment's last entry never precedes its prev).
-    fn max_index(self, other: OpId) -> OpId {
-        if self.index >= other.index {
-            self
-        } else {
-            other
-        }
     }
 }
 

@@ -97,7 +97,7 @@ impl Tablet {
             frontier.op_id = recovered_last; // believes every applied entry was flushed
         }
         let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
-        let commit = recovered_last.index;
+        let commit = replica.committed().index;
         let plan =
             plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::Storage)?;
         let mut report = RestartReport {
@@ -243,11 +243,6 @@ impl Tablet {
     /// The entry of the last failed write, which a crash may or may not have kept.
     pub fn take_in_doubt(&mut self) -> Option<OpId> {
         self.in_doubt.take()
-    }
-
-    /// The flushed frontier as this process knows it.
-    pub fn flushed(&self) -> OpId {
-        self.flushed
     }
 
     /// The log's segments (first op, last op, bytes), oldest first.

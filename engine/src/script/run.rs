@@ -224,35 +224,36 @@ impl Runner {
         self.armed = None;
         self.stop();
         let (docs, tables) = self.off.take().expect("stopped above");
+        let reports = self.reopen_all(docs, &tables);
+        if reports.is_err() {
+            // The node stays down; the tablets opened before the failure close again.
+            self.docs = None;
+            self.tables.clear();
+            self.off = Some((docs, tables));
+        }
+        reports
+    }
+
+    fn reopen_all(
+        &mut self,
+        docs: bool,
+        tables: &[CqlTable],
+    ) -> Result<Vec<(TabletName, RestartReport)>> {
         let mut reports = Vec::new();
         if docs {
-            let (mut tablet, report) = self.reopen(&None, docs, tables.clone())?;
+            let (mut tablet, report) = self.open_tablet(&None)?;
             tablet.set_table_ttl_ms(self.docs_ttl_ms);
             self.docs = Some(tablet);
             reports.push((None, report));
         }
-        for (i, table) in tables.iter().enumerate() {
+        for table in tables {
             let name = Some(table.name.clone());
-            let (mut tablet, report) = self.reopen(&name, docs, tables[i..].to_vec())?;
+            let (mut tablet, report) = self.open_tablet(&name)?;
             tablet.set_table_ttl_ms(table.default_ttl_ms);
             self.tables.push((table.clone(), tablet));
             reports.push((name, report));
         }
         Ok(reports)
-    }
-
-    /// Open one tablet; on failure the node stays down with the tablets not yet opened.
-    fn reopen(
-        &mut self,
-        name: &TabletName,
-        docs: bool,
-        unopened: Vec<CqlTable>,
-    ) -> Result<(Tablet, RestartReport)> {
-        self.open_tablet(name).inspect_err(|_| {
-            self.docs = None;
-            let opened = self.tables.drain(..).map(|(t, _)| t);
-            self.off = Some((docs, opened.chain(unopened).collect()));
-        })
     }
 
     /// Arm a crash inside the next write (or after the next flush, `None`) of every tablet.
