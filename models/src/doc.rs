@@ -1,7 +1,7 @@
 //! The document model: paths, versions, reads at a time, writes with markers.
 
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 /// A raw hybrid time: `physical_us << 12 | logical`.
 pub type Time = u64;
@@ -123,7 +123,23 @@ pub enum ModelError {
     WrongType,
 }
 
-type Paths = BTreeMap<Vec<Key>, Vec<Version>>;
+/// One path of a document: every version ever written at it, sorted by (time, write id),
+/// and the paths one subkey longer. A document is the tree of its paths.
+#[derive(Clone, Debug, Default)]
+struct Node {
+    versions: Vec<Version>,
+    children: BTreeMap<Key, Node>,
+}
+
+impl Node {
+    /// The newest version at or before `at`.
+    fn newest(&self, at: Time) -> Option<&Version> {
+        self.versions[..self.versions.partition_point(|v| v.time <= at)].last()
+    }
+}
+
+/// The newest versions at a read time of a path's ancestors, top down.
+type Chain<'a> = Vec<Option<&'a Version>>;
 
 /// One stored version of a batch (its path and write id), and the version it replaced.
 type Undo = (DocId, Vec<Key>, u32, Option<Version>);
@@ -131,7 +147,7 @@ type Undo = (DocId, Vec<Key>, u32, Option<Version>);
 /// The reference model of one tablet.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
-    docs: BTreeMap<DocId, Paths>,
+    docs: BTreeMap<DocId, Node>,
     table_ttl_ms: Option<u64>,
     cutoff: Time,
 }
@@ -168,10 +184,8 @@ impl Model {
     pub fn write_entries(&mut self, time: Time, entries: Vec<(DocId, Vec<Key>, Entry, Ttl)>) {
         for (write_id, (doc, path, entry, ttl)) in entries.into_iter().enumerate() {
             let write_id = write_id as u32;
-            insert_version(
-                self.docs.entry(doc).or_default().entry(path).or_default(),
-                Version { time, write_id, entry, ttl },
-            );
+            let node = self.node_mut(&doc, &path);
+            insert_version(&mut node.versions, Version { time, write_id, entry, ttl });
         }
     }
 
@@ -184,52 +198,83 @@ impl Model {
     }
 
     fn read_unchecked(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
-        let paths = self.docs.get(doc)?;
-        // A path's descendants follow it in the map: a prefix sorts before its extensions.
-        let visible: BTreeMap<&[Key], &Entry> = paths
-            .range(path.to_vec()..)
-            .map(|(p, _)| p)
-            .take_while(|p| p.starts_with(path))
-            .filter_map(|p| self.visible(doc, p, at).map(|e| (p.as_slice(), e)))
-            .collect();
-        build(&visible, path)
+        let (mut chain, node) = self.ancestors(doc, path, at)?;
+        self.build(node, &mut chain, at)
     }
 
-    /// What is at `path`: an object (a visible descendant or marker), a leaf, or nothing.
-    /// Like a read, but stops at the first visible descendant.
-    fn probe(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
-        let paths = self.docs.get(doc)?;
-        let mut below =
-            paths.range(path.to_vec()..).map(|(p, _)| p).take_while(|p| p.starts_with(path));
-        if below.any(|p| p.len() > path.len() && self.visible(doc, p, at).is_some()) {
-            return Some(Doc::Object(BTreeMap::new()));
+    /// The newest versions at `at` of the strict ancestors of `path` — the colocated table
+    /// key first, then the document root downwards — and the node at `path`.
+    fn ancestors(&self, doc: &DocId, path: &[Key], at: Time) -> Option<(Chain<'_>, &Node)> {
+        let mut chain: Chain<'_> = Vec::with_capacity(path.len() + 8);
+        if let Some(table) = doc.table() {
+            chain.push(self.docs.get(&table).and_then(|root| root.newest(at)));
         }
-        match self.visible(doc, path, at)? {
+        let mut node = self.docs.get(doc)?;
+        for key in path {
+            chain.push(node.newest(at));
+            node = node.children.get(key)?;
+        }
+        Some((chain, node))
+    }
+
+    /// The document at `node` (below `chain`): an object if anything beneath is visible,
+    /// else its own visible entry.
+    fn build<'a>(&'a self, node: &'a Node, chain: &mut Chain<'a>, at: Time) -> Option<Doc> {
+        let own = node.newest(at);
+        chain.push(own);
+        let map: BTreeMap<Key, Doc> = node
+            .children
+            .iter()
+            .filter_map(|(key, child)| Some((key.clone(), self.build(child, chain, at)?)))
+            .collect();
+        chain.pop();
+        if !map.is_empty() {
+            return Some(Doc::Object(map));
+        }
+        match self.visible(chain, own?, at)? {
             Entry::Marker => Some(Doc::Object(BTreeMap::new())),
             Entry::Value(s) => Some(Doc::Leaf(s.clone())),
             Entry::Tombstone => unreachable!("tombstones are never visible"),
         }
     }
 
-    /// The entry visible at `path` at `at`, by the definition in the crate essay.
-    fn visible(&self, doc: &DocId, path: &[Key], at: Time) -> Option<&Entry> {
-        // The newest version at or before `at` (versions are kept sorted).
-        fn newest<'a>(paths: Option<&'a Paths>, p: &[Key], at: Time) -> Option<&'a Version> {
-            let versions = paths?.get(p)?;
-            versions[..versions.partition_point(|v| v.time <= at)].last()
+    /// What is at `path`: an object (a visible descendant or marker), a leaf, or nothing.
+    /// Like a read, but stops at the first visible descendant.
+    fn probe(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
+        let (mut chain, node) = self.ancestors(doc, path, at)?;
+        let own = node.newest(at);
+        chain.push(own);
+        if node.children.values().any(|child| self.anything_visible(child, &mut chain, at)) {
+            return Some(Doc::Object(BTreeMap::new()));
         }
-        let mut chain: Vec<Option<&Version>> = Vec::with_capacity(path.len() + 2);
-        if let Some(table) = doc.table() {
-            chain.push(newest(self.docs.get(&table), &[], at));
+        chain.pop();
+        match self.visible(&chain, own?, at)? {
+            Entry::Marker => Some(Doc::Object(BTreeMap::new())),
+            Entry::Value(s) => Some(Doc::Leaf(s.clone())),
+            Entry::Tombstone => unreachable!("tombstones are never visible"),
         }
-        // The path's own version first: most paths have none at `at` to look further for.
-        let paths = self.docs.get(doc);
-        newest(paths, path, at)?;
-        for depth in 0..=path.len() {
-            chain.push(newest(paths, &path[..depth], at));
+    }
+
+    /// Whether `node` or anything beneath it is visible.
+    fn anything_visible<'a>(&'a self, node: &'a Node, chain: &mut Chain<'a>, at: Time) -> bool {
+        let own = node.newest(at);
+        if own.is_some_and(|own| self.visible(chain, own, at).is_some()) {
+            return true;
         }
-        let (own, ancestors) = chain.split_last().expect("at least the path itself");
-        let own = (*own)?;
+        chain.push(own);
+        let found = node.children.values().any(|child| self.anything_visible(child, chain, at));
+        chain.pop();
+        found
+    }
+
+    /// The entry of `own` if visible at `at` below `ancestors` (the newest versions of the
+    /// path's ancestors, top down), by the definition in the crate essay.
+    fn visible<'a>(
+        &self,
+        ancestors: &[Option<&Version>],
+        own: &'a Version,
+        at: Time,
+    ) -> Option<&'a Entry> {
         // Walk the ancestors top down: those whose version is newer than every version
         // above them are in effect; collect their explicit TTLs.
         let mut newest: Option<(Time, u32)> = None;
@@ -263,6 +308,11 @@ impl Model {
         Some(&own.entry)
     }
 
+    fn node_mut(&mut self, doc: &DocId, path: &[Key]) -> &mut Node {
+        let root = self.docs.entry(doc.clone()).or_default();
+        path.iter().fold(root, |node, key| node.children.entry(key.clone()).or_default())
+    }
+
     /// Apply one write batch of document writes at `time`.
     pub fn write_batch(
         &mut self,
@@ -278,8 +328,7 @@ impl Model {
                 self.apply_write(time, markers, doc, path, write, *ttl, &mut write_id, &mut undo);
             if let Err(e) = applied {
                 for (doc, path, id, replaced) in undo.into_iter().rev() {
-                    let versions =
-                        self.docs.get_mut(&doc).and_then(|p| p.get_mut(&path)).expect("logged");
+                    let versions = &mut self.node_mut(&doc, &path).versions;
                     let at = versions
                         .iter()
                         .position(|v| (v.time, v.write_id) == (time, id))
@@ -354,8 +403,7 @@ impl Model {
     /// Store `v`; returns how to undo it.
     fn put(&mut self, doc: &DocId, path: &[Key], v: Version) -> Undo {
         let id = v.write_id;
-        let versions = self.docs.entry(doc.clone()).or_default().entry(path.to_vec()).or_default();
-        let replaced = insert_version(versions, v);
+        let replaced = insert_version(&mut self.node_mut(doc, path).versions, v);
         (doc.clone(), path.to_vec(), id, replaced)
     }
 
@@ -400,31 +448,6 @@ fn flatten(path: &[Key], map: &BTreeMap<Key, Doc>, out: &mut Vec<(Vec<Key>, Entr
                 flatten(&child, inner, out);
             }
         }
-    }
-}
-
-/// The document at `prefix` from the visible entries: an object if anything below is
-/// visible, else the entry itself.
-fn build(visible: &BTreeMap<&[Key], &Entry>, prefix: &[Key]) -> Option<Doc> {
-    let children: BTreeSet<&Key> = visible
-        .keys()
-        .filter(|p| p.len() > prefix.len() && p.starts_with(prefix))
-        .map(|p| &p[prefix.len()])
-        .collect();
-    if !children.is_empty() {
-        let mut map = BTreeMap::new();
-        for key in children {
-            let mut child = prefix.to_vec();
-            child.push(key.clone());
-            let doc = build(visible, &child).expect("has a visible entry at or below");
-            map.insert(key.clone(), doc);
-        }
-        return Some(Doc::Object(map));
-    }
-    match visible.get(prefix)? {
-        Entry::Marker => Some(Doc::Object(BTreeMap::new())),
-        Entry::Value(s) => Some(Doc::Leaf(s.clone())),
-        Entry::Tombstone => unreachable!("tombstones are never visible"),
     }
 }
 

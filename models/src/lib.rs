@@ -2,8 +2,10 @@
 //!
 //! The checker the simulator trusts. It states DocDB's semantics in the plainest data
 //! structures and shares no code with the engine: no encoders, no reader, no compaction.
-//! A document is a map from paths (lists of subkeys) to *all* their versions; a read
-//! answers, for every stored path, one question straight from the definition:
+//! A document is a tree of paths (lists of subkeys), each node holding *all* the versions
+//! ever written at its path; a read walks the tree below the path it reads, carrying the
+//! newest version of every ancestor, and answers for every node one question straight
+//! from the definition:
 //!
 //! > Is the newest version at or before R of this path strictly newer (hybrid time, then
 //! > write id) than the newest version at or before R of each of its ancestors — the
