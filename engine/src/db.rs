@@ -180,10 +180,10 @@ impl DocDb {
         Ok(entries)
     }
 
-    /// The entries a read at `read_ht` needs: per path only the newest version at or
-    /// before `read_ht`. Versions newer than the read and older versions of a path already
-    /// seen are skipped on their raw bytes, without decoding (reads of documents with long
-    /// histories stay cheap).
+    /// The entries a read at `read_ht` needs (see [`NeededAt`]): versions newer than the
+    /// read, older versions of a path and versions an ancestor overwrote are skipped on
+    /// their raw bytes, without decoding (reads of documents with long histories stay
+    /// cheap).
     fn scan_doc_prefix_at(
         &self,
         doc: &[u8],
@@ -195,12 +195,12 @@ impl DocDb {
         opts.set_prefix_same_as_start(true);
         let mut it = self.db().raw_iterator_opt(opts);
         it.seek(doc);
-        let mut last_path: Vec<u8> = Vec::new();
+        let mut needed = NeededAt::new(read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(doc) {
                 break;
             }
-            if needed_at(key, doc.len(), read_ht, &mut last_path)? {
+            if needed.needed(key, doc.len())? {
                 out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             }
             it.next();
@@ -221,13 +221,13 @@ impl DocDb {
         let mut it = self.db().raw_iterator_opt(opts);
         it.seek(prefix);
         let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
-        let (mut current, mut last_path) = (Vec::new(), Vec::new());
+        let (mut current, mut needed) = (Vec::new(), NeededAt::new(read_ht));
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
                 break;
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
-            if !needed_at(key, doc_len, read_ht, &mut last_path)? {
+            if !needed.needed(key, doc_len)? {
                 it.next();
                 continue;
             }
@@ -362,24 +362,47 @@ impl Drop for DocDb {
     }
 }
 
-/// Whether a read at `read_ht` needs the entry with this `key` (its document key ends at
-/// `doc_len`): it is not newer than the read, and it is the first (newest) version of its
-/// path seen — `last_path` tracks that, on raw bytes, without decoding.
-fn needed_at(
-    key: &[u8],
-    doc_len: usize,
+/// Which stored versions a read at `read_ht` needs, decided on raw key bytes in key order
+/// (a path's versions newest first, a parent before its children), without decoding:
+/// per path only the newest version at or before the read, and none that a version of an
+/// ancestor overwrote at a later hybrid time. Ties at one hybrid time are left to the
+/// reader, which orders them by write id.
+struct NeededAt {
     read_ht: HybridTime,
-    last_path: &mut Vec<u8>,
-) -> Result<bool> {
-    let end = path_end(key, doc_len).ok_or_else(|| corrupt_key(key, "no '#'"))?;
-    let dht =
-        crate::encoding::decode_doc_ht(&key[end + 1..], end + 1).map_err(|e| with_key(key, e))?;
-    if dht.ht > read_ht || key[..end] == last_path[..] {
-        return Ok(false);
+    /// The path of the last version kept or overwritten: older versions of it are skipped.
+    last_path: Vec<u8>,
+    /// The prefixes of `last_path` that are paths with a version at or before the read
+    /// (their lengths, outermost first), each with the newest hybrid time along the chain.
+    chain: Vec<(usize, HybridTime)>,
+}
+
+impl NeededAt {
+    fn new(read_ht: HybridTime) -> NeededAt {
+        NeededAt { read_ht, last_path: Vec::new(), chain: Vec::new() }
     }
-    last_path.clear();
-    last_path.extend_from_slice(&key[..end]);
-    Ok(true)
+
+    /// Whether the read needs the entry with this `key` (its document key ends at `doc_len`).
+    fn needed(&mut self, key: &[u8], doc_len: usize) -> Result<bool> {
+        let end = path_end(key, doc_len).ok_or_else(|| corrupt_key(key, "no '#'"))?;
+        let ht = crate::encoding::decode_doc_ht(&key[end + 1..], end + 1)
+            .map_err(|e| with_key(key, e))?
+            .ht;
+        let path = &key[..end];
+        if ht > self.read_ht || path == &self.last_path[..] {
+            return Ok(false);
+        }
+        while let Some(&(len, _)) = self.chain.last() {
+            if len < path.len() && path.starts_with(&self.last_path[..len]) {
+                break;
+            }
+            self.chain.pop();
+        }
+        let ancestors_ht = self.chain.last().map(|&(_, newest)| newest);
+        self.chain.push((path.len(), ancestors_ht.map_or(ht, |a| a.max(ht))));
+        self.last_path.clear();
+        self.last_path.extend_from_slice(path);
+        Ok(ancestors_ht.is_none_or(|a| a <= ht))
+    }
 }
 
 /// Where the path of an encoded key ends (the position of its `#`), found by skipping the
@@ -439,7 +462,7 @@ fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
     // arbitrary moments (and race DB close). The engine reports what it needs itself.
     opts.set_stats_dump_period_sec(0);
     opts.set_stats_persist_period_sec(0);
-    opts.set_keep_log_file_num(2);
+    opts.set_skip_stats_update_on_db_open(true);
     opts.set_prefix_extractor(SliceTransform::create(
         "docdb_doc_key",
         doc_key_prefix,
@@ -455,8 +478,20 @@ fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
     opts.set_block_based_table_factory(&table);
     opts.set_compaction_filter_factory(GcFilterFactory { gc });
     // Not in the Rust API: a close (and so a crash) must not persist memtables, or replay
-    // after a crash would never be exercised.
-    Ok(opts.get_options_from_string("avoid_flush_during_shutdown=true")?)
+    // after a crash would never be exercised. (This builds new options: what must outlive
+    // the database, like the logger below, is set on them afterwards.)
+    let mut opts = opts.get_options_from_string("avoid_flush_during_shutdown=true")?;
+    // No info LOG file: every open would format hundreds of option lines into it. Fatal
+    // messages still reach stderr; failures reach the caller as statuses regardless.
+    opts.set_info_logger(rocksdb::InfoLogger::new_callback_logger(
+        rocksdb::LogLevel::Fatal,
+        |level, message| {
+            if level == rocksdb::LogLevel::Fatal {
+                eprintln!("rocksdb: {}", message.trim_end());
+            }
+        },
+    ));
+    Ok(opts)
 }
 
 fn doc_key_prefix(key: &[u8]) -> &[u8] {
