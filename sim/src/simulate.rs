@@ -419,10 +419,7 @@ fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
     let acks = state.runner.take_acks();
     state.book.acked(acks);
     if let Ok(lines) = &result {
-        // An error both sides agree on is part of the run: the reproducer expects it.
-        if lines.iter().any(|l| l.starts_with("error:")) {
-            state.script.push("expect error".into());
-        }
+        expect_agreed_error(state, lines);
     }
     result.map_err(|(expected, actual)| Box::new(failure(state, op, expected, actual)))
 }
@@ -693,9 +690,17 @@ fn recheck(state: &mut State, cutoff: HybridTime) -> Result<(), Mismatch> {
         state.recent_reads.iter().filter(|op| read_time(op) >= Some(cutoff)).cloned().collect();
     for read in reads {
         state.script.push(read.to_string());
-        check_read(state, &read)?;
+        let lines = check_read(state, &read)?;
+        expect_agreed_error(state, &lines);
     }
     Ok(())
+}
+
+/// An error both sides agree on is part of the run: the reproducer expects it.
+fn expect_agreed_error(state: &mut State, lines: &[String]) {
+    if lines.iter().any(|l| l.starts_with("error:")) {
+        state.script.push("expect error".into());
+    }
 }
 
 fn read_time(op: &Op) -> Option<HybridTime> {
