@@ -109,33 +109,40 @@ fn run_prints_banner_and_pass() {
 
 #[test]
 fn failure_block_names_seed_step_and_reproduce_command() {
+    let plant = Plant::ExclusiveCutoff;
+    let seed = (0..SEEDS_BOUND)
+        .find(|&seed| run(&config(seed, 1_000, None, Some(plant))).failure.is_some())
+        .expect("caught");
     let dir = scratch("block");
     let dir_arg = dir.to_str().expect("utf-8");
+    let seed_arg = seed.to_string();
     let out = docsim(&[
         "run",
         "--seed",
-        "0",
+        &seed_arg,
         "--ops",
         "1000",
         "--plant",
-        "exclusive-cutoff",
+        plant.name(),
         "--reports",
         dir_arg,
     ]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(!out.status.success(), "{stdout}");
+    let reproduce =
+        format!("  reproduce: docsim run --seed {seed} --ops 1000 --plant {}", plant.name());
     for needle in [
-        "FAIL seed=0 commit=",
+        &format!("FAIL seed={seed} commit="),
         "  op:",
         "  expected:",
         "  actual:",
         "  last operations:",
-        "  reproduce: docsim run --seed 0 --ops 1000 --plant exclusive-cutoff",
+        &reproduce,
         "repro.ds",
     ] {
         assert!(stdout.contains(needle), "missing {needle:?} in\n{stdout}");
     }
-    assert!(dir.join("0").join("repro.ds").exists());
+    assert!(dir.join(&seed_arg).join("repro.ds").exists());
     let _ = std::fs::remove_dir_all(&dir);
 }
 
