@@ -597,3 +597,58 @@ impl CompactionFilter for GcFilter {
         c"docdb_gc"
     }
 }
+
+#[cfg(test)]
+mod needed_at_tests {
+    use super::NeededAt;
+    use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, SubDocKey};
+    use crate::hybrid_time::{DocHybridTime, HybridTime};
+
+    fn doc() -> DocKey {
+        DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))])
+    }
+
+    /// The encoded key of `path` (subkey names) at `us` with write id 0.
+    fn key(path: &[&str], us: u64) -> Vec<u8> {
+        let subkeys = path.iter().map(|s| KeyEntry::asc(Primitive::String((*s).into()))).collect();
+        let at = DocHybridTime::new(HybridTime::new(us, 0), 0);
+        SubDocKey::new(DocPath::new(doc(), subkeys), at).encode()
+    }
+
+    /// Which of `keys` (given in RocksDB order) a read at `read_us` keeps.
+    fn kept(keys: &[Vec<u8>], read_us: u64) -> Vec<bool> {
+        let doc_len = doc().encode().len();
+        let mut needed = NeededAt::new(HybridTime::new(read_us, 0));
+        keys.iter().map(|k| needed.needed(k, doc_len).expect("well-formed")).collect()
+    }
+
+    #[test]
+    fn newest_version_at_or_before_the_read_only() {
+        let keys = [key(&["a"], 30), key(&["a"], 20), key(&["a"], 10)];
+        assert_eq!(kept(&keys, 25), [false, true, false]);
+        assert_eq!(kept(&keys, 5), [false, false, false]);
+    }
+
+    #[test]
+    fn versions_an_ancestor_overwrote_later_are_skipped() {
+        // Root marker at 20; a.b at 10 (overwritten), a.c at 30 (newer), a sibling `z` at 15
+        // (overwritten), and a.b again at 20: the same hybrid time is left to the reader.
+        let keys = [
+            key(&[], 20),
+            key(&["a", "b"], 10),
+            key(&["a", "c"], 30),
+            key(&["z"], 20),
+            key(&["z", "y"], 15),
+        ];
+        assert_eq!(kept(&keys, 40), [true, false, true, true, false]);
+    }
+
+    #[test]
+    fn an_overwritten_path_does_not_hide_its_newer_children() {
+        // `a` at 5 is hidden by the root at 20; `a.b` at 25 is newer than both.
+        let keys = [key(&[], 20), key(&["a"], 5), key(&["a", "b"], 25), key(&["c"], 21)];
+        assert_eq!(kept(&keys, 40), [true, false, true, true]);
+        // Read before the root's version: nothing above `a` hides it.
+        assert_eq!(kept(&keys, 10), [false, true, false, false]);
+    }
+}
