@@ -481,8 +481,9 @@ fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
     // after a crash would never be exercised. (This builds new options: what must outlive
     // the database, like the logger below, is set on them afterwards.)
     let mut opts = opts.get_options_from_string("avoid_flush_during_shutdown=true")?;
-    // No info LOG file: every open would format hundreds of option lines into it. Fatal
-    // messages still reach stderr; failures reach the caller as statuses regardless.
+    // No info LOG file: every open would format hundreds of option lines into it. Header
+    // lines reach the callback whatever its level, hence the filter; fatal messages still
+    // reach stderr, and failures reach the caller as statuses regardless.
     opts.set_info_logger(rocksdb::InfoLogger::new_callback_logger(
         rocksdb::LogLevel::Fatal,
         |level, message| {
@@ -631,8 +632,8 @@ mod needed_at_tests {
 
     #[test]
     fn versions_an_ancestor_overwrote_later_are_skipped() {
-        // Root marker at 20; a.b at 10 (overwritten), a.c at 30 (newer), a sibling `z` at 15
-        // (overwritten), and a.b again at 20: the same hybrid time is left to the reader.
+        // Root marker at 20; a.b at 10 (overwritten), a.c at 30 (newer), `z` at 20 (the
+        // same hybrid time as the root: left to the reader), z.y at 15 (overwritten).
         let keys = [
             key(&[], 20),
             key(&["a", "b"], 10),

@@ -231,11 +231,7 @@ impl Model {
         if !map.is_empty() {
             return Some(Doc::Object(map));
         }
-        match self.visible(chain, own?, at)? {
-            Entry::Marker => Some(Doc::Object(BTreeMap::new())),
-            Entry::Value(s) => Some(Doc::Leaf(s.clone())),
-            Entry::Tombstone => unreachable!("tombstones are never visible"),
-        }
+        self.own_doc(chain, own, at)
     }
 
     /// What is at `path`: an object (a visible descendant or marker), a leaf, or nothing.
@@ -248,11 +244,7 @@ impl Model {
             return Some(Doc::Object(BTreeMap::new()));
         }
         chain.pop();
-        match self.visible(&chain, own?, at)? {
-            Entry::Marker => Some(Doc::Object(BTreeMap::new())),
-            Entry::Value(s) => Some(Doc::Leaf(s.clone())),
-            Entry::Tombstone => unreachable!("tombstones are never visible"),
-        }
+        self.own_doc(&chain, own, at)
     }
 
     /// Whether `node` or anything beneath it is visible.
@@ -265,6 +257,21 @@ impl Model {
         let found = node.children.values().any(|child| self.anything_visible(child, chain, at));
         chain.pop();
         found
+    }
+
+    /// What `own` alone reads as at `at` below `ancestors`: `{}` for a marker, a leaf for
+    /// a value, nothing if it is missing or not visible.
+    fn own_doc(
+        &self,
+        ancestors: &[Option<&Version>],
+        own: Option<&Version>,
+        at: Time,
+    ) -> Option<Doc> {
+        match self.visible(ancestors, own?, at)? {
+            Entry::Marker => Some(Doc::Object(BTreeMap::new())),
+            Entry::Value(s) => Some(Doc::Leaf(s.clone())),
+            Entry::Tombstone => unreachable!("tombstones are never visible"),
+        }
     }
 
     /// The entry of `own` if visible at `at` below `ancestors` (the newest versions of the
