@@ -191,15 +191,9 @@ impl DocDb {
         read_ht: HybridTime,
         out: &mut Vec<DocEntry>,
     ) -> Result<()> {
-        let mut opts = ReadOptions::default();
-        opts.set_prefix_same_as_start(true);
-        let mut it = self.db().raw_iterator_opt(opts);
-        it.seek(doc);
+        let mut it = self.prefix_iterator(doc);
         let mut needed = NeededAt::new(read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            if !key.starts_with(doc) {
-                break;
-            }
             if needed.needed(key, doc.len())? {
                 out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             }
@@ -209,6 +203,24 @@ impl DocDb {
         Ok(())
     }
 
+    /// An iterator over the keys starting with `prefix`, positioned at the first. Bounded
+    /// above by the prefix's successor; below the bound, the prefix bloom filters still let
+    /// a seek skip files that hold no key of a document.
+    fn prefix_iterator(&self, prefix: &[u8]) -> rocksdb::DBRawIterator<'_> {
+        let mut opts = ReadOptions::default();
+        match prefix_successor(prefix) {
+            Some(bound) => opts.set_iterate_upper_bound(bound),
+            None => opts.set_total_order_seek(true),
+        }
+        if doc_key_len(prefix) != Some(prefix.len()) {
+            // Not one document's prefix: the bloom filters cannot answer for it.
+            opts.set_total_order_seek(true);
+        }
+        let mut it = self.db().raw_iterator_opt(opts);
+        it.seek(prefix);
+        it
+    }
+
     /// Every document whose key starts with `prefix` (e.g. one hash key's rows), each with
     /// the entries a read at `read_ht` needs, in key order.
     pub fn scan_documents(
@@ -216,28 +228,23 @@ impl DocDb {
         prefix: &[u8],
         read_ht: HybridTime,
     ) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
-        let mut opts = ReadOptions::default();
-        opts.set_total_order_seek(true);
-        let mut it = self.db().raw_iterator_opt(opts);
-        it.seek(prefix);
+        let mut it = self.prefix_iterator(prefix);
         let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
         let (mut current, mut needed) = (Vec::new(), NeededAt::new(read_ht));
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
-                break;
+                break; // only without an upper bound (a prefix of 0xff bytes)
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
-            if !needed.needed(key, doc_len)? {
-                it.next();
-                continue;
+            if needed.needed(key, doc_len)? {
+                if key[..doc_len] != current[..] {
+                    current = key[..doc_len].to_vec();
+                    let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
+                    out.push((doc, Vec::new()));
+                }
+                let (doc, entries) = out.last_mut().expect("pushed above");
+                entries.push(decode_doc_entry(key, doc_len, doc.is_table_key(), value)?);
             }
-            if key[..doc_len] != current[..] {
-                current = key[..doc_len].to_vec();
-                let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
-                out.push((doc, Vec::new()));
-            }
-            let (doc, entries) = out.last_mut().expect("pushed above");
-            entries.push(decode_doc_entry(key, doc_len, doc.is_table_key(), value)?);
             it.next();
         }
         it.status()?;
@@ -366,7 +373,8 @@ impl Drop for DocDb {
 /// (a path's versions newest first, a parent before its children), without decoding:
 /// per path only the newest version at or before the read, and none that a version of an
 /// ancestor overwrote at a later hybrid time. Ties at one hybrid time are left to the
-/// reader, which orders them by write id.
+/// reader, which orders them by write id. (Seeking past long runs of unneeded versions
+/// was measured slower than stepping over them: a RocksDB seek costs dozens of steps.)
 struct NeededAt {
     read_ht: HybridTime,
     /// The path of the last version kept or overwritten: older versions of it are skipped.
@@ -384,11 +392,14 @@ impl NeededAt {
     /// Whether the read needs the entry with this `key` (its document key ends at `doc_len`).
     fn needed(&mut self, key: &[u8], doc_len: usize) -> Result<bool> {
         let end = path_end(key, doc_len).ok_or_else(|| corrupt_key(key, "no '#'"))?;
+        let path = &key[..end];
+        if path == &self.last_path[..] {
+            return Ok(false); // an older version: checked first, it needs no decoding
+        }
         let ht = crate::encoding::decode_doc_ht(&key[end + 1..], end + 1)
             .map_err(|e| with_key(key, e))?
             .ht;
-        let path = &key[..end];
-        if ht > self.read_ht || path == &self.last_path[..] {
+        if ht > self.read_ht {
             return Ok(false);
         }
         while let Some(&(len, _)) = self.chain.last() {
@@ -403,6 +414,18 @@ impl NeededAt {
         self.last_path.extend_from_slice(path);
         Ok(ancestors_ht.is_none_or(|a| a <= ht))
     }
+}
+
+/// The smallest key greater than every key starting with `prefix` (`None`: no such key).
+fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut bound = prefix.to_vec();
+    while let Some(last) = bound.pop() {
+        if last < 0xFF {
+            bound.push(last + 1);
+            return Some(bound);
+        }
+    }
+    None
 }
 
 /// Where the path of an encoded key ends (the position of its `#`), found by skipping the
@@ -651,5 +674,18 @@ mod needed_at_tests {
         assert_eq!(kept(&keys, 40), [true, false, true, true]);
         // Read before the root's version: nothing above `a` hides it.
         assert_eq!(kept(&keys, 10), [false, true, false, false]);
+    }
+
+    #[test]
+    fn prefix_successor_bounds_exactly_the_prefixed_keys() {
+        use super::prefix_successor;
+        assert_eq!(prefix_successor(b"ab!"), Some(b"ab\"".to_vec()));
+        assert_eq!(prefix_successor(b"a\xff\xff"), Some(b"b".to_vec()));
+        assert_eq!(prefix_successor(b"\xff"), None);
+        assert_eq!(prefix_successor(b""), None);
+        let doc = doc().encode();
+        let bound = prefix_successor(&doc).expect("a document key has a successor");
+        let inside = key(&["z", "z"], 1);
+        assert!(inside.starts_with(&doc) && inside < bound && doc < bound);
     }
 }
