@@ -27,6 +27,9 @@ pub fn to_markdown(report: &CampaignReport) -> String {
         t.expected_replayed,
         if t.replayed == t.expected_replayed { "equal" } else { "NOT EQUAL" }
     );
+    if !t.step_time.is_empty() {
+        let _ = writeln!(out, "Time by kind of step: {}.\n", t.time_breakdown());
+    }
     let failed: Vec<_> = report.runs.iter().filter(|r| r.failure.is_some()).collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "## Failures\n");

@@ -401,6 +401,7 @@ fn torture_command(
         "crashes {}  restarts {}  replayed {}  expected above frontiers {}",
         t.crashes, t.restarts, t.replayed, t.expected_replayed
     );
+    println!("time  {}", t.time_breakdown());
     if let Some(dir) = report_dir {
         match report::write_campaign(dir, &campaign_report) {
             Ok(()) => println!("report: {}", dir.join("campaign.html").display()),

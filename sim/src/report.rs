@@ -138,6 +138,7 @@ pub fn run_report(outcome: &RunOutcome, reports_dir: Option<&Path>) -> docsim_re
         expected_replayed: outcome.expected_replayed,
         crashes: outcome.crashes,
         restarts: outcome.restarts,
+        step_time: outcome.step_time.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
         failure,
     }
 }

@@ -110,6 +110,8 @@ pub struct RunOutcome {
     pub expected_replayed: u64,
     /// Wall-clock seconds the run took (for reports; never steers the run).
     pub seconds: f64,
+    /// Wall-clock time by kind of step (see [`step_kind`]; for reports only).
+    pub step_time: BTreeMap<&'static str, docsim_reports::StepTime>,
 }
 
 /// Derive the seed of one subsystem's stream (splitmix64 of seed and stream id).
@@ -324,6 +326,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         replayed: 0,
         expected_replayed: 0,
         seconds: 0.0,
+        step_time: BTreeMap::new(),
     };
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now()).into();
     while !pending.is_empty() || outcome.ops < config.ops {
@@ -350,7 +353,11 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         if matches!(op, Op::Doc(Command::Compact { .. })) {
             outcome.compactions += 1;
         }
-        if !record(&mut outcome, &config, step(&mut state, &op), &op) {
+        let watch = crate::bench::Stopwatch::start();
+        let result = step(&mut state, &op);
+        let spent = docsim_reports::StepTime { steps: 1, seconds: watch.seconds() };
+        outcome.step_time.entry(step_kind(&op)).or_default().add(spent);
+        if !record(&mut outcome, &config, result, &op) {
             break;
         }
     }
@@ -363,6 +370,19 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         *outcome.faults.entry(fault.kind().to_owned()).or_default() += 1;
     }
     outcome
+}
+
+/// What kind of step `op` is, for the time breakdown: `read`, `write`, `flush`,
+/// `compaction` (with the re-checks after it), `crash` or `restart`.
+fn step_kind(op: &Op) -> &'static str {
+    match op {
+        Op::Doc(Command::Restart) => "restart",
+        Op::Doc(Command::Crash { .. }) => "crash",
+        Op::Doc(Command::Flush) => "flush",
+        Op::Doc(Command::Compact { .. }) => "compaction",
+        _ if op.is_read() => "read",
+        _ => "write",
+    }
 }
 
 /// Hash (and keep) the step's trace line; store a failure. Returns whether to go on.
