@@ -7,22 +7,60 @@
 
 use crate::db::DocDb;
 use crate::document::Document;
-use crate::encoding::{DocPath, Ttl, Value, ValueKind};
+use crate::encoding::{DocKey, DocPath, Ttl, Value, ValueKind};
 use crate::error::{errinput, Result};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{read_subdocument, DocEntry};
 use crate::script::{DocWrite, MarkerMode, WriteKind};
 use std::collections::BTreeMap;
 
-/// Build the entries of one batch at `ht`, in write-id order.
+/// Documents as stored, scanned at one hybrid time, by encoded document key: a command
+/// that reads a key and then writes it at the same hybrid time (Redis) scans it once, and
+/// the batch builder's required-marker probes reuse the scan.
+#[derive(Default)]
+pub struct Scanned {
+    ht: Option<HybridTime>,
+    docs: BTreeMap<Vec<u8>, Vec<DocEntry>>,
+}
+
+impl Scanned {
+    /// The stored entries of `doc_key`'s document a read at `ht` needs (scanned once).
+    fn entries(&mut self, db: &DocDb, doc_key: &DocKey, ht: HybridTime) -> Result<&[DocEntry]> {
+        assert!(self.ht.is_none_or(|at| at == ht), "one Scanned serves one hybrid time");
+        self.ht = Some(ht);
+        let doc = doc_key.encode();
+        if !self.docs.contains_key(&doc) {
+            let entries = db.scan_document_at(doc_key, ht)?;
+            self.docs.insert(doc.clone(), entries);
+        }
+        Ok(&self.docs[&doc])
+    }
+
+    /// The subdocument at `path` as of `ht`, like [`DocDb::get`], keeping the scan.
+    pub fn get(
+        &mut self,
+        db: &DocDb,
+        path: &DocPath,
+        ht: HybridTime,
+        table_ttl_ms: Option<u64>,
+    ) -> Result<Option<Document>> {
+        db.check_read_time(ht)?;
+        let entries = self.entries(db, &path.doc_key, ht)?;
+        Ok(read_subdocument(entries, path, ht, table_ttl_ms))
+    }
+}
+
+/// Build the entries of one batch at `ht`, in write-id order. `scanned` holds documents
+/// already read at `ht` (or nothing); the required-marker probes add to it.
 pub fn build_entries(
     db: &DocDb,
     writes: &[DocWrite],
     ht: HybridTime,
     mode: MarkerMode,
     table_ttl_ms: Option<u64>,
+    scanned: &mut Scanned,
 ) -> Result<Vec<(DocPath, Value)>> {
-    let mut batch = Pending { db, ht, table_ttl_ms, entries: Vec::new(), stored: BTreeMap::new() };
+    let mut batch = Pending { db, ht, table_ttl_ms, entries: Vec::new(), stored: scanned };
     for write in writes {
         let ttl = write.ttl_us.map_or(Ttl::Inherit, |us| Ttl::from_ms(us / 1000));
         let items = expand(write, ttl);
@@ -93,20 +131,16 @@ struct Pending<'a> {
     ht: HybridTime,
     table_ttl_ms: Option<u64>,
     entries: Vec<(DocPath, Value)>,
-    /// Stored entries per encoded document key, scanned once per batch.
-    stored: BTreeMap<Vec<u8>, Vec<DocEntry>>,
+    /// Stored entries per document, scanned once per batch (or before it, at `ht`).
+    stored: &'a mut Scanned,
 }
 
 impl Pending<'_> {
     /// The subdocument at `path` as of the batch, counting entries already in it.
     fn probe(&mut self, path: &DocPath) -> Result<Option<Document>> {
-        let doc = path.doc_key.encode();
-        if !self.stored.contains_key(&doc) {
-            // Entries of this batch are at `ht` and newer than anything stored at `ht`'s
-            // older versions: a read-time scan at `ht` keeps all that can matter.
-            let entries = self.db.scan_document_at(&path.doc_key, self.ht)?;
-            self.stored.insert(doc.clone(), entries);
-        }
+        // Entries of this batch are at `ht` and newer than anything stored at `ht`'s
+        // older versions: a read-time scan at `ht` keeps all that can matter.
+        let stored = self.stored.entries(self.db, &path.doc_key, self.ht)?;
         let mut pending = Vec::new();
         let key = &path.doc_key;
         for (write_id, (p, v)) in self.entries.iter().enumerate() {
@@ -124,7 +158,7 @@ impl Pending<'_> {
             }
         }
         pending.sort_by(|a, b| a.key_cmp(b));
-        let merged = merge_sorted(&self.stored[&doc], &pending);
+        let merged = merge_sorted(stored, &pending);
         Ok(read_subdocument(merged, path, self.ht, self.table_ttl_ms))
     }
 

@@ -182,6 +182,18 @@ impl Tablet {
         self.db.get(path, read_ht, self.table_ttl_ms)
     }
 
+    /// [`Tablet::get`], keeping the document's scan in `scanned` for a batch built at the
+    /// same hybrid time.
+    pub(crate) fn get_scanned(
+        &self,
+        path: &DocPath,
+        read_ht: HybridTime,
+        scanned: &mut crate::doc_write::Scanned,
+    ) -> Result<Option<Document>> {
+        self.check_up()?;
+        scanned.get(&self.db, path, read_ht, self.table_ttl_ms)
+    }
+
     /// The table default TTL in milliseconds.
     pub fn table_ttl_ms(&self) -> Option<u64> {
         self.table_ttl_ms

@@ -421,7 +421,8 @@ impl Runner {
     fn write(&mut self, writes: &[DocWrite], ht: HybridTime) -> Result<()> {
         let mode = self.mode;
         let tablet = self.docs()?;
-        let entries = build_entries(tablet.db(), writes, ht, mode, tablet.table_ttl_ms())?;
+        let scanned = &mut crate::doc_write::Scanned::default();
+        let entries = build_entries(tablet.db(), writes, ht, mode, tablet.table_ttl_ms(), scanned)?;
         let result = tablet.write(&entries.iter().collect(), ht);
         self.power_off_if_crashed(result)
     }
