@@ -13,6 +13,10 @@
 //! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
 //!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
+//! - Wall-clock time is read in one place, `bench::Stopwatch` (a raw system call, since
+//!   madsim answers the libc clock with simulated time): for benchmarks and for the
+//!   reports' "where the time goes" by kind of step. It never steers a run or enters a
+//!   trace.
 
 pub mod bench;
 mod convert;
