@@ -110,7 +110,8 @@ pub struct RunOutcome {
     pub expected_replayed: u64,
     /// Wall-clock seconds the run took (for reports; never steers the run).
     pub seconds: f64,
-    /// Wall-clock time by kind of step (see [`step_kind`]; for reports only).
+    /// Wall-clock time by kind of step: read, write, flush, compaction (with its
+    /// re-checks), crash, restart. For reports only.
     pub step_time: BTreeMap<&'static str, docsim_reports::StepTime>,
 }
 
