@@ -142,6 +142,9 @@ fn summary(report: &CampaignReport) -> String {
         let plant = esc(plant);
         let _ = write!(out, "<p>Planted bug: <code>{plant}</code> (this campaign must fail).</p>");
     }
+    if !t.step_time.is_empty() {
+        let _ = write!(out, "<p>Where the time goes: {}.</p>", esc(&t.time_breakdown()));
+    }
     out
 }
 

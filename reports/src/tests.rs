@@ -57,10 +57,12 @@ fn renderers_show_the_essentials() {
     assert_eq!(junit.matches("<testcase").count(), 2);
     let md = to_markdown(&report);
     assert!(md.contains("| 2 | 200 | 60 |") && md.contains("seed **3**"), "{md}");
+    assert!(md.contains("Time by kind of step: flush 87% (2.0 ms)  read 13% (30 µs)."), "{md}");
     let html = to_html(&report);
     assert_eq!(html.matches("<svg").count(), 5);
     assert!(html.contains("no faults injected") && html.contains("no restarts"), "{html}");
     assert!(html.contains("Probes never hit") && html.contains("class=\"bar\""));
+    assert!(html.contains("Where the time goes: flush 87% (2.0 ms)"), "{html}");
 }
 
 #[test]
