@@ -194,6 +194,9 @@ impl DocDb {
         let mut it = self.prefix_iterator(doc);
         let mut needed = NeededAt::new(read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if !key.starts_with(doc) {
+                break; // only without an upper bound (a prefix of 0xff bytes)
+            }
             if needed.needed(key, doc.len())? {
                 out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             }
