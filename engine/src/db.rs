@@ -191,7 +191,7 @@ impl DocDb {
         read_ht: HybridTime,
         out: &mut Vec<DocEntry>,
     ) -> Result<()> {
-        let mut it = self.prefix_iterator(doc);
+        let mut it = self.prefix_iterator(doc, true);
         let mut needed = NeededAt::new(read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(doc) {
@@ -207,17 +207,16 @@ impl DocDb {
     }
 
     /// An iterator over the keys starting with `prefix`, positioned at the first. Bounded
-    /// above by the prefix's successor; below the bound, the prefix bloom filters still let
-    /// a seek skip files that hold no key of a document.
-    fn prefix_iterator(&self, prefix: &[u8]) -> rocksdb::DBRawIterator<'_> {
+    /// above by the prefix's successor; when the prefix is one whole document key, the
+    /// prefix bloom filters still let the seek skip files that hold none of its keys.
+    fn prefix_iterator(&self, prefix: &[u8], one_document: bool) -> rocksdb::DBRawIterator<'_> {
         let mut opts = ReadOptions::default();
         match prefix_successor(prefix) {
             Some(bound) => opts.set_iterate_upper_bound(bound),
             None => opts.set_total_order_seek(true),
         }
-        if doc_key_len(prefix) != Some(prefix.len()) {
-            // Not one document's prefix: the bloom filters cannot answer for it.
-            opts.set_total_order_seek(true);
+        if !one_document {
+            opts.set_total_order_seek(true); // the bloom filters cannot answer for it
         }
         let mut it = self.db().raw_iterator_opt(opts);
         it.seek(prefix);
@@ -231,7 +230,7 @@ impl DocDb {
         prefix: &[u8],
         read_ht: HybridTime,
     ) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
-        let mut it = self.prefix_iterator(prefix);
+        let mut it = self.prefix_iterator(prefix, false);
         let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
         let (mut current, mut needed) = (Vec::new(), NeededAt::new(read_ht));
         while let (Some(key), Some(value)) = (it.key(), it.value()) {

@@ -12,7 +12,7 @@ use crate::error::{errinput, Result};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{read_subdocument, DocEntry};
 use crate::script::{DocWrite, MarkerMode, WriteKind};
-use std::collections::BTreeMap;
+use std::collections::btree_map::{BTreeMap, Entry};
 
 /// Documents as stored, scanned at one hybrid time, by encoded document key: a command
 /// that reads a key and then writes it at the same hybrid time (Redis) scans it once, and
@@ -28,12 +28,10 @@ impl Scanned {
     fn entries(&mut self, db: &DocDb, doc_key: &DocKey, ht: HybridTime) -> Result<&[DocEntry]> {
         assert!(self.ht.is_none_or(|at| at == ht), "one Scanned serves one hybrid time");
         self.ht = Some(ht);
-        let doc = doc_key.encode();
-        if !self.docs.contains_key(&doc) {
-            let entries = db.scan_document_at(doc_key, ht)?;
-            self.docs.insert(doc.clone(), entries);
-        }
-        Ok(&self.docs[&doc])
+        Ok(match self.docs.entry(doc_key.encode()) {
+            Entry::Occupied(scanned) => scanned.into_mut(),
+            Entry::Vacant(slot) => slot.insert(db.scan_document_at(doc_key, ht)?),
+        })
     }
 
     /// The subdocument at `path` as of `ht`, like [`DocDb::get`], keeping the scan.

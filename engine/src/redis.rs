@@ -61,8 +61,7 @@ pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> 
     let args = split_args(command)?;
     let Some((name, args)) = args.split_first() else { return errinput!("empty Redis command") };
     let name = name.to_ascii_uppercase();
-    // Reads and the write that follows them are at `ht`: each key is scanned once.
-    let scanned = &mut Scanned::default();
+    let mut at = At { tablet, ht, scanned: Scanned::default() };
     let arity = |min: usize, pairs: bool| -> Result<()> {
         if args.len() < min || (pairs && (args.len() - 1) % 2 != 0) {
             return errinput!(
@@ -77,12 +76,12 @@ pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> 
             arity(2, false)?;
             let ttl_us = parse_set_options(&args[2..])?;
             let write = DocWrite { path: root(&args[0]), kind: set_value(&args[1]), ttl_us };
-            apply(tablet, ht, vec![write], scanned)?;
+            at.apply(vec![write])?;
             Reply::Status("OK".into())
         }
         "GET" => {
             arity(1, false)?;
-            match tablet.get_scanned(&root(&args[0]), ht, scanned)? {
+            match at.get(&args[0])? {
                 None => Reply::Bulk(None),
                 Some(Document::Primitive(p)) => Reply::Bulk(Some(text(&p))),
                 Some(Document::Object(_)) => return errinput!("{WRONGTYPE}"),
@@ -92,23 +91,23 @@ pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> 
             arity(1, false)?;
             let mut writes = Vec::new();
             for key in args {
-                if tablet.get_scanned(&root(key), ht, scanned)?.is_some() {
+                if at.get(key)?.is_some() {
                     writes.push(DocWrite { path: root(key), kind: WriteKind::Del, ttl_us: None });
                 }
             }
             let n = writes.len();
-            apply(tablet, ht, writes, scanned)?;
+            at.apply(writes)?;
             Reply::Integer(n as i64)
         }
         "EXPIRE" => {
             arity(2, false)?;
-            expire(tablet, ht, &args[0], &args[1], scanned)?
+            expire(&mut at, &args[0], &args[1])?
         }
         "HSET" | "HMSET" => {
             arity(3, true)?;
             let fields: Vec<(&String, &String)> =
                 args[1..].chunks(2).map(|pair| (&pair[0], &pair[1])).collect();
-            let existing = object(tablet, &args[0], ht, scanned)?;
+            let existing = at.object(&args[0])?;
             let added: std::collections::BTreeSet<&String> = fields
                 .iter()
                 .map(|(f, _)| *f)
@@ -123,7 +122,7 @@ pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> 
                     ttl_us: None,
                 })
                 .collect();
-            apply(tablet, ht, writes, scanned)?;
+            at.apply(writes)?;
             if name == "HMSET" {
                 Reply::Status("OK".into())
             } else {
@@ -132,31 +131,31 @@ pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> 
         }
         "HGET" => {
             arity(2, false)?;
-            match object(tablet, &args[0], ht, scanned)?.get(&member(&args[1])) {
+            match at.object(&args[0])?.get(&member(&args[1])) {
                 Some(Document::Primitive(p)) => Reply::Bulk(Some(text(p))),
                 _ => Reply::Bulk(None),
             }
         }
         "HDEL" | "SREM" => {
             arity(2, false)?;
-            let existing = object(tablet, &args[0], ht, scanned)?;
+            let existing = at.object(&args[0])?;
             let writes: Vec<DocWrite> = args[1..]
                 .iter()
                 .filter(|m| existing.contains_key(&member(m)))
                 .map(|m| DocWrite { path: field(&args[0], m), kind: WriteKind::Del, ttl_us: None })
                 .collect();
             let n = writes.len();
-            apply(tablet, ht, writes, scanned)?;
+            at.apply(writes)?;
             Reply::Integer(n as i64)
         }
         "HGETALL" => {
             arity(1, false)?;
-            let map = object(tablet, &args[0], ht, scanned)?;
+            let map = at.object(&args[0])?;
             Reply::Array(map.iter().flat_map(|(k, v)| [text(&k.value), document_text(v)]).collect())
         }
         "SADD" => {
             arity(2, false)?;
-            let existing = object(tablet, &args[0], ht, scanned)?;
+            let existing = at.object(&args[0])?;
             let fresh: std::collections::BTreeSet<&String> =
                 args[1..].iter().filter(|m| !existing.contains_key(&member(m))).collect();
             let writes = args[1..]
@@ -167,12 +166,12 @@ pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> 
                     ttl_us: None,
                 })
                 .collect();
-            apply(tablet, ht, writes, scanned)?;
+            at.apply(writes)?;
             Reply::Integer(fresh.len() as i64)
         }
         "SMEMBERS" => {
             arity(1, false)?;
-            let map = object(tablet, &args[0], ht, scanned)?;
+            let map = at.object(&args[0])?;
             Reply::Array(map.keys().map(|k| text(&k.value)).collect())
         }
         other => return errinput!("ERR unknown command '{}'", other.to_lowercase()),
@@ -204,28 +203,35 @@ fn set_value(v: &str) -> WriteKind {
     WriteKind::Set(Document::Primitive(Primitive::String(v.to_owned())))
 }
 
-fn apply(
-    tablet: &mut Tablet,
+/// One command's view of the keyspace: its reads and the write that follows them are all
+/// at `ht`, so each key is scanned once and the write's marker probes reuse the scan.
+struct At<'a> {
+    tablet: &'a mut Tablet,
     ht: HybridTime,
-    writes: Vec<DocWrite>,
-    scanned: &mut Scanned,
-) -> Result<()> {
-    let ttl_ms = tablet.table_ttl_ms();
-    let entries = build_entries(tablet.db(), &writes, ht, MarkerMode::Required, ttl_ms, scanned)?;
-    tablet.write(&entries.iter().collect(), ht)
+    scanned: Scanned,
 }
 
-/// The fields or members of a hash or set key (empty if the key does not exist).
-fn object(
-    tablet: &Tablet,
-    key: &str,
-    ht: HybridTime,
-    scanned: &mut Scanned,
-) -> Result<BTreeMap<KeyEntry, Document>> {
-    match tablet.get_scanned(&root(key), ht, scanned)? {
-        None => Ok(BTreeMap::new()),
-        Some(Document::Object(map)) => Ok(map),
-        Some(Document::Primitive(_)) => errinput!("{WRONGTYPE}"),
+impl At<'_> {
+    /// The value of `key`.
+    fn get(&mut self, key: &str) -> Result<Option<Document>> {
+        self.tablet.get_scanned(&root(key), self.ht, &mut self.scanned)
+    }
+
+    /// The fields or members of a hash or set key (empty if the key does not exist).
+    fn object(&mut self, key: &str) -> Result<BTreeMap<KeyEntry, Document>> {
+        match self.get(key)? {
+            None => Ok(BTreeMap::new()),
+            Some(Document::Object(map)) => Ok(map),
+            Some(Document::Primitive(_)) => errinput!("{WRONGTYPE}"),
+        }
+    }
+
+    /// Write `writes` as one batch, with required markers.
+    fn apply(&mut self, writes: Vec<DocWrite>) -> Result<()> {
+        let (db, ttl_ms) = (self.tablet.db(), self.tablet.table_ttl_ms());
+        let mode = MarkerMode::Required;
+        let entries = build_entries(db, &writes, self.ht, mode, ttl_ms, &mut self.scanned)?;
+        self.tablet.write(&entries.iter().collect(), self.ht)
     }
 }
 
@@ -250,22 +256,14 @@ fn parse_set_options(options: &[String]) -> Result<Option<u64>> {
 
 /// EXPIRE rewrites the key as of now with the TTL: the value (or the marker and every
 /// field) again, so the TTL counts from now and covers the whole document.
-fn expire(
-    tablet: &mut Tablet,
-    ht: HybridTime,
-    key: &str,
-    secs: &str,
-    scanned: &mut Scanned,
-) -> Result<Reply> {
+fn expire(at: &mut At, key: &str, secs: &str) -> Result<Reply> {
     let Ok(secs) = secs.parse::<u64>() else {
         return errinput!("ERR value is not an integer or out of range");
     };
-    let Some(doc) = tablet.get_scanned(&root(key), ht, scanned)? else {
-        return Ok(Reply::Integer(0));
-    };
+    let Some(doc) = at.get(key)? else { return Ok(Reply::Integer(0)) };
     let ttl_us = Some(secs.max(1).saturating_mul(1_000_000));
     let write = DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us };
-    apply(tablet, ht, vec![write], scanned)?;
+    at.apply(vec![write])?;
     Ok(Reply::Integer(1))
 }
 

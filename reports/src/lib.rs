@@ -197,7 +197,7 @@ impl CampaignReport {
             step_time: self.runs.iter().flat_map(|r| &r.step_time).fold(
                 BTreeMap::new(),
                 |mut sum, (kind, t)| {
-                    sum.entry(kind.clone()).or_insert_with(StepTime::default).add(*t);
+                    sum.entry(kind.clone()).or_default().add(*t);
                     sum
                 },
             ),
