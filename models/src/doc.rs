@@ -86,27 +86,48 @@ struct Version {
 }
 
 /// A document or subdocument as read.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Doc {
     Leaf(Scalar),
-    Object(BTreeMap<Key, Doc>),
+    Object(#[serde(with = "key_map")] BTreeMap<Key, Doc>),
 }
 
 /// A write at one path.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Write {
     /// A value, or an object literal: a marker then its entries (overwrite).
     Set(Doc),
     /// An object literal's entries without a marker at the path (merge).
-    Extend(BTreeMap<Key, Doc>),
+    Extend(#[serde(with = "key_map")] BTreeMap<Key, Doc>),
     /// A marker.
     Obj,
     /// A tombstone.
     Del,
 }
 
+/// Serde for maps keyed by [`Key`]: a list of `(key, value)` pairs, since formats such as
+/// JSON take only strings as map keys.
+mod key_map {
+    use super::Key;
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use std::collections::BTreeMap;
+
+    pub fn serialize<V: Serialize, S: Serializer>(
+        map: &BTreeMap<Key, V>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
+        s.collect_seq(map)
+    }
+
+    pub fn deserialize<'de, V: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<BTreeMap<Key, V>, D::Error> {
+        Ok(Vec::<(Key, V)>::deserialize(d)?.into_iter().collect())
+    }
+}
+
 /// Init-marker mode.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Markers {
     Optional,
     Required,
