@@ -1,12 +1,9 @@
 //! The generator: profiles, swarm knobs, and the next operation.
 
-use crate::op::{CqlTableSpec, Op};
-use crate::render;
-use docsim_engine::script::{Command, DocWrite, MarkerMode, WriteKind};
-use docsim_engine::{DocKey, DocPath, Document, HybridTime, KeyEntry, Primitive};
+use crate::op::{CqlTableSpec, DocWrite, Op};
 use docsim_models::cql::{Assign, Cmp, ColKind, CqlOp, CqlValue, Schema};
 use docsim_models::redis::RedisOp;
-use docsim_models::Scalar;
+use docsim_models::{Doc, DocId, Key, Markers, Scalar, Time, Ttl, Write};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -137,7 +134,7 @@ pub struct Workload {
     knobs: Knobs,
     tables: Vec<CqlTableSpec>,
     /// Recent write times and TTLs (ms), for reads right at expiry boundaries.
-    recent: Vec<(HybridTime, Option<u64>)>,
+    recent: Vec<(Time, Option<u64>)>,
 }
 
 impl Workload {
@@ -154,16 +151,16 @@ impl Workload {
     }
 
     /// Ops that set the stage (tables, table TTL), stamped at `now`.
-    pub fn setup_ops(&self, _now: HybridTime) -> Vec<Op> {
+    pub fn setup_ops(&self, _now: Time) -> Vec<Op> {
         let mut ops: Vec<Op> = self.tables.iter().cloned().map(Op::Table).collect();
         if let Some(ms) = self.knobs.table_ttl_ms {
-            ops.push(Op::Doc(Command::DefaultTtl(Some(ms * 1000))));
+            ops.push(Op::DefaultTtl { ttl_ms: Some(ms) });
         }
         ops
     }
 
     /// The next operation, at hybrid time `now`; reads stay at or above `cutoff`.
-    pub fn next_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime, cutoff: HybridTime) -> Op {
+    pub fn next_op(&mut self, rng: &mut ChaCha8Rng, now: Time, cutoff: Time) -> Op {
         match self.knobs.profile {
             Profile::Cql => self.cql_op(rng, now, cutoff),
             Profile::Redis => self.redis_op(rng, now),
@@ -191,17 +188,17 @@ impl Workload {
         }
     }
 
-    fn ttl_us(&self, rng: &mut ChaCha8Rng) -> Option<u64> {
+    fn ttl(&self, rng: &mut ChaCha8Rng) -> Ttl {
         if rng.random_range(0..100) >= self.knobs.ttl_percent {
-            return None;
+            return Ttl::Inherit;
         }
         if rng.random_range(0..10) == 0 {
-            return Some(0);
+            return Ttl::Never;
         }
-        Some(rng.random_range(1..=self.knobs.ttl_max_ms) * 1000)
+        Ttl::Ms(rng.random_range(1..=self.knobs.ttl_max_ms))
     }
 
-    fn remember(&mut self, ht: HybridTime, ttl_ms: Option<u64>) {
+    fn remember(&mut self, ht: Time, ttl_ms: Option<u64>) {
         self.recent.push((ht, ttl_ms));
         if self.recent.len() > 64 {
             self.recent.remove(0);
@@ -209,108 +206,104 @@ impl Workload {
     }
 
     /// A read time: now, the cutoff, anywhere in between, or right at a TTL boundary.
-    fn read_time(
-        &self,
-        rng: &mut ChaCha8Rng,
-        now: HybridTime,
-        cutoff: HybridTime,
-        past: bool,
-    ) -> HybridTime {
+    fn read_time(&self, rng: &mut ChaCha8Rng, now: Time, cutoff: Time, past: bool) -> Time {
         if !past || now <= cutoff {
             return now;
         }
-        let span = now.raw() - cutoff.raw();
+        let span = now - cutoff;
         // Now and then a read just below the cutoff: both sides must refuse it.
-        if cutoff > HybridTime::MIN && rng.random_range(0..40) == 0 {
-            return HybridTime::from_raw(cutoff.raw() - 1);
+        if cutoff > 0 && rng.random_range(0..40) == 0 {
+            return cutoff - 1;
         }
         let t = match rng.random_range(0..4) {
-            0 => cutoff.raw(),
-            1 => cutoff.raw() + rng.random_range(0..=span),
+            0 => cutoff,
+            1 => cutoff + rng.random_range(0..=span),
             _ => match self.recent.get(rng.random_range(0..self.recent.len().max(1))) {
                 Some((w, Some(ms))) if *ms > 0 => {
-                    let edge = w.add_micros(ms * 1000).raw();
+                    let edge = add_micros(*w, ms * 1000);
                     edge + rng.random_range(0..2) * (1 << 12)
                 }
-                Some((w, _)) => w.raw(),
-                None => now.raw(),
+                Some((w, _)) => *w,
+                None => now,
             },
         };
-        HybridTime::from_raw(t.clamp(cutoff.raw(), now.raw()))
+        t.clamp(cutoff, now)
     }
 
-    fn doc_path(&self, rng: &mut ChaCha8Rng) -> DocPath {
-        let name = KeyEntry::asc(Primitive::String(format!("d{}", self.key_index(rng))));
-        let mut doc = DocKey::new(vec![], vec![name]);
+    /// A document and a path below its root.
+    fn doc_path(&self, rng: &mut ChaCha8Rng) -> (DocId, Vec<Key>) {
+        let name = Key::of(Scalar::Str(format!("d{}", self.key_index(rng))));
+        let mut doc = DocId { colocation: None, hashed: vec![], range: vec![name] };
         // Some documents live in colocated tables 1 and 2, whose table tombstones hide them.
         if rng.random_range(0..5) == 0 {
-            doc.colocation_id = Some(rng.random_range(1..3));
+            doc.colocation = Some(rng.random_range(1..3));
             if rng.random_range(0..12) == 0 {
                 doc.range.clear(); // the table's own key
             }
         }
         let depth = rng.random_range(0..=self.knobs.max_depth);
-        let subkeys = (0..depth).map(|_| self.subkey(rng)).collect();
-        DocPath::new(doc, subkeys)
+        let path = (0..depth).map(|_| self.subkey(rng)).collect();
+        (doc, path)
     }
 
-    fn subkey(&self, rng: &mut ChaCha8Rng) -> KeyEntry {
+    fn subkey(&self, rng: &mut ChaCha8Rng) -> Key {
         let i = rng.random_range(0..self.knobs.fanout);
         if rng.random_range(0..5) == 0 {
-            KeyEntry::asc(Primitive::Int64(i64::from(i)))
+            Key::of(Scalar::Int64(i64::from(i)))
         } else {
-            KeyEntry::asc(Primitive::String(((b'a' + i as u8) as char).to_string()))
+            Key::of(Scalar::Str(((b'a' + i as u8) as char).to_string()))
         }
     }
 
-    fn leaf(rng: &mut ChaCha8Rng) -> Primitive {
+    fn leaf(rng: &mut ChaCha8Rng) -> Scalar {
         match rng.random_range(0..6) {
-            0 => Primitive::Null,
-            1 => Primitive::Bool(rng.random_bool(0.5)),
-            2 => Primitive::Double(f64::from(rng.random_range(-8i32..8)) / 4.0),
-            3 => Primitive::String(format!("v{}", rng.random_range(0..10))),
-            _ => Primitive::Int64(rng.random_range(-3..100)),
+            0 => Scalar::Null,
+            1 => Scalar::Bool(rng.random_bool(0.5)),
+            2 => double(f64::from(rng.random_range(-8i32..8)) / 4.0),
+            3 => Scalar::Str(format!("v{}", rng.random_range(0..10))),
+            _ => Scalar::Int64(rng.random_range(-3..100)),
         }
     }
 
-    fn object(&self, rng: &mut ChaCha8Rng, depth: usize) -> Document {
+    /// An object literal's entries.
+    fn object(&self, rng: &mut ChaCha8Rng, depth: usize) -> BTreeMap<Key, Doc> {
         let mut map = BTreeMap::new();
         for _ in 0..rng.random_range(0..4) {
             let value = if depth < 2 && rng.random_range(0..4) == 0 {
-                self.object(rng, depth + 1)
+                Doc::Object(self.object(rng, depth + 1))
             } else {
-                Document::Primitive(Self::leaf(rng))
+                Doc::Leaf(Self::leaf(rng))
             };
             map.insert(self.subkey(rng), value);
         }
-        Document::Object(map)
+        map
     }
 
     fn doc_write(&self, rng: &mut ChaCha8Rng, kind: &str) -> DocWrite {
-        let path = self.doc_path(rng);
-        let (kind, ttl_us) = match kind {
-            "object" => (WriteKind::Set(self.object(rng, 0)), self.ttl_us(rng)),
-            "extend" => (WriteKind::Extend(self.object(rng, 0)), self.ttl_us(rng)),
-            "obj" => (WriteKind::Obj, self.ttl_us(rng)),
-            "del" => (WriteKind::Del, None),
-            _ => (WriteKind::Set(Document::Primitive(Self::leaf(rng))), self.ttl_us(rng)),
+        let (doc, path) = self.doc_path(rng);
+        let (write, ttl) = match kind {
+            "object" => (Write::Set(Doc::Object(self.object(rng, 0))), self.ttl(rng)),
+            "extend" => (Write::Extend(self.object(rng, 0)), self.ttl(rng)),
+            "obj" => (Write::Obj, self.ttl(rng)),
+            "del" => (Write::Del, Ttl::Inherit),
+            _ => (Write::Set(Doc::Leaf(Self::leaf(rng))), self.ttl(rng)),
         };
-        DocWrite { path, kind, ttl_us }
+        DocWrite { doc, path, write, ttl }
     }
 
-    fn doc_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime, cutoff: HybridTime) -> Op {
+    fn doc_op(&mut self, rng: &mut ChaCha8Rng, now: Time, cutoff: Time) -> Op {
         let kind = self.pick_kind(rng);
-        let command = match kind {
+        match kind {
             "get" | "get-past" => {
                 let ht = self.read_time(rng, now, cutoff, kind == "get-past");
-                let mut path = self.doc_path(rng);
-                path.subkeys.truncate(rng.random_range(0..=path.subkeys.len().min(2)));
-                Command::Get { path, ht }
+                let (doc, mut path) = self.doc_path(rng);
+                path.truncate(rng.random_range(0..=path.len().min(2)));
+                Op::Get { ht, doc, path }
             }
-            "markers" => Command::Markers(if rng.random_bool(0.5) {
-                MarkerMode::Required
+            "markers" => Op::Markers(if rng.random_bool(0.5) {
+                Markers::Required
             } else {
-                MarkerMode::Optional
+                Markers::Optional
             }),
             "batch" => {
                 let writes: Vec<DocWrite> = (0..rng.random_range(2..5))
@@ -320,20 +313,19 @@ impl Workload {
                         self.doc_write(rng, inner)
                     })
                     .collect();
-                let ttl = writes.iter().filter_map(|w| w.ttl_us).max().map(|us| us / 1000);
+                let ttl = writes.iter().filter_map(|w| ttl_ms(w.ttl)).max();
                 self.remember(now, ttl);
-                Command::Batch { ht: now, writes }
+                Op::Batch { ht: now, writes }
             }
             _ => {
                 let write = self.doc_write(rng, kind);
-                self.remember(now, write.ttl_us.map(|us| us / 1000));
-                Command::Write { write, ht: now }
+                self.remember(now, ttl_ms(write.ttl));
+                Op::Write { ht: now, write }
             }
-        };
-        Op::Doc(command)
+        }
     }
 
-    fn redis_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime) -> Op {
+    fn redis_op(&mut self, rng: &mut ChaCha8Rng, now: Time) -> Op {
         let key = format!("k{}", self.key_index(rng));
         let word = |rng: &mut ChaCha8Rng, p: &str, n: u32| format!("{p}{}", rng.random_range(0..n));
         let op = match rng.random_range(0..11) {
@@ -366,7 +358,7 @@ impl Workload {
         Op::Redis { ht: now, op }
     }
 
-    fn cql_op(&mut self, rng: &mut ChaCha8Rng, now: HybridTime, cutoff: HybridTime) -> Op {
+    fn cql_op(&mut self, rng: &mut ChaCha8Rng, now: Time, cutoff: Time) -> Op {
         let spec = self.tables[rng.random_range(0..self.tables.len())].clone();
         let s = &spec.schema;
         let key = self.cql_key(rng, &spec);
@@ -432,8 +424,7 @@ impl Workload {
         if matches!(op, CqlOp::Insert { .. } | CqlOp::Update { .. }) {
             self.remember(now, ttl_s.map(|s| s * 1000));
         }
-        let text = render::cql(s, &op);
-        Op::Cql { ht, table: s.name.clone(), op, text }
+        Op::Cql { ht, table: s.name.clone(), op }
     }
 
     fn cql_key(&self, rng: &mut ChaCha8Rng, spec: &CqlTableSpec) -> Vec<Scalar> {
@@ -451,6 +442,28 @@ impl Workload {
     }
 }
 
+/// `t` plus `us` microseconds, saturating (the engine's `HybridTime::add_micros`).
+fn add_micros(t: Time, us: u64) -> Time {
+    match us.checked_shl(12) {
+        Some(shifted) if shifted >> 12 == us => t.saturating_add(shifted),
+        _ => Time::MAX,
+    }
+}
+
+/// A TTL in ms as the boundary reads remember it (`Never` is 0, `Inherit` none).
+fn ttl_ms(ttl: Ttl) -> Option<u64> {
+    match ttl {
+        Ttl::Inherit => None,
+        Ttl::Never => Some(0),
+        Ttl::Ms(ms) => Some(ms),
+    }
+}
+
+/// A double as a scalar: its bit pattern, NaN canonical.
+fn double(value: f64) -> Scalar {
+    Scalar::Double(if value.is_nan() { f64::NAN.to_bits() } else { value.to_bits() })
+}
+
 fn column_type<'a>(spec: &'a CqlTableSpec, name: &str) -> &'a str {
     spec.types.iter().find(|(n, _)| n == name).map(|(_, t)| t.as_str()).expect("declared")
 }
@@ -465,7 +478,7 @@ fn cql_scalar(rng: &mut ChaCha8Rng, ty: &str) -> Scalar {
         "text" => Scalar::Str(format!("t{}", rng.random_range(0..6))),
         "int" => Scalar::Int32(rng.random_range(-5..50)),
         "bigint" => Scalar::Int64(rng.random_range(-5..500)),
-        "double" => Scalar::Double((f64::from(rng.random_range(-8i32..8)) / 4.0).to_bits()),
+        "double" => double(f64::from(rng.random_range(-8i32..8)) / 4.0),
         _ => Scalar::Bool(rng.random_bool(0.5)),
     }
 }
@@ -493,38 +506,44 @@ fn cql_value(rng: &mut ChaCha8Rng, spec: &CqlTableSpec, name: &str, nullable: bo
     CqlValue::Scalar(cql_scalar(rng, ty))
 }
 
-fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
-    let spec = |name: &str,
-                hash: &[&str],
-                range: &[(&str, bool)],
-                cols: &[(&str, &str)],
-                ttl: Option<u64>| {
-        let kind = |t: &str| {
-            if t.starts_with("map<") {
-                ColKind::Map
-            } else if t.starts_with("set<") {
-                ColKind::Set
-            } else {
-                ColKind::Scalar
-            }
-        };
-        let key_names: Vec<&str> =
-            hash.iter().copied().chain(range.iter().map(|(n, _)| *n)).collect();
-        let schema = Schema {
-            name: name.into(),
-            hash: hash.iter().map(|s| s.to_string()).collect(),
-            range: range.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
-            regular: cols
-                .iter()
-                .filter(|(n, _)| !key_names.contains(n))
-                .map(|(n, t)| (n.to_string(), kind(t)))
-                .collect(),
-            default_ttl_s: ttl,
-        };
-        let types = cols.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-        CqlTableSpec { schema, types }
+/// The shape of a column of CQL type `ty`.
+fn col_kind(ty: &str) -> ColKind {
+    if ty.starts_with("map<") {
+        ColKind::Map
+    } else if ty.starts_with("set<") {
+        ColKind::Set
+    } else {
+        ColKind::Scalar
+    }
+}
+
+/// A table: its key columns, every column's `(name, CQL type)`, its default TTL.
+fn table_spec(
+    name: &str,
+    hash: &[&str],
+    range: &[(&str, bool)],
+    cols: &[(&str, &str)],
+    default_ttl_s: Option<u64>,
+) -> CqlTableSpec {
+    let key_names: Vec<&str> = hash.iter().copied().chain(range.iter().map(|(n, _)| *n)).collect();
+    let schema = Schema {
+        name: name.into(),
+        hash: hash.iter().map(|s| s.to_string()).collect(),
+        range: range.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
+        regular: cols
+            .iter()
+            .filter(|(n, _)| !key_names.contains(n))
+            .map(|(n, t)| (n.to_string(), col_kind(t)))
+            .collect(),
+        default_ttl_s,
     };
-    let msgs = spec(
+    let types = cols.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
+    CqlTableSpec { schema, types }
+}
+
+/// The seed's tables: `msgs`, `page_views` and a random schema.
+fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
+    let msgs = table_spec(
         "msgs",
         &["user_id"],
         &[("msg_id", false)],
@@ -536,7 +555,7 @@ fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
         ],
         None,
     );
-    let page_views = spec(
+    let page_views = table_spec(
         "page_views",
         &["page_id"],
         &[],
@@ -567,6 +586,6 @@ fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
     let hash_refs: Vec<&str> = hash.iter().map(String::as_str).collect();
     let range_refs: Vec<(&str, bool)> = range.iter().map(|(n, d)| (n.as_str(), *d)).collect();
     let col_refs: Vec<(&str, &str)> = cols.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
-    let random = spec("random", &hash_refs, &range_refs, &col_refs, ttl);
+    let random = table_spec("random", &hash_refs, &range_refs, &col_refs, ttl);
     vec![msgs, page_views, random]
 }

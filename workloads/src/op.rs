@@ -1,11 +1,9 @@
-//! The operation type: one docscript line.
+//! The operation type: what a run does, in the model's vocabulary.
 
-use docsim_engine::script::{parse_line, Command};
-use docsim_engine::HybridTime;
 use docsim_models::cql::{CqlOp, Schema};
 use docsim_models::redis::RedisOp;
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use std::fmt;
+use docsim_models::{DocId, Key, Markers, Time, Ttl, Write};
+use serde::{Deserialize, Serialize};
 
 /// A CQL table as generated: the model's schema and each column's CQL type.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -15,24 +13,120 @@ pub struct CqlTableSpec {
     pub types: Vec<(String, String)>,
 }
 
-/// One operation; `Display` is its docscript line.
+/// One document write: which document, the path below its root, what, and its TTL.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DocWrite {
+    /// The document.
+    pub doc: DocId,
+    /// The subkeys from the document root down to the written path (empty: the root).
+    pub path: Vec<Key>,
+    /// What is written there.
+    pub write: Write,
+    /// The write's TTL.
+    pub ttl: Ttl,
+}
+
+impl DocWrite {
+    /// The write as the model's [`docsim_models::Model::write_batch`] takes it.
+    pub fn to_model(&self) -> (DocId, Vec<Key>, Write, Ttl) {
+        (self.doc.clone(), self.path.clone(), self.write.clone(), self.ttl)
+    }
+}
+
+/// Where a crash cuts the power.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum CrashPoint {
+    /// At once.
+    Now,
+    /// In the next write, once its entry is appended to the log but not synced.
+    AfterAppend,
+    /// In the next write, once its entry is durable but not applied.
+    AfterSync,
+    /// In the next write, once its entry is applied but not acknowledged.
+    AfterApply,
+    /// After the next flush (or compaction) is durable, before its log GC.
+    AfterFlush,
+}
+
+/// One operation. Times are the model's raw hybrid times (`physical_us << 12 | logical`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
-    /// A docscript document command (write, batch, get, markers, default_ttl...).
-    Doc(#[serde(serialize_with = "command_text", deserialize_with = "command_parse")] Command),
+    // Document ops
+    /// The init-marker mode of later document writes (docscript `markers`).
+    Markers(Markers),
+    /// The document tablet's default TTL (`default_ttl`), in ms.
+    DefaultTtl {
+        /// The TTL; `None` removes it.
+        ttl_ms: Option<u64>,
+    },
+    /// One write command at hybrid time `ht` (docscript `set`/`extend`/`obj`/`del`).
+    Write {
+        /// The write's hybrid time.
+        ht: Time,
+        /// The write.
+        write: DocWrite,
+    },
+    /// One write batch (docscript `batch @T { ... }`).
+    Batch {
+        /// The batch's hybrid time.
+        ht: Time,
+        /// Its writes, in order (write ids 0, 1, ...).
+        writes: Vec<DocWrite>,
+    },
+    /// Read the subdocument at `path` of `doc` as of `ht`.
+    Get {
+        /// The read time.
+        ht: Time,
+        /// The document.
+        doc: DocId,
+        /// The subkeys below the document root.
+        path: Vec<Key>,
+    },
+    // CQL and Redis
     /// Declare a CQL table.
     Table(CqlTableSpec),
-    /// A CQL statement on `table` at `ht`.
-    Cql { ht: HybridTime, table: String, op: CqlOp, text: String },
+    /// A CQL statement on the table named `table`, at `ht`.
+    Cql {
+        /// The statement's hybrid time (a SELECT's read time).
+        ht: Time,
+        /// The table's name (declared by an earlier [`Op::Table`]).
+        table: String,
+        /// The statement.
+        op: CqlOp,
+    },
     /// A Redis command at `ht`.
-    Redis { ht: HybridTime, op: RedisOp },
+    Redis {
+        /// The command's hybrid time.
+        ht: Time,
+        /// The command.
+        op: RedisOp,
+    },
+    // Node ops, drawn by the simulator's schedule
+    /// Flush the memtables.
+    Flush,
+    /// A compaction with history cutoff `cutoff`; `minor` keeps tombstones.
+    Compact {
+        /// The history cutoff (inclusive).
+        cutoff: Time,
+        /// A minor compaction (not bottommost).
+        minor: bool,
+    },
+    /// Cut the power at `at`; `torn` tears the last unsynced append.
+    Crash {
+        /// When the power goes.
+        at: CrashPoint,
+        /// Whether each file keeps its unsynced tail up to the first sector boundary.
+        torn: bool,
+    },
+    /// Restart after a crash: replay what the log holds above the persisted frontier.
+    Restart,
 }
 
 impl Op {
     /// Whether the op reads (and so is checked against the model).
     pub fn is_read(&self) -> bool {
         match self {
-            Op::Doc(Command::Get { .. }) => true,
+            Op::Get { .. } => true,
             Op::Cql { op: CqlOp::Select { .. }, .. } => true,
             Op::Redis { op, .. } => matches!(
                 op,
@@ -43,29 +137,5 @@ impl Op {
             ),
             _ => false,
         }
-    }
-}
-
-impl fmt::Display for Op {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Op::Doc(command) => write!(f, "{command}"),
-            Op::Table(spec) => write!(f, "table {}", crate::render::create_table(spec)),
-            Op::Cql { ht, text, .. } => write!(f, "cql @{ht} {text}"),
-            Op::Redis { ht, op } => write!(f, "redis @{ht} {}", crate::render::redis(op)),
-        }
-    }
-}
-
-fn command_text<S: Serializer>(command: &Command, s: S) -> Result<S::Ok, S::Error> {
-    s.serialize_str(&command.to_string())
-}
-
-fn command_parse<'de, D: Deserializer<'de>>(d: D) -> Result<Command, D::Error> {
-    let text = String::deserialize(d)?;
-    match parse_line(&text, 1) {
-        Ok(Some(command)) => Ok(command),
-        Ok(None) => Err(serde::de::Error::custom("empty command")),
-        Err(e) => Err(serde::de::Error::custom(e.to_string())),
     }
 }

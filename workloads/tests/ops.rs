@@ -1,42 +1,94 @@
-//! Ops print as docscript that parses back, and serialize with serde.
+//! Ops serialize with serde and back; a seed generates the same ops every time.
 
-use docsim_engine::script::parse_line;
-use docsim_workloads::{strategy, Op, Profile};
+use docsim_workloads::{strategy, Op, Profile, Workload};
 use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+fn round_trip(op: &Op) -> Result<(), TestCaseError> {
+    let json = serde_json::to_string(op).expect("serializes");
+    prop_assert!(!json.contains('\n'));
+    let back: Op = serde_json::from_str(&json).expect("deserializes");
+    prop_assert_eq!(&back, op);
+    Ok(())
+}
+
+/// `len` ops of a seed, at times that move on by up to 3 ms, with a history cutoff that
+/// trails them; and one more draw, to compare where the random stream ended.
+fn generate(seed: u64, profile: Profile, len: usize) -> (Vec<Op>, u64) {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let mut clock = ChaCha8Rng::seed_from_u64(!seed);
+    let mut workload = Workload::new(&mut rng, Some(profile));
+    let mut ops = workload.setup_ops(1 << 12);
+    let mut now: u64 = 1 << 12;
+    for _ in 0..len {
+        now += clock.random_range(1..3_000u64) << 12 | clock.random_range(0..4u64);
+        let cutoff = now.saturating_sub(clock.random_range(0..20_000u64) << 12);
+        ops.push(workload.next_op(&mut rng, now, cutoff));
+    }
+    (ops, rng.random())
+}
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(40))]
 
     #[test]
-    fn every_op_is_one_valid_docscript_line(ops in strategy::ops(Profile::Nested, 60)) {
-        for op in ops {
-            let line = op.to_string();
-            prop_assert!(!line.contains('\n'));
-            let parsed = parse_line(&line, 1)
-                .map_err(|e| TestCaseError::fail(format!("{line}: {e}")))?;
-            prop_assert!(parsed.is_some());
-            if let Op::Doc(command) = &op {
-                prop_assert_eq!(parsed.as_ref(), Some(command));
-            }
-        }
-    }
-
-    #[test]
-    fn ops_round_trip_through_serde(ops in strategy::ops(Profile::Cql, 30)) {
-        for op in ops {
-            let json = serde_json::to_string(&op).expect("serializes");
-            let back: Op = serde_json::from_str(&json).expect("deserializes");
-            prop_assert_eq!(back.to_string(), op.to_string());
-        }
-    }
-
-    #[test]
-    fn redis_and_ttl_ops_parse(
-        ops in strategy::ops(Profile::Redis, 40), ttl in strategy::ops(Profile::TtlHeavy, 40),
+    fn doc_ops_round_trip_through_serde(
+        nested in strategy::ops(Profile::Nested, 40), ttl in strategy::ops(Profile::TtlHeavy, 40),
     ) {
-        for op in ops.into_iter().chain(ttl) {
-            let line = op.to_string();
-            prop_assert!(parse_line(&line, 1).is_ok(), "{}", line);
+        for op in nested.iter().chain(&ttl) {
+            round_trip(op)?;
         }
+    }
+
+    #[test]
+    fn cql_and_redis_ops_round_trip_through_serde(
+        cql in strategy::ops(Profile::Cql, 30), redis in strategy::ops(Profile::Redis, 30),
+    ) {
+        for op in cql.iter().chain(&redis) {
+            round_trip(op)?;
+        }
+    }
+}
+
+#[test]
+fn node_ops_round_trip_through_serde() {
+    use docsim_workloads::CrashPoint;
+    let ops = [
+        Op::Flush,
+        Op::Compact { cutoff: 5 << 12 | 3, minor: true },
+        Op::Crash { at: CrashPoint::AfterSync, torn: true },
+        Op::Crash { at: CrashPoint::Now, torn: false },
+        Op::Restart,
+        Op::DefaultTtl { ttl_ms: None },
+    ];
+    for op in &ops {
+        round_trip(op).expect("round trip");
+    }
+}
+
+#[test]
+fn a_seed_generates_the_same_ops_every_time() {
+    for seed in 0..20 {
+        for profile in Profile::ALL {
+            let first = generate(seed, profile, 200);
+            assert_eq!(generate(seed, profile, 200), first, "seed {seed} {profile:?}");
+        }
+    }
+}
+
+#[test]
+fn seeds_differ() {
+    for profile in Profile::ALL {
+        assert_ne!(generate(1, profile, 50).0, generate(2, profile, 50).0, "{profile:?}");
+    }
+}
+
+#[test]
+fn every_profile_reads_and_writes() {
+    for profile in Profile::ALL {
+        let ops: Vec<Op> = (0..10).flat_map(|seed| generate(seed, profile, 100).0).collect();
+        assert!(ops.iter().any(Op::is_read), "{profile:?} reads");
+        assert!(ops.iter().any(|op| !op.is_read()), "{profile:?} writes");
     }
 }
