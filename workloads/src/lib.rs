@@ -21,12 +21,18 @@
 //!
 //! Generators never look at the engine: they remember only what they generated (write
 //! times and TTLs, for boundary reads).
+//!
+//! **Shrinking**: [`simpler`] lists smaller variants of one op — fewer batch items, object
+//! entries, CQL columns, assignments and collection elements, Redis fields; no TTLs;
+//! shorter paths; values at their type's zero — for the simulator's shrinker to try.
 
 mod generate;
 mod op;
+mod simplify;
 
 pub use generate::{Knobs, Profile, Workload};
 pub use op::{CqlTableSpec, CrashPoint, DocWrite, Op};
+pub use simplify::simpler;
 
 /// Proptest strategies over the same generators: a strategy draws a seed and generates.
 pub mod strategy {

@@ -1,6 +1,6 @@
 //! Ops serialize with serde and back; a seed generates the same ops every time.
 
-use docsim_workloads::{strategy, Op, Profile, Workload};
+use docsim_workloads::{simpler, strategy, Op, Profile, Workload};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -47,6 +47,29 @@ proptest! {
     ) {
         for op in cql.iter().chain(&redis) {
             round_trip(op)?;
+        }
+    }
+
+    #[test]
+    fn simpler_ops_round_trip_differ_and_run_out(
+        cql in strategy::ops(Profile::Cql, 30),
+        redis in strategy::ops(Profile::Redis, 30),
+        nested in strategy::ops(Profile::Nested, 30),
+    ) {
+        for op in cql.iter().chain(&redis).chain(&nested) {
+            for variant in simpler(op) {
+                prop_assert_ne!(&variant, op);
+                round_trip(&variant)?;
+            }
+            // Always taking the last (mildest) variant still ends: each is smaller.
+            let mut current = op.clone();
+            for step in 0.. {
+                prop_assert!(step < 1_000, "no end simplifying {:?}", op);
+                match simpler(&current).pop() {
+                    Some(next) => current = next,
+                    None => break,
+                }
+            }
         }
     }
 }
