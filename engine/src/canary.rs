@@ -83,6 +83,30 @@ impl Plant {
     }
 }
 
+/// A set of planted bugs (placeholder until the plumbing lands).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Plants(u32);
+
+impl Plants {
+    /// No bug planted.
+    pub const NONE: Plants = Plants(0);
+
+    /// `plant` alone, or none.
+    pub fn of(plant: Option<Plant>) -> Plants {
+        Plants(plant.map_or(0, |p| 1 << p as u32))
+    }
+
+    /// Whether `plant` is in the set.
+    pub fn contains(self, plant: Plant) -> bool {
+        self.0 & (1 << plant as u32) != 0
+    }
+
+    /// Switch this set on for the calling thread (bridge until the set is passed down).
+    pub(crate) fn install(self) {
+        PLANTED.with(|p| p.set(self.0));
+    }
+}
+
 thread_local! {
     /// Per thread, so that runs on different threads (torture workers, parallel tests)
     /// never see each other's bugs. Code on RocksDB's own threads gets the switch passed in

@@ -123,7 +123,7 @@ impl SimDisk {
     pub fn create(&self, name: &str) -> Result<()> {
         let mut s = self.state();
         if s.files.contains_key(name) {
-            return Err(Error::Storage(format!("cannot create {name}: it exists")));
+            return Err(Error::Io(format!("cannot create {name}: it exists")));
         }
         s.files.insert(name.to_owned(), File::default());
         Ok(())
@@ -133,20 +133,18 @@ impl SimDisk {
     pub fn append(&self, name: &str, bytes: &[u8]) -> Result<()> {
         let mut s = self.state();
         if !s.files.contains_key(name) {
-            return Err(Error::Storage(format!("cannot append to {name}: no such file")));
+            return Err(Error::Io(format!("cannot append to {name}: no such file")));
         }
         let chance = s.config.write_error_per_mille;
         if chance > 0 && s.rng.random_range(0..1000) < chance {
             s.ledger.push(Fault::WriteError { file: name.to_owned() });
-            return Err(Error::Storage(format!("I/O error writing {name} (injected)")));
+            return Err(Error::Io(format!("I/O error writing {name} (injected)")));
         }
         if let Some(capacity) = s.config.capacity_bytes {
             if s.used_bytes() + bytes.len() as u64 > capacity {
                 s.ledger.push(Fault::DiskFull { file: name.to_owned() });
-                return Err(Error::Storage(format!(
-                    "disk full writing {} bytes to {name} ({capacity} bytes capacity)",
-                    bytes.len()
-                )));
+                let (file, bytes) = (name.to_owned(), bytes.len());
+                return Err(Error::DiskFull { file, bytes, capacity });
             }
         }
         s.files.get_mut(name).expect("checked above").data.extend_from_slice(bytes);
@@ -159,11 +157,10 @@ impl SimDisk {
         let chance = s.config.sync_error_per_mille;
         if chance > 0 && s.rng.random_range(0..1000) < chance {
             s.ledger.push(Fault::SyncError { file: name.to_owned() });
-            return Err(Error::Storage(format!("I/O error syncing {name} (injected)")));
+            return Err(Error::Io(format!("I/O error syncing {name} (injected)")));
         }
         let file = s.files.get_mut(name);
-        let file =
-            file.ok_or_else(|| Error::Storage(format!("cannot sync {name}: no such file")))?;
+        let file = file.ok_or_else(|| Error::Io(format!("cannot sync {name}: no such file")))?;
         file.synced_len = file.data.len();
         Ok(())
     }
@@ -180,8 +177,7 @@ impl SimDisk {
     pub fn remove(&self, name: &str) -> Result<()> {
         let mut s = self.state();
         let file = s.files.remove(name);
-        let file =
-            file.ok_or_else(|| Error::Storage(format!("cannot remove {name}: no such file")))?;
+        let file = file.ok_or_else(|| Error::Io(format!("cannot remove {name}: no such file")))?;
         if s.durable_names.contains(name) {
             s.removed.insert(name.to_owned(), file);
         }
@@ -193,7 +189,7 @@ impl SimDisk {
         let mut s = self.state();
         let file = s.files.get_mut(name);
         let file =
-            file.ok_or_else(|| Error::Storage(format!("cannot truncate {name}: no such file")))?;
+            file.ok_or_else(|| Error::Io(format!("cannot truncate {name}: no such file")))?;
         file.data.truncate(len);
         file.synced_len = file.synced_len.min(len);
         Ok(())
@@ -203,10 +199,7 @@ impl SimDisk {
     pub fn read(&self, name: &str) -> Result<Vec<u8>> {
         let s = self.state();
         let file = s.files.get(name);
-        Ok(file
-            .ok_or_else(|| Error::Storage(format!("cannot read {name}: no such file")))?
-            .data
-            .clone())
+        Ok(file.ok_or_else(|| Error::Io(format!("cannot read {name}: no such file")))?.data.clone())
     }
 
     /// The names starting with `prefix`, in order.

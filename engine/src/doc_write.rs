@@ -8,11 +8,46 @@
 use crate::db::DocDb;
 use crate::document::Document;
 use crate::encoding::{DocKey, DocPath, Ttl, Value, ValueKind};
-use crate::error::{errinput, Result};
+use crate::error::{Error, Result, TypeConflict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{read_subdocument, DocEntry};
-use crate::script::{DocWrite, MarkerMode, WriteKind};
 use std::collections::btree_map::{BTreeMap, Entry};
+
+/// Init-marker behaviour of document writes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum MarkerMode {
+    /// Blind writes, no markers, no reads (CQL-like).
+    #[default]
+    Optional,
+    /// Markers for missing ancestors; deleting a missing path writes nothing (Redis-like).
+    Required,
+}
+
+/// What one document write does at its path.
+#[derive(Clone, Debug, PartialEq)]
+pub enum WriteKind {
+    /// A primitive, or an object literal (which overwrites: a marker first).
+    Set(Document),
+    /// An object literal's entries without a marker at the path itself (merge). Only an
+    /// object is meaningful here: a primitive writes nothing.
+    Extend(Document),
+    /// An init marker.
+    Obj,
+    /// A tombstone.
+    Del,
+}
+
+/// One document write (a command of its own, or one item of a batch).
+#[derive(Clone, Debug, PartialEq)]
+pub struct DocWrite {
+    /// Where.
+    pub path: DocPath,
+    /// What.
+    pub kind: WriteKind,
+    /// The TTL in microseconds (a whole number of milliseconds; 0 = never expires);
+    /// `None` inherits.
+    pub ttl_us: Option<u64>,
+}
 
 /// Documents as stored, scanned at one hybrid time, by encoded document key: a command
 /// that reads a key and then writes it at the same hybrid time (Redis) scans it once, and
@@ -97,7 +132,7 @@ pub fn expand(write: &DocWrite, ttl: Ttl) -> Vec<(DocPath, Value)> {
         WriteKind::Extend(Document::Object(map)) => {
             expand_children(&write.path, map, ttl, &mut out)
         }
-        WriteKind::Extend(Document::Primitive(_)) => unreachable!("the parser requires an object"),
+        WriteKind::Extend(Document::Primitive(_)) => {} // nothing below a primitive literal
         WriteKind::Obj => out.push((write.path.clone(), value(ValueKind::Object))),
         WriteKind::Del => out.push((write.path.clone(), Value::tombstone())),
     }
@@ -166,10 +201,9 @@ impl Pending<'_> {
             let ancestor = DocPath::new(path.doc_key.clone(), path.subkeys[..depth].to_vec());
             match self.probe(&ancestor)? {
                 Some(Document::Object(_)) => {}
-                Some(Document::Primitive(p)) => {
-                    return errinput!(
-                        "cannot write {path}: {ancestor} holds the primitive {p}, not an object"
-                    );
+                Some(Document::Primitive(found)) => {
+                    let conflict = TypeConflict { path: path.clone(), ancestor, found };
+                    return Err(Error::TypeConflict(Box::new(conflict)));
                 }
                 None if crate::canary::planted(crate::canary::Plant::MissingInitMarker) => {}
                 None => {

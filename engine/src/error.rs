@@ -1,6 +1,15 @@
 //! The engine's errors, typed by what the caller must do about them.
+//!
+//! Every variant names one situation a caller can branch on; [`Error::kind`] gives the
+//! variant as an [`ErrorKind`] (what the simulator compares with the model's expected
+//! error, and what `expect error: <kind>` names in docscript). Display texts are the
+//! `error: <message>` lines docscript prints. Invariant violations are not errors: they
+//! are assertions. Text the node never sees (docscript lines, CQL statements, Redis
+//! command lines) fails in its parser's own error type, with a line or column.
 
+use crate::encoding::{DocPath, Primitive};
 use crate::hybrid_time::HybridTime;
+use crate::replica::CrashPoint;
 use std::fmt;
 
 /// A byte string that does not decode: what was being decoded, where, and why.
@@ -28,30 +37,183 @@ impl fmt::Display for DecodeError {
 
 impl std::error::Error for DecodeError {}
 
-/// Engine errors. Invariant violations are not errors: they are assertions.
+/// A write below a primitive: the path written, the ancestor holding the primitive, and
+/// the primitive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TypeConflict {
+    pub path: DocPath,
+    pub ancestor: DocPath,
+    pub found: Primitive,
+}
+
+/// Engine errors.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
     /// Stored bytes do not decode. `key` is the hex of the key involved, when known.
+    /// Nothing was changed; the data needs repair.
     #[error("corruption: {error}{}", key_suffix(.key))]
     Corruption { error: DecodeError, key: Option<String> },
-    /// The caller asked for something invalid (bad path, type mismatch, bad TTL...).
+    /// The request does not fit the data or schema it names (unknown column, a value of
+    /// the wrong type, a malformed key...). Nothing was written; fix the request.
     #[error("{0}")]
-    InvalidInput(String),
-    /// A read below the history cutoff, whose data compaction may have removed.
+    InvalidRequest(String),
+    /// A required-marker write below a path that holds a primitive, not an object.
+    /// Nothing was written.
+    #[error(
+        "cannot write {}: {} holds the primitive {}, not an object",
+        .0.path,
+        .0.ancestor,
+        .0.found
+    )]
+    TypeConflict(Box<TypeConflict>),
+    /// Redis: the key holds another kind of value. Nothing was written.
+    #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
+    WrongType,
+    /// No CQL table of that name.
+    #[error("unknown table {0}")]
+    NoSuchTable(String),
+    /// `CREATE TABLE` of a name that exists.
+    #[error("table {0} already exists")]
+    TableExists(String),
+    /// A read below the history cutoff, whose data compaction may have removed: read at
+    /// or above `cutoff_ht`.
     #[error("snapshot too old: read at {read_ht} is below the history cutoff {cutoff_ht}")]
     SnapshotTooOld { read_ht: HybridTime, cutoff_ht: HybridTime },
-    /// A crash was injected at this stage of a write (simulation): the tablet is down
-    /// until it is restarted.
+    /// An injected crash fired at this point (simulation): the node lost power and is
+    /// down until it is restarted. A write cut here may or may not survive.
     #[error("crashed {0}")]
-    Crashed(&'static str),
-    /// The storage layer failed (RocksDB or the file system).
+    Crashed(CrashPoint),
+    /// The node (`cause: None`: after a crash) or a tablet (after the failure `cause`)
+    /// refuses everything until it is restarted.
+    #[error("{}", down_message(.cause))]
+    Down { cause: Option<Box<Error>> },
+    /// The disk is full: nothing was written. Free space, then retry.
+    #[error("disk full writing {bytes} bytes to {file} ({capacity} bytes capacity)")]
+    DiskFull { file: String, bytes: usize, capacity: u64 },
+    /// An I/O operation on the disk failed; the tablet stops (fail-stop).
+    #[error("{0}")]
+    Io(String),
+    /// The Raft log holds bytes that are neither a record nor a torn tail: the tablet
+    /// refuses to start (rebuild it from a peer).
+    #[error("log corruption in {segment} at byte {offset}: {reason}")]
+    LogCorruption { segment: String, offset: usize, reason: String },
+    /// The log does not hold the entries bootstrap needs above the flushed frontier.
+    #[error("{0}")]
+    ReplayGap(String),
+    /// The compaction filter could not judge some entries; it kept them unchanged.
+    #[error("compaction filter failed: {0}")]
+    CompactionFilter(String),
+    /// RocksDB failed.
     #[error("storage error: {0}")]
     Storage(String),
 }
 
 fn key_suffix(key: &Option<String>) -> String {
     key.as_ref().map(|k| format!(" (key {k})")).unwrap_or_default()
+}
+
+fn down_message(cause: &Option<Box<Error>>) -> String {
+    match cause {
+        None => "the node is down after a crash; `restart` it".into(),
+        Some(cause) => format!("tablet is down ({cause}); restart it"),
+    }
+}
+
+/// The variant of an [`Error`], without its data: what callers and checkers compare.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ErrorKind {
+    Corruption,
+    InvalidRequest,
+    TypeConflict,
+    WrongType,
+    NoSuchTable,
+    TableExists,
+    SnapshotTooOld,
+    Crashed,
+    Down,
+    DiskFull,
+    Io,
+    LogCorruption,
+    ReplayGap,
+    CompactionFilter,
+    Storage,
+}
+
+impl ErrorKind {
+    /// Every kind.
+    pub const ALL: [ErrorKind; 15] = [
+        ErrorKind::Corruption,
+        ErrorKind::InvalidRequest,
+        ErrorKind::TypeConflict,
+        ErrorKind::WrongType,
+        ErrorKind::NoSuchTable,
+        ErrorKind::TableExists,
+        ErrorKind::SnapshotTooOld,
+        ErrorKind::Crashed,
+        ErrorKind::Down,
+        ErrorKind::DiskFull,
+        ErrorKind::Io,
+        ErrorKind::LogCorruption,
+        ErrorKind::ReplayGap,
+        ErrorKind::CompactionFilter,
+        ErrorKind::Storage,
+    ];
+
+    /// The snake_case name (`expect error: <name>` in docscript).
+    pub fn name(self) -> &'static str {
+        match self {
+            ErrorKind::Corruption => "corruption",
+            ErrorKind::InvalidRequest => "invalid_request",
+            ErrorKind::TypeConflict => "type_conflict",
+            ErrorKind::WrongType => "wrong_type",
+            ErrorKind::NoSuchTable => "no_such_table",
+            ErrorKind::TableExists => "table_exists",
+            ErrorKind::SnapshotTooOld => "snapshot_too_old",
+            ErrorKind::Crashed => "crashed",
+            ErrorKind::Down => "down",
+            ErrorKind::DiskFull => "disk_full",
+            ErrorKind::Io => "io",
+            ErrorKind::LogCorruption => "log_corruption",
+            ErrorKind::ReplayGap => "replay_gap",
+            ErrorKind::CompactionFilter => "compaction_filter",
+            ErrorKind::Storage => "storage",
+        }
+    }
+
+    /// The kind with this name.
+    pub fn from_name(name: &str) -> Option<ErrorKind> {
+        ErrorKind::ALL.into_iter().find(|k| k.name() == name)
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl Error {
+    /// What kind of error this is.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Corruption { .. } => ErrorKind::Corruption,
+            Error::InvalidRequest(_) => ErrorKind::InvalidRequest,
+            Error::TypeConflict(_) => ErrorKind::TypeConflict,
+            Error::WrongType => ErrorKind::WrongType,
+            Error::NoSuchTable(_) => ErrorKind::NoSuchTable,
+            Error::TableExists(_) => ErrorKind::TableExists,
+            Error::SnapshotTooOld { .. } => ErrorKind::SnapshotTooOld,
+            Error::Crashed(_) => ErrorKind::Crashed,
+            Error::Down { .. } => ErrorKind::Down,
+            Error::DiskFull { .. } => ErrorKind::DiskFull,
+            Error::Io(_) => ErrorKind::Io,
+            Error::LogCorruption { .. } => ErrorKind::LogCorruption,
+            Error::ReplayGap(_) => ErrorKind::ReplayGap,
+            Error::CompactionFilter(_) => ErrorKind::CompactionFilter,
+            Error::Storage(_) => ErrorKind::Storage,
+        }
+    }
 }
 
 impl From<DecodeError> for Error {
@@ -69,8 +231,37 @@ impl From<rocksdb::Error> for Error {
 /// Engine result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
-/// `Err(Error::InvalidInput(format!(...)))`.
+/// `Err(Error::InvalidRequest(format!(...)))`.
 macro_rules! errinput {
-    ($($arg:tt)*) => { Err($crate::error::Error::InvalidInput(format!($($arg)*))) };
+    ($($arg:tt)*) => { Err($crate::error::Error::InvalidRequest(format!($($arg)*))) };
 }
 pub(crate) use errinput;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_names_round_trip_and_are_distinct() {
+        for kind in ErrorKind::ALL {
+            assert_eq!(ErrorKind::from_name(kind.name()), Some(kind));
+        }
+        let mut names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), ErrorKind::ALL.len());
+    }
+
+    #[test]
+    fn down_says_whether_the_node_or_a_tablet_stopped() {
+        let node = Error::Down { cause: None };
+        assert_eq!(node.to_string(), "the node is down after a crash; `restart` it");
+        let io = Error::Io("I/O error syncing log/1 (injected)".into());
+        let tablet = Error::Down { cause: Some(Box::new(io)) };
+        assert_eq!(tablet.kind(), ErrorKind::Down);
+        assert_eq!(
+            tablet.to_string(),
+            "tablet is down (I/O error syncing log/1 (injected)); restart it"
+        );
+    }
+}

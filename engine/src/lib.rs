@@ -54,9 +54,19 @@
 //! min(frontier, committed) + 1. The log lives on a seeded simulated disk whose crashes
 //! drop unsynced data and may tear it; a torn tail is cut, corruption is reported.
 //!
-//! **docscript** ([`notation`], [`script`]) is the text form of all of the above, shared by
-//! golden tests, reproducers and traces; printing and parsing round-trip. [`canary`] holds
-//! the bugs the simulator must catch; [`probe`] counts rare paths for coverage reports.
+//! **The node** ([`Node`]) is the engine's API: it owns the tablets (the document tablet
+//! and one per CQL table), the table metadata, the simulated disk and the power (crash,
+//! restart). It takes typed requests — document writes ([`DocWrite`]) and reads, CQL
+//! statements as a typed tree ([`cql::Statement`]), Redis commands ([`redis::Command`]),
+//! flush, compaction, crash points — and answers with typed results or a typed [`Error`]
+//! whose [`ErrorKind`] says what the caller must do. The node never parses text.
+//!
+//! **docscript** ([`notation`], [`script`]) is a thin client on top: it parses a line into
+//! a typed request (CQL and Redis text through their own parsers, whose errors carry a
+//! column), calls the node, and prints the typed result; printing and parsing round-trip,
+//! and the simulator prints its traces and reproducers through the same printer.
+//! [`canary`] holds the bugs the simulator must catch; [`probe`] counts rare paths for
+//! coverage reports.
 
 pub mod canary;
 pub mod cql;
@@ -70,6 +80,7 @@ mod expiry;
 pub mod gc;
 mod hybrid_time;
 mod log;
+mod node;
 pub mod notation;
 pub mod probe;
 mod reader;
@@ -81,15 +92,17 @@ mod tablet;
 mod write_batch;
 
 pub use db::{DocDb, Entry, Frontier};
+pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{
     DocKey, DocPath, KeyEntry, Primitive, SortOrder, SubDocKey, Ttl, Value, ValueKind,
 };
-pub use error::{DecodeError, Error, Result};
+pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use log::{OpId, SegmentInfo, Truncation};
+pub use node::{Node, NodeOptions, TabletDump, TabletId};
 pub use reader::DocEntry;
-pub use replica::{CrashStage, LogConfig};
+pub use replica::{CrashPoint, CrashStage, LogConfig};
 pub use tablet::{RestartReport, Tablet};
 pub use write_batch::DocWriteBatch;
 

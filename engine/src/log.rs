@@ -305,5 +305,5 @@ pub fn first_segment_to_read(prevs: &[OpId], from_index: u64) -> usize {
 }
 
 fn corrupt(segment: &str, offset: usize, why: &str) -> Error {
-    Error::Storage(format!("log corruption in {segment} at byte {offset}: {why}"))
+    Error::LogCorruption { segment: segment.to_owned(), offset, reason: why.to_owned() }
 }

@@ -3,16 +3,13 @@
 //! the fields or members (set members map to null). Redis writes always use required
 //! markers. A TTL (EX/PX/EXPIRE) is stored at the root and covers the whole document.
 
-use crate::doc_write::{build_entries, Scanned};
+use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned, WriteKind};
 use crate::document::Document;
 use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive};
-use crate::error::{errinput, Error, Result};
+use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
-use crate::script::{DocWrite, MarkerMode, WriteKind};
 use crate::tablet::Tablet;
 use std::collections::BTreeMap;
-
-const WRONGTYPE: &str = "WRONGTYPE Operation against a key holding the wrong kind of value";
 
 /// A Redis reply.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -56,127 +53,277 @@ fn text(p: &Primitive) -> String {
     }
 }
 
-/// Run one Redis command at `ht`.
-pub fn run(tablet: &mut Tablet, ht: HybridTime, command: &str) -> Result<Reply> {
-    let args = split_args(command)?;
-    let Some((name, args)) = args.split_first() else { return errinput!("empty Redis command") };
-    let name = name.to_ascii_uppercase();
-    let mut at = At { tablet, ht, scanned: Scanned::default() };
-    let arity = |min: usize, pairs: bool| -> Result<()> {
-        if args.len() < min || (pairs && (args.len() - 1) % 2 != 0) {
-            return errinput!(
-                "ERR wrong number of arguments for '{}' command",
-                name.to_lowercase()
-            );
+/// `SET`'s expiry option, as written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Expiry {
+    /// `EX s`: seconds.
+    Ex(u64),
+    /// `PX ms`: milliseconds.
+    Px(u64),
+}
+
+impl Expiry {
+    fn ttl_us(self) -> u64 {
+        match self {
+            Expiry::Ex(s) => s.saturating_mul(1_000_000),
+            Expiry::Px(ms) => ms.saturating_mul(1_000),
         }
-        Ok(())
-    };
-    let reply = match name.as_str() {
-        "SET" => {
-            arity(2, false)?;
-            let ttl_us = parse_set_options(&args[2..])?;
-            let write = DocWrite { path: root(&args[0]), kind: set_value(&args[1]), ttl_us };
-            at.apply(vec![write])?;
-            Reply::Status("OK".into())
-        }
-        "GET" => {
-            arity(1, false)?;
-            match at.get(&args[0])? {
-                None => Reply::Bulk(None),
-                Some(Document::Primitive(p)) => Reply::Bulk(Some(text(&p))),
-                Some(Document::Object(_)) => return errinput!("{WRONGTYPE}"),
+    }
+}
+
+/// One Redis command, typed. `Display` prints it as a command line that parses back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    Set {
+        key: String,
+        value: String,
+        expiry: Option<Expiry>,
+    },
+    Get {
+        key: String,
+    },
+    Del {
+        keys: Vec<String>,
+    },
+    Expire {
+        key: String,
+        secs: u64,
+    },
+    /// `HSET` (or `HMSET` when `multi`, which replies `OK`).
+    HSet {
+        key: String,
+        fields: Vec<(String, String)>,
+        multi: bool,
+    },
+    HGet {
+        key: String,
+        field: String,
+    },
+    HDel {
+        key: String,
+        fields: Vec<String>,
+    },
+    HGetAll {
+        key: String,
+    },
+    SAdd {
+        key: String,
+        members: Vec<String>,
+    },
+    SRem {
+        key: String,
+        members: Vec<String>,
+    },
+    SMembers {
+        key: String,
+    },
+}
+
+/// A Redis command line that does not parse (the reply text redis-server would give).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SyntaxError(pub String);
+
+fn syntax<T>(message: impl Into<String>) -> Result<T, SyntaxError> {
+    Err(SyntaxError(message.into()))
+}
+
+impl Command {
+    /// Parse a command line; `"double quoted"` arguments may hold spaces and JSON-style
+    /// escapes.
+    pub fn parse(line: &str) -> Result<Command, SyntaxError> {
+        let args = split_args(line)?;
+        let Some((name, args)) = args.split_first() else { return syntax("empty Redis command") };
+        let name = name.to_ascii_uppercase();
+        let arity = |min: usize, pairs: bool| {
+            if args.len() < min || (pairs && (args.len() - 1) % 2 != 0) {
+                let name = name.to_lowercase();
+                return syntax(format!("ERR wrong number of arguments for '{name}' command"));
             }
+            Ok(())
+        };
+        let key = || args[0].clone();
+        let rest = || args[1..].to_vec();
+        Ok(match name.as_str() {
+            "SET" => {
+                arity(2, false)?;
+                let expiry = parse_set_options(&args[2..])?;
+                Command::Set { key: key(), value: args[1].clone(), expiry }
+            }
+            "GET" => arity(1, false).map(|_| Command::Get { key: key() })?,
+            "DEL" => arity(1, false).map(|_| Command::Del { keys: args.to_vec() })?,
+            "EXPIRE" => {
+                arity(2, false)?;
+                let Ok(secs) = args[1].parse::<u64>() else {
+                    return syntax("ERR value is not an integer or out of range");
+                };
+                Command::Expire { key: key(), secs }
+            }
+            "HSET" | "HMSET" => {
+                arity(3, true)?;
+                let fields = args[1..].chunks(2).map(|p| (p[0].clone(), p[1].clone())).collect();
+                Command::HSet { key: key(), fields, multi: name == "HMSET" }
+            }
+            "HGET" => {
+                arity(2, false).map(|_| Command::HGet { key: key(), field: args[1].clone() })?
+            }
+            "HDEL" => arity(2, false).map(|_| Command::HDel { key: key(), fields: rest() })?,
+            "SREM" => arity(2, false).map(|_| Command::SRem { key: key(), members: rest() })?,
+            "HGETALL" => arity(1, false).map(|_| Command::HGetAll { key: key() })?,
+            "SADD" => arity(2, false).map(|_| Command::SAdd { key: key(), members: rest() })?,
+            "SMEMBERS" => arity(1, false).map(|_| Command::SMembers { key: key() })?,
+            other => return syntax(format!("ERR unknown command '{}'", other.to_lowercase())),
+        })
+    }
+
+    /// Whether the command only reads.
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self,
+            Command::Get { .. }
+                | Command::HGet { .. }
+                | Command::HGetAll { .. }
+                | Command::SMembers { .. }
+        )
+    }
+}
+
+/// An argument as a command line carries it: bare if it can be, else double-quoted.
+fn arg(text: &str) -> String {
+    let bare = !text.is_empty() && !text.starts_with('"') && !text.contains(char::is_whitespace);
+    if bare {
+        text.to_owned()
+    } else {
+        Primitive::String(text.to_owned()).to_string()
+    }
+}
+
+fn args(items: &[String]) -> String {
+    items.iter().map(|a| arg(a)).collect::<Vec<_>>().join(" ")
+}
+
+impl std::fmt::Display for Command {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Command::Set { key, value, expiry } => {
+                write!(f, "SET {} {}", arg(key), arg(value))?;
+                match expiry {
+                    None => Ok(()),
+                    Some(Expiry::Ex(s)) => write!(f, " EX {s}"),
+                    Some(Expiry::Px(ms)) => write!(f, " PX {ms}"),
+                }
+            }
+            Command::Get { key } => write!(f, "GET {}", arg(key)),
+            Command::Del { keys } => write!(f, "DEL {}", args(keys)),
+            Command::Expire { key, secs } => write!(f, "EXPIRE {} {secs}", arg(key)),
+            Command::HSet { key, fields, multi } => {
+                let pairs: Vec<String> =
+                    fields.iter().map(|(k, v)| format!("{} {}", arg(k), arg(v))).collect();
+                let name = if *multi { "HMSET" } else { "HSET" };
+                write!(f, "{name} {} {}", arg(key), pairs.join(" "))
+            }
+            Command::HGet { key, field } => write!(f, "HGET {} {}", arg(key), arg(field)),
+            Command::HDel { key, fields } => write!(f, "HDEL {} {}", arg(key), args(fields)),
+            Command::HGetAll { key } => write!(f, "HGETALL {}", arg(key)),
+            Command::SAdd { key, members } => write!(f, "SADD {} {}", arg(key), args(members)),
+            Command::SRem { key, members } => write!(f, "SREM {} {}", arg(key), args(members)),
+            Command::SMembers { key } => write!(f, "SMEMBERS {}", arg(key)),
         }
-        "DEL" => {
-            arity(1, false)?;
+    }
+}
+
+/// Run one Redis command at `ht`.
+pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &Command) -> Result<Reply> {
+    let mut view = CommandView { tablet, ht, scanned: Scanned::default() };
+    match command {
+        Command::Set { key, value, expiry } => {
+            let ttl_us = expiry.map(Expiry::ttl_us);
+            view.apply(vec![DocWrite { path: root(key), kind: set_value(value), ttl_us }])?;
+            Ok(Reply::Status("OK".into()))
+        }
+        Command::Get { key } => match view.get(key)? {
+            None => Ok(Reply::Bulk(None)),
+            Some(Document::Primitive(p)) => Ok(Reply::Bulk(Some(text(&p)))),
+            Some(Document::Object(_)) => Err(Error::WrongType),
+        },
+        Command::Del { keys } => {
             let mut writes = Vec::new();
-            for key in args {
-                if at.get(key)?.is_some() {
+            for key in keys {
+                if view.get(key)?.is_some() {
                     writes.push(DocWrite { path: root(key), kind: WriteKind::Del, ttl_us: None });
                 }
             }
             let n = writes.len();
-            at.apply(writes)?;
-            Reply::Integer(n as i64)
+            view.apply(writes)?;
+            Ok(Reply::Integer(n as i64))
         }
-        "EXPIRE" => {
-            arity(2, false)?;
-            expire(&mut at, &args[0], &args[1])?
+        Command::Expire { key, secs } => expire(&mut view, key, *secs),
+        Command::HSet { key, fields, multi } => hset(&mut view, key, fields, *multi),
+        Command::HGet { key, field } => match view.object(key)?.get(&member(field)) {
+            Some(Document::Primitive(p)) => Ok(Reply::Bulk(Some(text(p)))),
+            _ => Ok(Reply::Bulk(None)),
+        },
+        Command::HDel { key, fields: members } | Command::SRem { key, members } => {
+            remove_members(&mut view, key, members)
         }
-        "HSET" | "HMSET" => {
-            arity(3, true)?;
-            let fields: Vec<(&String, &String)> =
-                args[1..].chunks(2).map(|pair| (&pair[0], &pair[1])).collect();
-            let existing = at.object(&args[0])?;
-            let added: std::collections::BTreeSet<&String> = fields
-                .iter()
-                .map(|(f, _)| *f)
-                .filter(|f| !existing.contains_key(&member(f)))
-                .collect();
-            let added = added.len();
-            let writes = fields
-                .iter()
-                .map(|(f, v)| DocWrite {
-                    path: field(&args[0], f),
-                    kind: set_value(v),
-                    ttl_us: None,
-                })
-                .collect();
-            at.apply(writes)?;
-            if name == "HMSET" {
-                Reply::Status("OK".into())
-            } else {
-                Reply::Integer(added as i64)
-            }
+        Command::HGetAll { key } => {
+            let map = view.object(key)?;
+            Ok(Reply::Array(
+                map.iter().flat_map(|(k, v)| [text(&k.value), document_text(v)]).collect(),
+            ))
         }
-        "HGET" => {
-            arity(2, false)?;
-            match at.object(&args[0])?.get(&member(&args[1])) {
-                Some(Document::Primitive(p)) => Reply::Bulk(Some(text(p))),
-                _ => Reply::Bulk(None),
-            }
+        Command::SAdd { key, members } => sadd(&mut view, key, members),
+        Command::SMembers { key } => {
+            Ok(Reply::Array(view.object(key)?.keys().map(|k| text(&k.value)).collect()))
         }
-        "HDEL" | "SREM" => {
-            arity(2, false)?;
-            let existing = at.object(&args[0])?;
-            let writes: Vec<DocWrite> = args[1..]
-                .iter()
-                .filter(|m| existing.contains_key(&member(m)))
-                .map(|m| DocWrite { path: field(&args[0], m), kind: WriteKind::Del, ttl_us: None })
-                .collect();
-            let n = writes.len();
-            at.apply(writes)?;
-            Reply::Integer(n as i64)
-        }
-        "HGETALL" => {
-            arity(1, false)?;
-            let map = at.object(&args[0])?;
-            Reply::Array(map.iter().flat_map(|(k, v)| [text(&k.value), document_text(v)]).collect())
-        }
-        "SADD" => {
-            arity(2, false)?;
-            let existing = at.object(&args[0])?;
-            let fresh: std::collections::BTreeSet<&String> =
-                args[1..].iter().filter(|m| !existing.contains_key(&member(m))).collect();
-            let writes = args[1..]
-                .iter()
-                .map(|m| DocWrite {
-                    path: field(&args[0], m),
-                    kind: WriteKind::Set(Document::Primitive(Primitive::Null)),
-                    ttl_us: None,
-                })
-                .collect();
-            at.apply(writes)?;
-            Reply::Integer(fresh.len() as i64)
-        }
-        "SMEMBERS" => {
-            arity(1, false)?;
-            let map = at.object(&args[0])?;
-            Reply::Array(map.keys().map(|k| text(&k.value)).collect())
-        }
-        other => return errinput!("ERR unknown command '{}'", other.to_lowercase()),
-    };
-    Ok(reply)
+    }
+}
+
+fn hset(
+    view: &mut CommandView,
+    key: &str,
+    fields: &[(String, String)],
+    multi: bool,
+) -> Result<Reply> {
+    let existing = view.object(key)?;
+    let added: std::collections::BTreeSet<&String> =
+        fields.iter().map(|(f, _)| f).filter(|f| !existing.contains_key(&member(f))).collect();
+    let added = added.len();
+    let writes = fields
+        .iter()
+        .map(|(f, v)| DocWrite { path: field(key, f), kind: set_value(v), ttl_us: None })
+        .collect();
+    view.apply(writes)?;
+    Ok(if multi { Reply::Status("OK".into()) } else { Reply::Integer(added as i64) })
+}
+
+/// HDEL and SREM: a tombstone for each field or member that exists.
+fn remove_members(view: &mut CommandView, key: &str, members: &[String]) -> Result<Reply> {
+    let existing = view.object(key)?;
+    let writes: Vec<DocWrite> = members
+        .iter()
+        .filter(|m| existing.contains_key(&member(m)))
+        .map(|m| DocWrite { path: field(key, m), kind: WriteKind::Del, ttl_us: None })
+        .collect();
+    let n = writes.len();
+    view.apply(writes)?;
+    Ok(Reply::Integer(n as i64))
+}
+
+fn sadd(view: &mut CommandView, key: &str, members: &[String]) -> Result<Reply> {
+    let existing = view.object(key)?;
+    let fresh: std::collections::BTreeSet<&String> =
+        members.iter().filter(|m| !existing.contains_key(&member(m))).collect();
+    let writes = members
+        .iter()
+        .map(|m| DocWrite {
+            path: field(key, m),
+            kind: WriteKind::Set(Document::Primitive(Primitive::Null)),
+            ttl_us: None,
+        })
+        .collect();
+    view.apply(writes)?;
+    Ok(Reply::Integer(fresh.len() as i64))
 }
 
 fn document_text(doc: &Document) -> String {
@@ -203,15 +350,15 @@ fn set_value(v: &str) -> WriteKind {
     WriteKind::Set(Document::Primitive(Primitive::String(v.to_owned())))
 }
 
-/// One command's view of the keyspace: its reads and the write that follows them are all
-/// at `ht`, so each key is scanned once and the write's marker probes reuse the scan.
-struct At<'a> {
+/// The keyspace as one command sees it: its reads and the write that follows them are
+/// all at `ht`, so each key is scanned once and the write's marker lookups reuse the scan.
+struct CommandView<'a> {
     tablet: &'a mut Tablet,
     ht: HybridTime,
     scanned: Scanned,
 }
 
-impl At<'_> {
+impl CommandView<'_> {
     /// The value of `key`.
     fn get(&mut self, key: &str) -> Result<Option<Document>> {
         self.tablet.get_scanned(&root(key), self.ht, &mut self.scanned)
@@ -222,7 +369,7 @@ impl At<'_> {
         match self.get(key)? {
             None => Ok(BTreeMap::new()),
             Some(Document::Object(map)) => Ok(map),
-            Some(Document::Primitive(_)) => errinput!("{WRONGTYPE}"),
+            Some(Document::Primitive(_)) => Err(Error::WrongType),
         }
     }
 
@@ -235,47 +382,44 @@ impl At<'_> {
     }
 }
 
-/// `EX s` / `PX ms` after `SET k v`: the TTL in microseconds.
-fn parse_set_options(options: &[String]) -> Result<Option<u64>> {
+/// `EX s` / `PX ms` after `SET k v`.
+fn parse_set_options(options: &[String]) -> Result<Option<Expiry>, SyntaxError> {
     match options {
         [] => Ok(None),
         [unit, n] => {
             let n: u64 = match n.parse() {
                 Ok(n) if n > 0 => n,
-                _ => return errinput!("ERR invalid expire time in 'set' command"),
+                _ => return syntax("ERR invalid expire time in 'set' command"),
             };
             match unit.to_ascii_uppercase().as_str() {
-                "EX" => Ok(Some(n.saturating_mul(1_000_000))),
-                "PX" => Ok(Some(n.saturating_mul(1_000))),
-                _ => errinput!("ERR syntax error"),
+                "EX" => Ok(Some(Expiry::Ex(n))),
+                "PX" => Ok(Some(Expiry::Px(n))),
+                _ => syntax("ERR syntax error"),
             }
         }
-        _ => errinput!("ERR syntax error"),
+        _ => syntax("ERR syntax error"),
     }
 }
 
 /// EXPIRE rewrites the key as of now with the TTL: the value (or the marker and every
 /// field) again, so the TTL counts from now and covers the whole document.
-fn expire(at: &mut At, key: &str, secs: &str) -> Result<Reply> {
-    let Ok(secs) = secs.parse::<u64>() else {
-        return errinput!("ERR value is not an integer or out of range");
-    };
-    let Some(doc) = at.get(key)? else { return Ok(Reply::Integer(0)) };
+fn expire(view: &mut CommandView, key: &str, secs: u64) -> Result<Reply> {
+    let Some(doc) = view.get(key)? else { return Ok(Reply::Integer(0)) };
     let ttl_us = Some(secs.max(1).saturating_mul(1_000_000));
     let write = DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us };
-    at.apply(vec![write])?;
+    view.apply(vec![write])?;
     Ok(Reply::Integer(1))
 }
 
 /// Split a command line into arguments; `"double quoted"` arguments may hold spaces and
 /// JSON-style escapes.
-fn split_args(command: &str) -> Result<Vec<String>> {
+fn split_args(command: &str) -> Result<Vec<String>, SyntaxError> {
     let mut args = Vec::new();
     let mut rest = command.trim_start();
     while !rest.is_empty() {
         if rest.starts_with('"') {
             let mut p = crate::notation::Parser::new(rest, 1);
-            args.push(p.string().map_err(|e| Error::InvalidInput(format!("Redis: {e}")))?);
+            args.push(p.string().map_err(|e| SyntaxError(format!("Redis: {e}")))?);
             rest = &rest[p.pos()..];
         } else {
             let len = rest.find(char::is_whitespace).unwrap_or(rest.len());

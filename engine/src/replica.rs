@@ -49,6 +49,40 @@ impl CrashStage {
     }
 }
 
+/// Where an injected crash cuts the power: at a stage of the next write, or after the
+/// next flush (or compaction) is durable, before its log GC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum CrashPoint {
+    /// At this stage of the next write.
+    Write(CrashStage),
+    /// After the next flush is durable, before its log GC.
+    AfterFlush,
+}
+
+impl CrashPoint {
+    /// The docscript name (`after-append`, ..., `after-flush`).
+    pub fn name(self) -> &'static str {
+        match self {
+            CrashPoint::Write(stage) => stage.name(),
+            CrashPoint::AfterFlush => "after-flush",
+        }
+    }
+
+    /// The point with this docscript name.
+    pub fn from_name(name: &str) -> Option<CrashPoint> {
+        match name {
+            "after-flush" => Some(CrashPoint::AfterFlush),
+            _ => CrashStage::from_name(name).map(CrashPoint::Write),
+        }
+    }
+}
+
+impl std::fmt::Display for CrashPoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
 /// Where a replica keeps its log.
 #[derive(Clone)]
 pub struct LogConfig {
@@ -201,7 +235,7 @@ impl Replica {
     fn maybe_crash(&mut self, stage: CrashStage) -> Result<()> {
         if self.crash_at == Some(stage) {
             self.crash_at = None;
-            return Err(Error::Crashed(stage.name()));
+            return Err(Error::Crashed(CrashPoint::Write(stage)));
         }
         Ok(())
     }

@@ -35,7 +35,7 @@ pub struct Tablet {
     flushed: OpId,
     /// Why the tablet stopped (an injected crash, an I/O error): it refuses everything
     /// until it is reopened, so nothing is acknowledged on top of a failed write.
-    down: Option<String>,
+    down: Option<Error>,
     /// Op ids of acknowledged writes not yet taken by [`Tablet::take_acks`].
     acks: Vec<OpId>,
     /// The entry of a write that failed after it was proposed: it may or may not survive.
@@ -75,7 +75,7 @@ impl Tablet {
     pub fn open(dir: &Path) -> Result<Tablet> {
         let disk = SimDisk::new(0, FaultConfig::default());
         let log = LogConfig { disk, dir: "log".into(), segment_bytes: 8 << 20 };
-        Ok(Tablet::open_with_log(dir, None, &log)?.0)
+        Ok(Tablet::open_with_log(dir, None, &log, crate::canary::Plants::NONE)?.0)
     }
 
     /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
@@ -84,10 +84,11 @@ impl Tablet {
         dir: &Path,
         env: Option<&rocksdb::Env>,
         log: &LogConfig,
+        _plants: crate::canary::Plants,
     ) -> Result<(Tablet, RestartReport)> {
         if env.is_none() {
             std::fs::create_dir_all(dir)
-                .map_err(|e| Error::Storage(format!("cannot create {}: {e}", dir.display())))?;
+                .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
         let db = DocDb::open_in(dir, env)?;
         let mut frontier = db.opened_frontier();
@@ -99,7 +100,7 @@ impl Tablet {
         let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
         let commit = replica.committed().index;
         let plan =
-            plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::Storage)?;
+            plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::ReplayGap)?;
         let mut report = RestartReport {
             frontier,
             replayed: 0,
@@ -140,7 +141,7 @@ impl Tablet {
     fn check_up(&self) -> Result<()> {
         match &self.down {
             None => Ok(()),
-            Some(why) => Err(Error::Storage(format!("tablet is down ({why}); restart it"))),
+            Some(why) => Err(Error::Down { cause: Some(Box::new(why.clone())) }),
         }
     }
 
@@ -170,7 +171,7 @@ impl Tablet {
             }
             Err(e) => {
                 self.in_doubt = self.replica.last_proposed();
-                self.down = Some(e.to_string());
+                self.down = Some(e.clone());
                 Err(e)
             }
         }
@@ -236,8 +237,7 @@ impl Tablet {
     pub fn gc_log(&mut self) -> Result<()> {
         self.check_up()?;
         let bound = log_gc_bound(self.flushed, self.replica.committed());
-        let removed =
-            self.replica.gc_log(bound).inspect_err(|e| self.down = Some(e.to_string()))?;
+        let removed = self.replica.gc_log(bound).inspect_err(|e| self.down = Some(e.clone()))?;
         crate::probe::add("log.gc_removed_segment", removed as u64);
         Ok(())
     }

@@ -3,8 +3,14 @@
 //! TTLs, flushes in between) are read at several times at or above H before and after a
 //! full or minor compaction; every read must be identical.
 
-use docsim_engine::script::{Command, DocWrite, Runner, WriteKind};
-use docsim_engine::{DocKey, DocPath, Document, HybridTime, KeyEntry, Primitive};
+use docsim_engine::canary::Plants;
+use docsim_engine::disk::SimDisk;
+use docsim_engine::gc::CompactionKind;
+use docsim_engine::script::{format_get, Command};
+use docsim_engine::{
+    DocKey, DocPath, DocWrite, Document, ErrorKind, HybridTime, KeyEntry, MarkerMode, Node,
+    NodeOptions, Primitive, WriteKind,
+};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
@@ -63,17 +69,23 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(step, 1..40)
 }
 
-fn reads(runner: &mut Runner, times: &[u64]) -> Vec<String> {
+/// A node in real files under `dir`, its logs on `disk`.
+fn node(dir: &std::path::Path, disk: SimDisk) -> Node {
+    let options =
+        NodeOptions { in_memory: false, disk, segment_bytes: 1 << 20, plants: Plants::NONE };
+    Node::new(dir, options).expect("node")
+}
+
+fn reads(node: &mut Node, times: &[u64]) -> Vec<String> {
     let mut out = Vec::new();
     for &t in times {
         for doc in 0..2 {
             for subs in [&[][..], &[0], &[1], &[0, 1], &[2, 2]] {
-                let get = Command::Get { path: path(doc, subs), ht: HybridTime::from_micros(t) };
-                let mut line = String::new();
-                if let Err(e) = runner.execute(&get, &mut line) {
-                    line = format!("error: {e}");
-                }
-                out.push(line);
+                let (path, ht) = (path(doc, subs), HybridTime::from_micros(t));
+                out.push(match node.get(&path, ht) {
+                    Ok(got) => format_get(&path, ht, got.as_ref()),
+                    Err(e) => format!("error: {e}"),
+                });
             }
         }
     }
@@ -90,24 +102,23 @@ fn check(
     let case = CASE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = std::env::temp_dir().join(format!("docsim-invariant-{}-{case}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
-    let mut runner = Runner::new(&dir);
-    let mut ignored = String::new();
-    runner.execute(&Command::DefaultTtl(table_ttl_ms.map(|ms| ms * 1000)), &mut ignored).unwrap();
+    let mut runner = node(&dir, SimDisk::new(0, Default::default()));
+    runner.set_default_ttl(table_ttl_ms).unwrap();
     for step in &steps {
-        let command = match step {
+        match step {
             Step::Write(w, us) => {
-                Command::Write { write: w.clone(), ht: HybridTime::from_micros(*us) }
+                let ht = HybridTime::from_micros(*us);
+                runner.write(ht, std::slice::from_ref(w), MarkerMode::Optional).unwrap()
             }
-            Step::Flush => Command::Flush,
-        };
-        runner.execute(&command, &mut ignored).unwrap();
+            Step::Flush => runner.flush().unwrap(),
+        }
     }
     let cutoff_us = cutoff_ms * 1000;
     let times = [cutoff_us, cutoff_us + 1, cutoff_us + 999, cutoff_us + 2500, 25_000, 40_000];
     let times: Vec<u64> = times.into_iter().filter(|t| *t >= cutoff_us).collect();
     let before = reads(&mut runner, &times);
-    let compact = Command::Compact { cutoff: HybridTime::from_micros(cutoff_us), minor };
-    runner.execute(&compact, &mut ignored).unwrap();
+    let kind = if minor { CompactionKind::Minor } else { CompactionKind::Full };
+    runner.compact(HybridTime::from_micros(cutoff_us), kind).unwrap();
     let after = reads(&mut runner, &times);
     drop(runner);
     let _ = std::fs::remove_dir_all(&dir);
@@ -170,25 +181,21 @@ fn history_cutoff_survives_reopen() {
     // The Raft log lives on a simulated disk that outlives both runners (RocksDB's data is in
     // `dir`): the second runner is the first one's restart.
     let disk = docsim_engine::disk::SimDisk::new(0, Default::default());
-    let open = || Runner::with_disk(&dir, None, disk.clone(), 1 << 20);
+    let open = || node(&dir, disk.clone());
     {
         let mut runner = open();
-        let mut out = String::new();
         let write = DocWrite {
             path: path.clone(),
             kind: WriteKind::Set(Document::Primitive(Primitive::Int64(7))),
             ttl_us: None,
         };
-        runner
-            .execute(&Command::Write { write, ht: HybridTime::from_micros(1000) }, &mut out)
-            .unwrap();
-        let compact = Command::Compact { cutoff: HybridTime::from_micros(5000), minor: false };
-        runner.execute(&compact, &mut out).unwrap();
+        runner.write(HybridTime::from_micros(1000), &[write], MarkerMode::Optional).unwrap();
+        runner.compact(HybridTime::from_micros(5000), CompactionKind::Full).unwrap();
     }
     let mut runner = open();
     assert_eq!(runner.history_cutoff().unwrap(), HybridTime::from_micros(5000));
     let err = runner.get(&path, HybridTime::from_micros(4999)).unwrap_err();
-    assert!(err.to_string().starts_with("snapshot too old"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::SnapshotTooOld, "{err}");
     let doc = runner.get(&path, HybridTime::from_micros(5000)).unwrap();
     assert_eq!(doc, Some(Document::Primitive(Primitive::Int64(7))));
     drop(runner);

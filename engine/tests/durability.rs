@@ -3,25 +3,31 @@
 //! restart; a fault fails the write that hit it with a clear error (fail-stop), and
 //! corruption is either cut as a torn tail or reported — never silently skipped.
 
+use docsim_engine::canary::Plants;
 use docsim_engine::disk::{Fault, FaultConfig, SimDisk};
-use docsim_engine::script::{Command, DocWrite, Runner, WriteKind};
-use docsim_engine::{DocKey, DocPath, Document, HybridTime, KeyEntry, Primitive};
+use docsim_engine::{
+    DocKey, DocPath, DocWrite, Document, ErrorKind, HybridTime, KeyEntry, MarkerMode, Node,
+    NodeOptions, Primitive, WriteKind,
+};
 
 fn path(i: u64) -> DocPath {
     let doc_key = DocKey::new(Vec::new(), vec![KeyEntry::asc(Primitive::Int64(i as i64))]);
     DocPath::new(doc_key, Vec::new())
 }
 
-fn write(runner: &mut Runner, i: u64) -> docsim_engine::Result<()> {
+fn write(runner: &mut Node, i: u64) -> docsim_engine::Result<()> {
     let write = DocWrite {
         path: path(i),
         kind: WriteKind::Set(Document::Primitive(Primitive::Int64(i as i64))),
         ttl_us: None,
     };
-    runner.execute(
-        &Command::Write { write, ht: HybridTime::from_micros(1000 + i) },
-        &mut String::new(),
-    )
+    runner.write(HybridTime::from_micros(1000 + i), &[write], MarkerMode::Optional)
+}
+
+/// A node in real files under `dir`, its logs on `disk` in segments of `segment_bytes`.
+fn node(dir: &std::path::Path, disk: SimDisk, segment_bytes: usize) -> Node {
+    let options = NodeOptions { in_memory: false, disk, segment_bytes, plants: Plants::NONE };
+    Node::new(dir, options).expect("node")
 }
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -32,17 +38,18 @@ fn scratch(name: &str) -> std::path::PathBuf {
 
 /// Write 300 documents through faults; after each failed write crash and restart. Returns
 /// the acknowledged ids, the errors seen and the runner.
-fn run_with(config: FaultConfig, name: &str) -> (Vec<u64>, Vec<String>, Runner) {
+fn run_with(config: FaultConfig, name: &str) -> (Vec<u64>, Vec<docsim_engine::Error>, Node) {
     let disk = SimDisk::new(42, config);
-    let mut runner = Runner::with_disk(&scratch(name), None, disk.clone(), 2048);
+    let mut runner = node(&scratch(name), disk.clone(), 2048);
     let (mut acked, mut errors) = (Vec::new(), Vec::new());
     for i in 0..300 {
         match write(&mut runner, i) {
             Ok(()) => acked.push(i),
             Err(e) => {
-                errors.push(e.to_string());
+                errors.push(e);
                 // Fail-stop: the tablet refuses everything until it restarts.
-                assert!(write(&mut runner, 10_000).is_err(), "a failed tablet stays down");
+                let refused = write(&mut runner, 10_000).expect_err("a failed tablet stays down");
+                assert_eq!(refused.kind(), ErrorKind::Down, "{refused}");
                 disk.set_faults(FaultConfig::default());
                 runner.crash(docsim_engine::disk::Tear::Random);
                 runner.restart().expect("restart after an injected fault");
@@ -59,7 +66,7 @@ fn run_with(config: FaultConfig, name: &str) -> (Vec<u64>, Vec<String>, Runner) 
     (acked, errors, runner)
 }
 
-fn assert_all_present(runner: &mut Runner, acked: &[u64]) {
+fn assert_all_present(runner: &mut Node, acked: &[u64]) {
     for &i in acked {
         let got = runner.get(&path(i), HybridTime::from_micros(10_000)).expect("read");
         assert_eq!(got, Some(Document::Primitive(Primitive::Int64(i as i64))), "acked write {i}");
@@ -76,7 +83,8 @@ fn io_errors_fail_the_write_and_lose_nothing_acknowledged() {
     };
     let (acked, errors, mut runner) = run_with(config, "io");
     assert!(errors.len() >= 3, "faults were injected: {errors:?}");
-    assert!(errors.iter().all(|e| e.contains("(injected)")), "{errors:?}");
+    assert!(errors.iter().all(|e| e.kind() == ErrorKind::Io), "{errors:?}");
+    assert!(errors.iter().all(|e| e.to_string().contains("(injected)")), "{errors:?}");
     assert!(acked.len() > 200);
     assert_all_present(&mut runner, &acked);
     let kinds: Vec<&str> = runner.disk().ledger().iter().map(Fault::kind).collect();
@@ -87,20 +95,20 @@ fn io_errors_fail_the_write_and_lose_nothing_acknowledged() {
 fn a_full_disk_is_a_clear_error_and_loses_nothing_acknowledged() {
     let config = FaultConfig { capacity_bytes: Some(6_000), ..FaultConfig::default() };
     let disk = SimDisk::new(1, config);
-    let mut runner = Runner::with_disk(&scratch("full"), None, disk.clone(), 2048);
+    let mut runner = node(&scratch("full"), disk.clone(), 2048);
     let mut acked = Vec::new();
     let err = loop {
         let i = acked.len() as u64;
         match write(&mut runner, i) {
             Ok(()) => acked.push(i),
-            Err(e) => break e.to_string(),
+            Err(e) => break e,
         }
     };
-    assert!(err.contains("disk full"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::DiskFull, "{err}");
     runner.crash(docsim_engine::disk::Tear::None);
     // Restarting needs room for the new term's first entry: a clear error, nothing lost.
-    let err = runner.restart().expect_err("no room for the new term").to_string();
-    assert!(err.contains("disk full"), "{err}");
+    let err = runner.restart().expect_err("no room for the new term");
+    assert_eq!(err.kind(), ErrorKind::DiskFull, "{err}");
     disk.set_faults(FaultConfig::default()); // space freed
     runner.restart().expect("restart once there is room");
     assert_all_present(&mut runner, &acked);
@@ -112,14 +120,13 @@ fn a_bit_flip_is_cut_as_a_torn_tail_or_reported_never_skipped() {
     for seed in 0..40 {
         let disk =
             SimDisk::new(seed, FaultConfig { bit_flip_percent: 100, ..FaultConfig::default() });
-        let mut runner = Runner::with_disk(&scratch("flip"), None, disk.clone(), 1024);
+        let mut runner = node(&scratch("flip"), disk.clone(), 1024);
         let acked: Vec<u64> = (0..20).filter(|&i| write(&mut runner, i).is_ok()).collect();
         runner.crash(docsim_engine::disk::Tear::None);
         let flip = disk.ledger().into_iter().find(|f| f.kind() == "bit-flip").expect("a flip");
         match runner.restart() {
             Err(e) => {
-                let text = e.to_string();
-                assert!(text.contains("log corruption in") || text.contains("log"), "{text}");
+                assert_eq!(e.kind(), ErrorKind::LogCorruption, "{e}");
                 reported += 1;
             }
             Ok(_) => {

@@ -35,7 +35,13 @@ fn golden_scripts() {
         let _ = std::fs::remove_dir_all(&dir);
         let text = std::fs::read_to_string(script).expect("script");
         let mut out = Vec::new();
-        docsim_engine::script::run_script(&text, &dir, &mut out).expect("run");
+        docsim_engine::script::run_script(
+            &text,
+            &dir,
+            docsim_engine::canary::Plants::NONE,
+            &mut out,
+        )
+        .expect("run");
         let _ = std::fs::remove_dir_all(&dir);
         let got = String::from_utf8(out).expect("utf-8 output");
         let golden = script.with_extension("out");

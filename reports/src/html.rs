@@ -145,6 +145,9 @@ fn summary(report: &CampaignReport) -> String {
     if !t.step_time.is_empty() {
         let _ = write!(out, "<p>Where the time goes: {}.</p>", esc(&t.time_breakdown()));
     }
+    if !t.part_time.is_empty() {
+        let _ = write!(out, "<p>By part of the simulator: {}.</p>", esc(&t.part_breakdown()));
+    }
     out
 }
 

@@ -82,6 +82,10 @@ pub struct RunReport {
     /// `compaction` with its re-checks, `crash`, `restart`). Measured, never traced.
     #[serde(default)]
     pub step_time: BTreeMap<String, StepTime>,
+    /// Wall-clock time by part of the simulator: `engine` (the node's calls), `model`
+    /// (the reference model's), `harness` (the rest: rendering, trace, checks, schedule).
+    #[serde(default)]
+    pub part_time: BTreeMap<String, StepTime>,
     pub failure: Option<FailureReport>,
 }
 
@@ -118,25 +122,49 @@ pub struct Totals {
     pub expected_replayed: u64,
     /// Wall-clock time by kind of step, summed over runs.
     pub step_time: BTreeMap<String, StepTime>,
+    /// Wall-clock time by part of the simulator (engine, model, harness), summed.
+    pub part_time: BTreeMap<String, StepTime>,
 }
 
 impl Totals {
     /// Where the time went, biggest share first: `read 23% (38 µs)  write 17% (22 µs) ...`
     /// (each kind's share of the time spent in steps, and its mean per step).
     pub fn time_breakdown(&self) -> String {
-        let total_s: f64 = self.step_time.values().map(|t| t.seconds).sum();
-        let mut kinds: Vec<_> = self.step_time.iter().collect();
-        kinds.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds).then(a.0.cmp(b.0)));
-        let shown: Vec<String> = kinds
-            .into_iter()
-            .map(|(kind, t)| {
-                let share = if total_s > 0.0 { 100.0 * t.seconds / total_s } else { 0.0 };
-                let mean_us = t.seconds * 1e6 / t.steps.max(1) as f64;
-                format!("{kind} {share:.0}% ({})", micros(mean_us))
-            })
-            .collect();
-        shown.join("  ")
+        breakdown(&self.step_time)
     }
+
+    /// Where the time went by part of the simulator: `engine 71% (24 µs)  model ...`
+    /// (each part's share, and its mean per step).
+    pub fn part_breakdown(&self) -> String {
+        breakdown(&self.part_time)
+    }
+}
+
+/// Times by name, summed over runs.
+fn sum_times<'a>(
+    runs: impl Iterator<Item = &'a BTreeMap<String, StepTime>>,
+) -> BTreeMap<String, StepTime> {
+    let mut sum: BTreeMap<String, StepTime> = BTreeMap::new();
+    for (name, t) in runs.flatten() {
+        sum.entry(name.clone()).or_default().add(*t);
+    }
+    sum
+}
+
+/// Each entry's share of the total seconds, biggest first, with its mean per step.
+fn breakdown(times: &BTreeMap<String, StepTime>) -> String {
+    let total_s: f64 = times.values().map(|t| t.seconds).sum();
+    let mut kinds: Vec<_> = times.iter().collect();
+    kinds.sort_by(|a, b| b.1.seconds.total_cmp(&a.1.seconds).then(a.0.cmp(b.0)));
+    let shown: Vec<String> = kinds
+        .into_iter()
+        .map(|(kind, t)| {
+            let share = if total_s > 0.0 { 100.0 * t.seconds / total_s } else { 0.0 };
+            let mean_us = t.seconds * 1e6 / t.steps.max(1) as f64;
+            format!("{kind} {share:.0}% ({})", micros(mean_us))
+        })
+        .collect();
+    shown.join("  ")
 }
 
 /// `38 µs`, or `2.7 ms` from a millisecond on.
@@ -194,13 +222,8 @@ impl CampaignReport {
             restarts: self.runs.iter().map(|r| r.restarts).sum(),
             replayed: self.runs.iter().map(|r| r.replayed).sum(),
             expected_replayed: self.runs.iter().map(|r| r.expected_replayed).sum(),
-            step_time: self.runs.iter().flat_map(|r| &r.step_time).fold(
-                BTreeMap::new(),
-                |mut sum, (kind, t)| {
-                    sum.entry(kind.clone()).or_default().add(*t);
-                    sum
-                },
-            ),
+            step_time: sum_times(self.runs.iter().map(|r| &r.step_time)),
+            part_time: sum_times(self.runs.iter().map(|r| &r.part_time)),
         }
     }
 

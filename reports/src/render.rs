@@ -30,6 +30,9 @@ pub fn to_markdown(report: &CampaignReport) -> String {
     if !t.step_time.is_empty() {
         let _ = writeln!(out, "Time by kind of step: {}.\n", t.time_breakdown());
     }
+    if !t.part_time.is_empty() {
+        let _ = writeln!(out, "Time by part of the simulator: {}.\n", t.part_breakdown());
+    }
     let failed: Vec<_> = report.runs.iter().filter(|r| r.failure.is_some()).collect();
     if !failed.is_empty() {
         let _ = writeln!(out, "## Failures\n");

@@ -1,12 +1,16 @@
-//! `docsim bench engine`: CQL row writes and reads through the engine versus raw RocksDB
-//! doing the same work (the same key/value pairs, one write batch per row; a prefix scan of
-//! the row's document key per read), in the same process, on the same machine.
+//! `docsim bench engine`: CQL row writes and reads through the engine's production path
+//! (a typed INSERT or SELECT run by the node: Raft log, apply, read) versus raw RocksDB
+//! doing the same storage work (the exact key/value pairs the engine stored, one write
+//! batch per row, with its WAL off and on; a prefix scan of the row's document key per
+//! read), in the same process, in real files, on the same machine.
 //!
 //! Benchmarks, and the time breakdown of simulated runs, measure wall-clock time: the one
 //! place docsim reads a real clock (never to steer anything).
 
-use docsim_engine::cql::{insert_row, read_row, CqlTable};
-use docsim_engine::{DocHybridTime, HybridTime, Primitive, SubDocKey, Tablet, Ttl};
+use docsim_engine::canary::Plants;
+use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};
+use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
+use docsim_engine::{HybridTime, Node, NodeOptions};
 use std::path::Path;
 
 /// Wall-clock stopwatch for benchmarks and reports. It works inside a simulation too:
@@ -44,111 +48,130 @@ fn real_monotonic_ns() -> u64 {
 pub struct EngineBench {
     /// Rows written and read.
     pub rows: usize,
-    /// Engine: CQL row writes per second.
+    /// Engine: CQL row writes per second (INSERT through the node: Raft log and apply).
     pub engine_writes_per_s: f64,
-    /// Raw RocksDB: the same key/value pairs written per second (rows).
+    /// Raw RocksDB, WAL off: the same key/value pairs written per second (rows).
     pub raw_writes_per_s: f64,
-    /// Engine: row reads per second.
+    /// Raw RocksDB, WAL on (not synced): the same pairs, rows per second.
+    pub raw_wal_writes_per_s: f64,
+    /// Engine: row reads per second (SELECT by primary key through the node).
     pub engine_reads_per_s: f64,
     /// Raw RocksDB: prefix scans of the same rows per second.
     pub raw_reads_per_s: f64,
 }
 
-impl EngineBench {
-    /// Engine write throughput over raw.
-    pub fn write_ratio(&self) -> f64 {
-        self.engine_writes_per_s / self.raw_writes_per_s
-    }
-
-    /// Engine read throughput over raw.
-    pub fn read_ratio(&self) -> f64 {
-        self.engine_reads_per_s / self.raw_reads_per_s
-    }
-}
-
 const SCHEMA: &str = "CREATE TABLE bench (user_id text, msg_id int, body text, views bigint, \
                       score double, seen boolean, PRIMARY KEY ((user_id), msg_id))";
 
-fn row(i: usize) -> Vec<(&'static str, Primitive)> {
-    vec![
-        ("user_id", Primitive::String(format!("user{}", i % 1000))),
-        ("msg_id", Primitive::Int32((i / 1000) as i32)),
-        ("body", Primitive::String(format!("message body number {i}"))),
-        ("views", Primitive::Int64(i as i64 * 7)),
-        ("score", Primitive::Double(i as f64 / 3.0)),
-        ("seen", Primitive::Bool(i.is_multiple_of(2))),
-    ]
+/// Row `i` as the typed INSERT a client sends (a prepared statement with bound values).
+fn insert(i: usize) -> Statement {
+    let columns = ["user_id", "msg_id", "body", "views", "score", "seen"];
+    let values = vec![
+        Literal::Str(format!("user{}", i % 1000)),
+        Literal::Num((i / 1000).to_string()),
+        Literal::Str(format!("message body number {i}")),
+        Literal::Num((i as i64 * 7).to_string()),
+        Literal::Num(format!("{:?}", i as f64 / 3.0)),
+        Literal::Bool(i.is_multiple_of(2)),
+    ];
+    let columns = columns.iter().map(|c| c.to_string()).collect();
+    Statement::Insert { table: "bench".into(), columns, values, ttl_s: None }
 }
 
-/// The exact key/value bytes the engine stores for `entries` written at `ht`.
-fn raw_pairs(entries: &docsim_engine::DocWriteBatch, ht: HybridTime) -> Vec<(Vec<u8>, Vec<u8>)> {
-    entries
-        .iter()
-        .enumerate()
-        .map(|(w, (key, value))| {
-            let mut key = key.to_vec();
-            key.push(b'#');
-            let dht = DocHybridTime::new(ht, w as u32);
-            let suffix = SubDocKey::new(Default::default(), dht).encode();
-            key.extend_from_slice(&suffix[1..]); // skip the empty doc key's `!`
-            (key, value.to_vec())
-        })
-        .collect()
+/// Row `i` read back by its primary key.
+fn select(i: usize) -> Statement {
+    let key = |column: &str, value| Condition { column: column.into(), op: CmpOp::Eq, value };
+    let conditions = vec![
+        key("user_id", Literal::Str(format!("user{}", i % 1000))),
+        key("msg_id", Literal::Num((i / 1000).to_string())),
+    ];
+    Statement::Select { columns: None, table: "bench".into(), conditions }
 }
 
 fn err(e: impl std::fmt::Display) -> String {
     e.to_string()
 }
 
-/// Run the benchmark with `rows` rows, keeping both databases under `dir`.
+fn ht(i: usize) -> HybridTime {
+    HybridTime::from_micros(1_000_000 + i as u64)
+}
+
+/// A node with the bench table, in real files under `dir` (as raw RocksDB is).
+fn bench_node(dir: &Path, in_memory: bool) -> Result<Node, String> {
+    let disk = SimDisk::new(0, FaultConfig::default());
+    let options = NodeOptions { in_memory, disk, segment_bytes: 8 << 20, plants: Plants::NONE };
+    let mut node = Node::new(dir, options).map_err(err)?;
+    node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;
+    Ok(node)
+}
+
+/// One row's stored key/value pairs.
+type RowPairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// The exact key/value pairs the engine stores for each row: written once through a
+/// preparation node (not timed) and read back from its RocksDB, grouped by row.
+fn stored_rows(rows: usize, dir: &Path) -> Result<Vec<RowPairs>, String> {
+    let mut node = bench_node(dir, true)?;
+    for i in 0..rows {
+        node.cql(ht(i), &insert(i)).map_err(err)?;
+    }
+    let mut by_row: std::collections::BTreeMap<usize, RowPairs> = Default::default();
+    for tablet in node.dump().map_err(err)? {
+        for ((key, _), raw_key, raw_value) in tablet.entries {
+            let i = (key.doc_ht.ht.physical_us() - 1_000_000) as usize;
+            by_row.entry(i).or_default().push((raw_key, raw_value));
+        }
+    }
+    if by_row.len() != rows {
+        return Err(format!("the engine stored {} rows, not {rows}", by_row.len()));
+    }
+    Ok(by_row.into_values().collect())
+}
+
+/// Raw RocksDB writing `pairs` as one batch per row; seconds spent.
+fn raw_write(raw: &rocksdb::DB, rows: &[RowPairs], wal: bool) -> Result<f64, String> {
+    let mut opts = rocksdb::WriteOptions::default();
+    opts.disable_wal(!wal);
+    let watch = Stopwatch::start();
+    for pairs in rows {
+        let mut batch = rocksdb::WriteBatch::default();
+        pairs.iter().for_each(|(k, v)| batch.put(k, v));
+        raw.write_opt(batch, &opts).map_err(err)?;
+    }
+    Ok(watch.seconds())
+}
+
+/// Run the benchmark with `rows` rows, keeping every database under `dir` in real files.
 pub fn bench_engine(rows: usize, dir: &Path) -> Result<EngineBench, String> {
-    let table = CqlTable::parse(SCHEMA).map_err(err)?;
-    let mut tablet = Tablet::open(&dir.join("engine")).map_err(err)?;
-    let ht = |i: usize| HybridTime::from_micros(1_000_000 + i as u64);
-
-    // Both sides start from data in memory: typed row values for the engine, and for raw
-    // RocksDB exactly the bytes the engine writes, encoded up front.
-    let values: Vec<_> = (0..rows).map(row).collect();
-    let mut raw_rows = Vec::with_capacity(rows);
-    for (i, row) in values.iter().enumerate() {
-        let entries = insert_row(&table, row, Ttl::Inherit).map_err(err)?;
-        raw_rows.push(raw_pairs(&entries, ht(i)));
-    }
-
-    // Engine and raw alternate in chunks, so drift in machine speed hits both alike.
+    let raw_rows = stored_rows(rows, &dir.join("prepare"))?;
+    let mut node = bench_node(&dir.join("engine"), false)?;
     let raw = raw_db(&dir.join("raw"))?;
-    let mut write_opts = rocksdb::WriteOptions::default();
-    write_opts.disable_wal(true);
-    let (mut engine_write_s, mut raw_write_s) = (0.0, 0.0);
+    let raw_wal = raw_db(&dir.join("raw-wal"))?;
+    // Engine and raw alternate in chunks, so drift in machine speed hits both alike.
+    let (mut engine_s, mut raw_s, mut raw_wal_s) = (0.0, 0.0, 0.0);
     for chunk in (0..rows).collect::<Vec<_>>().chunks(CHUNK_ROWS) {
+        let statements: Vec<Statement> = chunk.iter().map(|&i| insert(i)).collect();
         let watch = Stopwatch::start();
-        for &i in chunk {
-            let entries = insert_row(&table, &values[i], Ttl::Inherit).map_err(err)?;
-            tablet.write(&entries, ht(i)).map_err(err)?;
+        for (&i, statement) in chunk.iter().zip(&statements) {
+            node.cql(ht(i), statement).map_err(err)?;
         }
-        engine_write_s += watch.seconds();
-        let watch = Stopwatch::start();
-        for &i in chunk {
-            let mut batch = rocksdb::WriteBatch::default();
-            for (k, v) in &raw_rows[i] {
-                batch.put(k, v);
-            }
-            raw.write_opt(batch, &write_opts).map_err(err)?;
-        }
-        raw_write_s += watch.seconds();
+        engine_s += watch.seconds();
+        let rows = &raw_rows[chunk[0]..=chunk[chunk.len() - 1]];
+        raw_s += raw_write(&raw, rows, false)?;
+        raw_wal_s += raw_write(&raw_wal, rows, true)?;
     }
-
-    tablet.flush().map_err(err)?;
+    node.flush().map_err(err)?;
     raw.flush().map_err(err)?;
-
     let read_ht = HybridTime::from_micros(u64::MAX >> 13);
     let (mut engine_read_s, mut raw_read_s) = (0.0, 0.0);
     let (mut found, mut scanned) = (0, 0);
     for chunk in (0..rows).collect::<Vec<_>>().chunks(CHUNK_ROWS) {
+        let statements: Vec<Statement> = chunk.iter().map(|&i| select(i)).collect();
         let watch = Stopwatch::start();
-        for &i in chunk {
-            let key = [values[i][0].1.clone(), values[i][1].1.clone()];
-            found += usize::from(read_row(&table, &tablet, &key, read_ht).map_err(err)?.is_some());
+        for statement in &statements {
+            if let CqlOutcome::Rows(rows) = node.cql(read_ht, statement).map_err(err)? {
+                found += rows.len();
+            }
         }
         engine_read_s += watch.seconds();
         let watch = Stopwatch::start();
@@ -159,12 +182,12 @@ pub fn bench_engine(rows: usize, dir: &Path) -> Result<EngineBench, String> {
     }
     assert_eq!(found, rows, "every row written is read back");
     assert_eq!(scanned, rows, "raw scans find every row");
-
     let per_s = |s: f64| rows as f64 / s;
     Ok(EngineBench {
         rows,
-        engine_writes_per_s: per_s(engine_write_s),
-        raw_writes_per_s: per_s(raw_write_s),
+        engine_writes_per_s: per_s(engine_s),
+        raw_writes_per_s: per_s(raw_s),
+        raw_wal_writes_per_s: per_s(raw_wal_s),
         engine_reads_per_s: per_s(engine_read_s),
         raw_reads_per_s: per_s(raw_read_s),
     })
@@ -216,63 +239,27 @@ pub fn median(sorted: &[f64]) -> f64 {
 }
 
 /// Write `entries` CQL rows (one Raft entry each) without flushing, crash, and time the
-/// restart that replays them all; `rounds` times, each on a fresh tablet.
+/// restart that replays them all; `rounds` times, each on a fresh node in memory.
 pub fn bench_restart(entries: usize, rounds: usize, dir: &Path) -> Result<RestartBench, String> {
-    use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
-    use docsim_engine::script::Runner;
-    let ht = |i: usize| HybridTime::from_micros(1_000_000 + i as u64);
-    let table = CqlTable::parse(SCHEMA).map_err(err)?;
+    let raw_batches = stored_rows(entries, &dir.join("prepare"))?;
     let (mut restart_ms, mut raw_ms) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let env = rocksdb::Env::mem_env().map_err(err)?;
-        let disk = SimDisk::new(round as u64, FaultConfig::default());
-        let mut runner =
-            Runner::with_disk(&dir.join(format!("restart-{round}")), Some(env), disk, 1 << 20);
-        let mut out = String::new();
-        let create = docsim_engine::script::Command::Table(SCHEMA.into());
-        runner.execute(&create, &mut out).map_err(err)?;
-        let mut raw_batches = Vec::with_capacity(entries);
+        let mut node = bench_node(&dir.join(format!("restart-{round}")), true)?;
         for i in 0..entries {
-            let row = row(i);
-            let names: Vec<&str> = row.iter().map(|(n, _)| *n).collect();
-            let values: Vec<String> = row.iter().map(|(_, v)| cql_literal(v)).collect();
-            let statement =
-                format!("INSERT INTO bench ({}) VALUES ({})", names.join(", "), values.join(", "));
-            runner.cql_run(ht(i), &statement).map_err(err)?;
-            let entries = insert_row(&table, &row, Ttl::Inherit).map_err(err)?;
-            raw_batches.push(raw_pairs(&entries, ht(i)));
+            node.cql(ht(i), &insert(i)).map_err(err)?;
         }
-        runner.crash(Tear::None);
+        node.crash(Tear::None);
         let watch = Stopwatch::start();
-        let reports = runner.restart().map_err(err)?;
+        let reports = node.restart().map_err(err)?;
         restart_ms.push(watch.seconds() * 1000.0);
         let replayed: usize = reports.iter().map(|(_, r)| r.replayed).sum();
         if replayed != entries {
             return Err(format!("replayed {replayed} entries, expected {entries}"));
         }
         let raw = raw_db(&dir.join(format!("raw-{round}")))?;
-        let mut write_opts = rocksdb::WriteOptions::default();
-        write_opts.disable_wal(true);
-        let watch = Stopwatch::start();
-        for pairs in &raw_batches {
-            let mut batch = rocksdb::WriteBatch::default();
-            pairs.iter().for_each(|(k, v)| batch.put(k, v));
-            raw.write_opt(batch, &write_opts).map_err(err)?;
-        }
-        raw_ms.push(watch.seconds() * 1000.0);
+        raw_ms.push(raw_write(&raw, &raw_batches, false)? * 1000.0);
     }
     restart_ms.sort_by(f64::total_cmp);
     raw_ms.sort_by(f64::total_cmp);
     Ok(RestartBench { entries, restart_ms, raw_ms })
-}
-
-fn cql_literal(value: &Primitive) -> String {
-    match value {
-        Primitive::String(s) => format!("'{s}'"),
-        Primitive::Int32(v) => v.to_string(),
-        Primitive::Int64(v) => v.to_string(),
-        Primitive::Double(v) => format!("{v:?}"),
-        Primitive::Bool(v) => v.to_string(),
-        other => other.to_string(),
-    }
 }

@@ -1,13 +1,25 @@
-//! Translating between the engine's types and the model's, at the checker's boundary.
-//! Plain data translation only: no encoding, no reading, no semantics.
+//! Translating between the model's types (which the workload generates) and the engine's,
+//! at the checker's boundary. Plain data translation only: no encoding, no reading, no
+//! semantics, no text (the engine's own printers render what the run prints).
 
-use docsim_engine::cql::Cell as EngineCell;
-use docsim_engine::redis::Reply as EngineReply;
-use docsim_engine::script::{DocWrite, WriteKind};
-use docsim_engine::{DocKey, Document, KeyEntry, Primitive, SortOrder};
-use docsim_models::cql::Cell;
-use docsim_models::redis::Reply;
+use docsim_engine::cql::{
+    Assignment, Cell as EngineCell, CmpOp, Condition, CqlTable, CqlType, DeleteTarget, Literal,
+    Statement,
+};
+use docsim_engine::redis::{Command as RedisCommand, Expiry, Reply as EngineReply};
+use docsim_engine::{
+    CrashPoint as EngineCrashPoint, CrashStage, DocKey, DocPath, DocWrite as EngineWrite, Document,
+    HybridTime, KeyEntry, Primitive, SortOrder, WriteKind,
+};
+use docsim_models::cql::{Assign, Cell, Cmp, CqlOp, CqlValue, Schema};
+use docsim_models::redis::{RedisOp, Reply};
 use docsim_models::{Doc, DocId, Key, Scalar, Ttl, Write};
+use docsim_workloads::{CqlTableSpec, CrashPoint, DocWrite};
+
+/// Model time → engine hybrid time (both are `physical_us << 12 | logical`).
+pub fn ht(time: u64) -> HybridTime {
+    HybridTime::from_raw(time)
+}
 
 /// Engine primitive → model scalar.
 pub fn scalar(p: &Primitive) -> Scalar {
@@ -26,7 +38,7 @@ pub fn scalar(p: &Primitive) -> Scalar {
     }
 }
 
-/// Model scalar → engine primitive (for printing expectations).
+/// Model scalar → engine primitive.
 pub fn primitive(s: &Scalar) -> Primitive {
     match s {
         Scalar::Null => Primitive::Null,
@@ -46,18 +58,24 @@ pub fn key(e: &KeyEntry) -> Key {
     Key { scalar: scalar(&e.value), desc: e.order == SortOrder::Descending }
 }
 
-fn entry(k: &Key) -> KeyEntry {
+/// Model key → engine key entry.
+pub fn entry(k: &Key) -> KeyEntry {
     let order = if k.desc { SortOrder::Descending } else { SortOrder::Ascending };
     KeyEntry { value: primitive(&k.scalar), order }
 }
 
-/// Engine document key → model document id.
-pub fn doc_id(k: &DocKey) -> DocId {
-    DocId {
-        colocation: k.colocation_id,
-        hashed: k.hashed.iter().map(key).collect(),
-        range: k.range.iter().map(key).collect(),
+/// Model document id → engine document key.
+pub fn doc_key(id: &DocId) -> DocKey {
+    DocKey {
+        colocation_id: id.colocation,
+        hashed: id.hashed.iter().map(entry).collect(),
+        range: id.range.iter().map(entry).collect(),
     }
+}
+
+/// A model document id and path below it → the engine's path.
+pub fn path(id: &DocId, subkeys: &[Key]) -> DocPath {
+    DocPath::new(doc_key(id), subkeys.iter().map(entry).collect())
 }
 
 /// Engine document → model document.
@@ -68,7 +86,7 @@ pub fn doc(d: &Document) -> Doc {
     }
 }
 
-/// Model document → engine document (for printing expectations).
+/// Model document → engine document.
 pub fn document(d: &Doc) -> Document {
     match d {
         Doc::Leaf(s) => Document::Primitive(primitive(s)),
@@ -78,23 +96,170 @@ pub fn document(d: &Doc) -> Document {
     }
 }
 
-/// An engine document write → the model's.
-pub fn write(w: &DocWrite) -> (DocId, Vec<Key>, Write, Ttl) {
-    let kind = match &w.kind {
-        WriteKind::Set(d) => Write::Set(doc(d)),
-        WriteKind::Extend(Document::Object(map)) => {
-            Write::Extend(map.iter().map(|(k, v)| (key(k), doc(v))).collect())
+/// A generated document write → the engine's.
+pub fn write(w: &DocWrite) -> EngineWrite {
+    let kind = match &w.write {
+        Write::Set(d) => WriteKind::Set(document(d)),
+        Write::Extend(map) => WriteKind::Extend(document(&Doc::Object(map.clone()))),
+        Write::Obj => WriteKind::Obj,
+        Write::Del => WriteKind::Del,
+    };
+    let ttl_us = match w.ttl {
+        Ttl::Inherit => None,
+        Ttl::Never => Some(0),
+        Ttl::Ms(ms) => Some(ms * 1000),
+    };
+    EngineWrite { path: path(&w.doc, &w.path), kind, ttl_us }
+}
+
+/// A generated document write → the model's.
+pub fn model_write(w: &DocWrite) -> (DocId, Vec<Key>, Write, Ttl) {
+    (w.doc.clone(), w.path.clone(), w.write.clone(), w.ttl)
+}
+
+/// A generated crash point → the engine's (`None`: at once).
+pub fn crash_point(at: CrashPoint) -> Option<EngineCrashPoint> {
+    match at {
+        CrashPoint::Now => None,
+        CrashPoint::AfterAppend => Some(EngineCrashPoint::Write(CrashStage::AfterAppend)),
+        CrashPoint::AfterSync => Some(EngineCrashPoint::Write(CrashStage::AfterSync)),
+        CrashPoint::AfterApply => Some(EngineCrashPoint::Write(CrashStage::AfterApply)),
+        CrashPoint::AfterFlush => Some(EngineCrashPoint::AfterFlush),
+    }
+}
+
+/// A generated table → the engine's schema. `None` if a column type does not parse
+/// (the generator only uses types the engine supports).
+pub fn table(spec: &CqlTableSpec) -> Option<CqlTable> {
+    let s = &spec.schema;
+    let columns = spec
+        .types
+        .iter()
+        .map(|(n, t)| Some((n.clone(), CqlType::from_name(t).ok()?)))
+        .collect::<Option<Vec<_>>>()?;
+    let order = |desc: bool| if desc { SortOrder::Descending } else { SortOrder::Ascending };
+    let range = s.range.iter().map(|(n, desc)| (n.clone(), order(*desc))).collect();
+    CqlTable::declare(&s.name, columns, s.hash.clone(), range, s.default_ttl_s).ok()
+}
+
+/// A scalar as the CQL literal a statement carries.
+fn literal(s: &Scalar) -> Literal {
+    match s {
+        Scalar::Null => Literal::Null,
+        Scalar::Bool(b) => Literal::Bool(*b),
+        Scalar::Int32(v) => Literal::Num(v.to_string()),
+        Scalar::Int64(v) => Literal::Num(v.to_string()),
+        Scalar::Double(bits) => Literal::Num(format!("{:?}", f64::from_bits(*bits))),
+        Scalar::Str(text) => Literal::Str(text.clone()),
+        Scalar::Timestamp(us) => Literal::Num((us / 1000).to_string()),
+        Scalar::Column(_) | Scalar::SystemColumn(_) => unreachable!("not a CQL value"),
+    }
+}
+
+fn value(v: &CqlValue) -> Literal {
+    match v {
+        CqlValue::Null => Literal::Null,
+        CqlValue::Scalar(s) => literal(s),
+        CqlValue::Map(items) => {
+            Literal::Braces(items.iter().map(|(k, v)| (literal(k), Some(literal(v)))).collect())
         }
-        WriteKind::Extend(Document::Primitive(_)) => unreachable!("extend takes an object"),
-        WriteKind::Obj => Write::Obj,
-        WriteKind::Del => Write::Del,
-    };
-    let ttl = match w.ttl_us {
-        None => Ttl::Inherit,
-        Some(0) => Ttl::Never,
-        Some(us) => Ttl::Ms(us / 1000),
-    };
-    (doc_id(&w.path.doc_key), w.path.subkeys.iter().map(key).collect(), kind, ttl)
+        CqlValue::Set(items) => Literal::Braces(items.iter().map(|e| (literal(e), None)).collect()),
+    }
+}
+
+fn key_names(s: &Schema) -> Vec<String> {
+    s.hash.iter().cloned().chain(s.range.iter().map(|(n, _)| n.clone())).collect()
+}
+
+fn equal(column: String, v: &Scalar) -> Condition {
+    Condition { column, op: CmpOp::Eq, value: literal(v) }
+}
+
+fn where_key(s: &Schema, key: &[Scalar]) -> Vec<Condition> {
+    key_names(s).into_iter().zip(key).map(|(n, v)| equal(n, v)).collect()
+}
+
+fn assignment(a: &Assign) -> Assignment {
+    match a {
+        Assign::Whole(n, v) => Assignment::Whole { column: n.clone(), value: value(v) },
+        Assign::MapPut(n, k, v) => {
+            Assignment::Element { column: n.clone(), key: literal(k), value: literal(v) }
+        }
+        Assign::Add(n, v) => {
+            Assignment::Append { column: n.clone(), value: value(v), concat: false }
+        }
+        Assign::Remove(n, keys) => Assignment::Remove {
+            column: n.clone(),
+            value: Literal::Braces(keys.iter().map(|k| (literal(k), None)).collect()),
+        },
+    }
+}
+
+/// A generated CQL op on the table `s` → the engine's statement.
+pub fn statement(s: &Schema, op: &CqlOp) -> Statement {
+    let table = s.name.clone();
+    match op {
+        CqlOp::Insert { key, values, ttl_s } => {
+            let mut columns = key_names(s);
+            let mut lits: Vec<Literal> = key.iter().map(literal).collect();
+            for (n, v) in values {
+                columns.push(n.clone());
+                lits.push(value(v));
+            }
+            Statement::Insert { table, columns, values: lits, ttl_s: *ttl_s }
+        }
+        CqlOp::Update { key, assigns, ttl_s } => Statement::Update {
+            table,
+            ttl_s: *ttl_s,
+            assignments: assigns.iter().map(assignment).collect(),
+            key: where_key(s, key),
+        },
+        CqlOp::DeleteRow { key } => {
+            Statement::Delete { targets: vec![], table, key: where_key(s, key) }
+        }
+        CqlOp::DeleteColumns { key, columns } => {
+            let targets =
+                columns.iter().map(|c| DeleteTarget { column: c.clone(), element: None }).collect();
+            Statement::Delete { targets, table, key: where_key(s, key) }
+        }
+        CqlOp::Select { hash, range, columns } => {
+            let mut conditions: Vec<Condition> =
+                s.hash.iter().zip(hash).map(|(n, v)| equal(n.clone(), v)).collect();
+            if let Some((cmp, v)) = range {
+                let op = match cmp {
+                    Cmp::Eq => CmpOp::Eq,
+                    Cmp::Lt => CmpOp::Lt,
+                    Cmp::Le => CmpOp::Le,
+                    Cmp::Gt => CmpOp::Gt,
+                    Cmp::Ge => CmpOp::Ge,
+                };
+                conditions.push(Condition { column: s.range[0].0.clone(), op, value: literal(v) });
+            }
+            Statement::Select { columns: columns.clone(), table, conditions }
+        }
+    }
+}
+
+/// A generated Redis op → the engine's command.
+pub fn redis(op: &RedisOp) -> RedisCommand {
+    match op.clone() {
+        RedisOp::Set { key, value, ttl_ms } => {
+            let expiry =
+                ttl_ms
+                    .map(|ms| if ms % 1000 == 0 { Expiry::Ex(ms / 1000) } else { Expiry::Px(ms) });
+            RedisCommand::Set { key, value, expiry }
+        }
+        RedisOp::Get { key } => RedisCommand::Get { key },
+        RedisOp::Del { keys } => RedisCommand::Del { keys },
+        RedisOp::Expire { key, secs } => RedisCommand::Expire { key, secs },
+        RedisOp::HSet { key, fields } => RedisCommand::HSet { key, fields, multi: false },
+        RedisOp::HGet { key, field } => RedisCommand::HGet { key, field },
+        RedisOp::HDel { key, fields } => RedisCommand::HDel { key, fields },
+        RedisOp::HGetAll { key } => RedisCommand::HGetAll { key },
+        RedisOp::SAdd { key, members } => RedisCommand::SAdd { key, members },
+        RedisOp::SRem { key, members } => RedisCommand::SRem { key, members },
+        RedisOp::SMembers { key } => RedisCommand::SMembers { key },
+    }
 }
 
 /// Engine result cell → model cell.

@@ -14,8 +14,8 @@
 //!   Otherwise it must not; the model then rolls back to before the write.
 
 use docsim_engine::disk::Fault;
-use docsim_engine::script::{format_restart, TabletName};
-use docsim_engine::{CrashStage, Frontier, OpId, RestartReport};
+use docsim_engine::script::format_restart;
+use docsim_engine::{CrashPoint, CrashStage, Error, Frontier, OpId, RestartReport, TabletId};
 use docsim_models::cql::Schema;
 use docsim_models::Model;
 use std::collections::BTreeMap;
@@ -37,9 +37,9 @@ struct TabletBook {
 /// What the simulator knows about durability.
 #[derive(Default)]
 pub struct Book {
-    tablets: BTreeMap<TabletName, TabletBook>,
-    /// The stage a crash is armed for (`None` inside: after a flush).
-    pub armed: Option<Option<CrashStage>>,
+    tablets: BTreeMap<TabletId, TabletBook>,
+    /// Where a crash is armed to cut the power.
+    pub armed: Option<CrashPoint>,
     /// The stage a write was cut at, and the models before it.
     in_doubt: Option<(CrashStage, Snapshot)>,
     /// Fault-ledger length when the last crash was armed or cut the power.
@@ -58,7 +58,7 @@ pub type Mismatch = (Vec<String>, Vec<String>);
 
 impl Book {
     /// Writes acknowledged by the engine.
-    pub fn acked(&mut self, acks: Vec<(TabletName, OpId)>) {
+    pub fn acked(&mut self, acks: Vec<(TabletId, OpId)>) {
         for (tablet, op) in acks {
             let book = self.tablets.entry(tablet).or_default();
             assert!(op > book.applied, "op ids grow: {op} after {}", book.applied);
@@ -87,21 +87,21 @@ impl Book {
         self.armed = None;
     }
 
-    /// Check a restart of the tablets `names` (in the runner's order) that gave
-    /// `outcome`. `in_doubt` is the engine's in-doubt entry, `ledger` the disk's faults.
-    /// Returns the models to restore when the in-doubt write is not to survive.
+    /// Check a restart of the tablets `ids` (in the node's order) that gave `outcome`.
+    /// `in_doubt` is the engine's in-doubt entry, `ledger` the disk's faults. Returns the
+    /// models to restore when the in-doubt write is not to survive.
     pub fn restarted(
         &mut self,
-        names: &[TabletName],
-        outcome: &Result<Vec<(TabletName, RestartReport)>, String>,
-        in_doubt: Vec<(TabletName, OpId)>,
+        ids: &[TabletId],
+        outcome: &Result<Vec<(TabletId, RestartReport)>, Error>,
+        in_doubt: Vec<(TabletId, OpId)>,
         ledger: &[Fault],
     ) -> Result<Option<Snapshot>, Mismatch> {
         self.restarts += 1;
         let reports = outcome.as_deref().unwrap_or_default();
         let restore = self.settle_in_doubt(reports, in_doubt, ledger);
         let want: Vec<String> =
-            names.iter().map(|n| format_restart(n, &self.expected(n))).collect();
+            ids.iter().map(|id| format_restart(id, &self.expected(id))).collect();
         let got: Vec<String> = match outcome {
             Ok(reports) => reports.iter().map(|(n, r)| format_restart(n, r)).collect(),
             Err(e) => vec![format!("error: {e}")],
@@ -118,8 +118,8 @@ impl Book {
     }
 
     /// What bootstrap must report for `name`.
-    fn expected(&self, name: &TabletName) -> RestartReport {
-        let book = self.tablets.get(name);
+    fn expected(&self, id: &TabletId) -> RestartReport {
+        let book = self.tablets.get(id);
         let unflushed = book.map(|b| b.unflushed.as_slice()).unwrap_or_default();
         RestartReport {
             frontier: Frontier {
@@ -139,8 +139,8 @@ impl Book {
     /// torn write kept it. Returns the models before it when it is not to survive.
     fn settle_in_doubt(
         &mut self,
-        reports: &[(TabletName, RestartReport)],
-        in_doubt: Vec<(TabletName, OpId)>,
+        reports: &[(TabletId, RestartReport)],
+        in_doubt: Vec<(TabletId, OpId)>,
         ledger: &[Fault],
     ) -> Option<Snapshot> {
         let (stage, before) = self.in_doubt.take()?;

@@ -8,8 +8,10 @@
 //! - A **simulated run** ([`simulate`]) takes one seed: seeded streams per subsystem drive
 //!   the workload, the madsim clock, flushes and compactions, and crashes. Every op runs on
 //!   the engine and on the independent model (`docsim-models`); every read must agree.
-//!   The durability book (`durability`) is the simulator's own account of acknowledged
-//!   and flushed op ids, from which it derives what each restart must report.
+//!   `step` runs one op on both and compares typed results (errors by kind); `convert`
+//!   translates data between the model's types and the engine's. The durability book
+//!   (`durability`) is the simulator's own account of acknowledged and flushed op ids,
+//!   from which it derives what each restart must report.
 //! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
 //!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
@@ -24,15 +26,20 @@ mod durability;
 pub mod report;
 pub mod shrink;
 pub mod simulate;
+mod step;
 pub mod torture;
 
 use std::io::Write;
 use std::path::Path;
 
 /// Run a docscript text, printing its output to standard output. Tablets live in
-/// `data_dir`, or in a fresh scratch directory removed afterwards. Returns whether the
-/// script ran without any error.
-pub fn run_script_file(text: &str, data_dir: Option<&Path>) -> std::io::Result<bool> {
+/// `data_dir`, or in a fresh scratch directory removed afterwards; `plant` switches a
+/// planted bug on. Returns whether the script ran without any error.
+pub fn run_script_file(
+    text: &str,
+    data_dir: Option<&Path>,
+    plant: Option<docsim_engine::canary::Plant>,
+) -> std::io::Result<bool> {
     let scratch;
     let dir = match data_dir {
         Some(dir) => dir,
@@ -43,7 +50,8 @@ pub fn run_script_file(text: &str, data_dir: Option<&Path>) -> std::io::Result<b
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let outcome = docsim_engine::script::run_script(text, dir, &mut out)?;
+    let plants = docsim_engine::canary::Plants::of(plant);
+    let outcome = docsim_engine::script::run_script(text, dir, plants, &mut out)?;
     out.flush()?;
     Ok(outcome.ok())
 }

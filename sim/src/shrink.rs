@@ -1,8 +1,10 @@
 //! Shrinking: `docsim shrink reports/runs/<seed>/` reduces a failing op log to a minimal
 //! one that still fails with the same fingerprint (same kind of check failing): delta
-//! debugging over operations (ddmin), then simplifying what remains — fewer batch items
-//! and object-literal entries, no TTLs, shorter paths (keys), leaf values 0. It writes
-//! `shrunk.ds`: a docscript that fails under `docsim script` alone.
+//! debugging over operations (ddmin), then simplifying what remains with the workload's
+//! own simpler variants of each op (`docsim_workloads::simpler`: fewer batch items and
+//! object-literal entries, no TTLs, shorter paths, simpler values; for CQL fewer columns
+//! and assignments, shorter collections, no range condition). It writes `shrunk.ds`: a
+//! docscript that fails under `docsim script` alone.
 
 use crate::simulate::{replay_ops, Failure, FailureKind};
 use docsim_engine::canary::Plant;
@@ -63,72 +65,6 @@ pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>) -> Option<S
     Some(Shrunk { before, after: tables.len() + current.len(), failure, runs })
 }
 
-/// Simpler variants of one op: fewer batch items, fewer object-literal entries, no TTL, a
-/// shorter path, the leaf value 0.
-fn simpler(op: &Op) -> Vec<Op> {
-    use docsim_engine::script::{Command, DocWrite, WriteKind};
-    use docsim_engine::Document;
-    let mut out = Vec::new();
-    let write_variants = |w: &DocWrite| -> Vec<DocWrite> {
-        let mut v = Vec::new();
-        if w.ttl_us.is_some() {
-            v.push(DocWrite { ttl_us: None, ..w.clone() });
-        }
-        if let WriteKind::Set(Document::Object(map)) | WriteKind::Extend(Document::Object(map)) =
-            &w.kind
-        {
-            for key in map.keys() {
-                let mut smaller = map.clone();
-                smaller.remove(key);
-                let kind = match &w.kind {
-                    WriteKind::Set(_) => WriteKind::Set(Document::Object(smaller)),
-                    _ => WriteKind::Extend(Document::Object(smaller)),
-                };
-                v.push(DocWrite { kind, ..w.clone() });
-            }
-        }
-        if !w.path.subkeys.is_empty() {
-            let mut path = w.path.clone();
-            path.subkeys.pop();
-            v.push(DocWrite { path, ..w.clone() });
-        }
-        // The simplest leaf value: 0.
-        let zero = Document::Primitive(docsim_engine::Primitive::Int64(0));
-        if matches!(&w.kind, WriteKind::Set(d @ Document::Primitive(_)) if *d != zero) {
-            v.push(DocWrite { kind: WriteKind::Set(zero), ..w.clone() });
-        }
-        v
-    };
-    match op {
-        Op::Doc(Command::Batch { ht, writes }) => {
-            for i in 0..writes.len() {
-                let mut fewer = writes.clone();
-                let single = fewer.remove(i);
-                out.push(Op::Doc(Command::Batch { ht: *ht, writes: fewer }));
-                out.push(Op::Doc(Command::Write { write: single, ht: *ht }));
-            }
-            for (i, w) in writes.iter().enumerate() {
-                for simpler in write_variants(w) {
-                    let mut changed = writes.clone();
-                    changed[i] = simpler;
-                    out.push(Op::Doc(Command::Batch { ht: *ht, writes: changed }));
-                }
-            }
-        }
-        Op::Doc(Command::Write { write, ht }) => {
-            out.extend(
-                write_variants(write)
-                    .into_iter()
-                    .map(|w| Op::Doc(Command::Write { write: w, ht: *ht })),
-            );
-        }
-        // CQL ops carry statement text rendered from their schema: they are removed, not
-        // rewritten. Redis and reads stay as they are.
-        _ => {}
-    }
-    out
-}
-
 /// Replace ops by simpler variants while the failure keeps its fingerprint.
 fn simplify(
     tables: &[Op],
@@ -139,7 +75,7 @@ fn simplify(
     let mut i = 0;
     while i < current.len() {
         let mut improved = false;
-        for variant in simpler(&current[i]) {
+        for variant in docsim_workloads::simpler(&current[i]) {
             let mut candidate = current.clone();
             candidate[i] = variant;
             let with_tables: Vec<Op> = tables.iter().chain(&candidate).cloned().collect();

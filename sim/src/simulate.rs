@@ -6,18 +6,11 @@
 //! simulated time: each step sleeps a jittered simulated interval, and the hybrid clock
 //! reads that simulated time through a skewing physical clock.
 
-use crate::convert;
-use crate::durability::{Book, Snapshot};
+use crate::step::{step, State};
 use crate::ScratchDir;
-use docsim_engine::canary::Plant;
-use docsim_engine::cql::format_rows;
-use docsim_engine::cql::Outcome as CqlOutcome;
-use docsim_engine::script::{format_get, format_restart, Command, CrashAt, MarkerMode, Runner};
-use docsim_engine::{CrashStage, DocPath, Document, HybridClock, HybridTime, PhysicalClock};
-use docsim_models::cql::{CqlOp, CqlResult, Schema};
-use docsim_models::redis::RedisOp;
-use docsim_models::{Markers, Model, ModelError};
-use docsim_workloads::{Op, Profile, Workload};
+use docsim_engine::canary::{Plant, Plants};
+use docsim_engine::{HybridClock, HybridTime, PhysicalClock};
+use docsim_workloads::{CrashPoint, Op, Profile, Workload};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -113,6 +106,10 @@ pub struct RunOutcome {
     /// Wall-clock time by kind of step: read, write, flush, compaction (with its
     /// re-checks), crash, restart. For reports only.
     pub step_time: BTreeMap<&'static str, docsim_reports::StepTime>,
+    /// Wall-clock time by part of the simulator: `engine` (calls on the node), `model`
+    /// (calls on the reference model) and `harness` (everything else in a step:
+    /// rendering, the trace, comparisons, the book). For reports only.
+    pub part_time: BTreeMap<&'static str, docsim_reports::StepTime>,
 }
 
 /// Derive the seed of one subsystem's stream (splitmix64 of seed and stream id).
@@ -152,7 +149,6 @@ fn simulated_now() -> madsim::time::Instant {
 
 /// Run one seed under madsim.
 pub fn run(config: &RunConfig) -> RunOutcome {
-    docsim_engine::canary::plant(config.plant);
     let _ = docsim_engine::probe::take();
     let watch = crate::bench::Stopwatch::start();
     let mut runtime =
@@ -161,28 +157,9 @@ pub fn run(config: &RunConfig) -> RunOutcome {
     // simulation: every flush and compaction is waited for before the next step.
     runtime.set_allow_system_thread(true);
     let mut outcome = runtime.block_on(simulate(config.clone()));
-    docsim_engine::canary::plant(None);
     outcome.probes = docsim_engine::probe::take();
     outcome.seconds = watch.seconds();
     outcome
-}
-
-struct State {
-    runner: Runner,
-    /// The simulator's own account of acknowledged, flushed and in-doubt entries.
-    book: Book,
-    /// A crash took the node down: the next step is a `restart`.
-    needs_restart: bool,
-    docs: Model,
-    tables: BTreeMap<String, (Schema, Model)>,
-    markers: MarkerMode,
-    cutoff: HybridTime,
-    /// Recent reads, re-checked after each compaction if at or above its cutoff.
-    recent_reads: std::collections::VecDeque<Op>,
-    script: Vec<String>,
-    /// The ops executed so far (re-checks excluded: replaying recreates them).
-    ops: Vec<Op>,
-    checked_reads: usize,
 }
 
 /// The schedule's knobs: how often the simulator flushes and compacts, and how far the
@@ -207,16 +184,16 @@ impl Schedule {
     }
 
     /// A flush, a compaction (its cutoff never moves back), or `None`: a workload op.
-    fn next(&mut self, now: HybridTime, cutoff: HybridTime) -> Option<Command> {
+    fn next(&mut self, now: HybridTime, cutoff: HybridTime) -> Option<Op> {
         let roll = self.rng.random_range(0..1000u32);
         if roll < self.flush_permille {
-            return Some(Command::Flush);
+            return Some(Op::Flush);
         }
         if roll < self.flush_permille + self.compact_permille {
             let lag_us = self.rng.random_range(0..=self.lag_max_us);
             let target = HybridTime::from_raw(now.raw().saturating_sub(lag_us << 12));
             let minor = self.rng.random_range(0..100) < self.minor_percent;
-            return Some(Command::Compact { cutoff: target.max(cutoff), minor });
+            return Some(Op::Compact { cutoff: target.max(cutoff).raw(), minor });
         }
         None
     }
@@ -247,21 +224,20 @@ impl Crashes {
 
     /// Nothing, or the commands of one crash: at once, armed inside the next write, after
     /// a flush before its log GC, after a log GC, or after a compaction.
-    fn next(&mut self, cutoff: HybridTime) -> Vec<Command> {
+    fn next(&mut self, cutoff: HybridTime) -> Vec<Op> {
         if self.rng.random_range(0..10_000u32) >= self.per_10k {
             return Vec::new();
         }
         let torn = self.rng.random_range(0..2u32) == 1;
-        let crash = |at| Command::Crash { at, torn };
+        let crash = |at| Op::Crash { at, torn };
+        const IN_WRITE: [CrashPoint; 3] =
+            [CrashPoint::AfterAppend, CrashPoint::AfterSync, CrashPoint::AfterApply];
         match self.rng.random_range(0..7u32) {
-            0 => vec![crash(CrashAt::Now)],
-            1..=3 => {
-                let stage = CrashStage::ALL[self.rng.random_range(0..CrashStage::ALL.len())];
-                vec![crash(CrashAt::Write(stage))]
-            }
-            4 => vec![crash(CrashAt::AfterFlush), Command::Flush],
-            5 => vec![Command::Flush, crash(CrashAt::Now)],
-            _ => vec![Command::Compact { cutoff, minor: false }, crash(CrashAt::Now)],
+            0 => vec![crash(CrashPoint::Now)],
+            1..=3 => vec![crash(IN_WRITE[self.rng.random_range(0..IN_WRITE.len())])],
+            4 => vec![crash(CrashPoint::AfterFlush), Op::Flush],
+            5 => vec![Op::Flush, crash(CrashPoint::Now)],
+            _ => vec![Op::Compact { cutoff: cutoff.raw(), minor: false }, crash(CrashPoint::Now)],
         }
     }
 }
@@ -276,21 +252,9 @@ impl std::fmt::Display for Schedule {
     }
 }
 
-fn new_state() -> (ScratchDir, State) {
+fn new_state(plant: Option<Plant>) -> (ScratchDir, State) {
     let scratch = ScratchDir::new().expect("scratch directory");
-    let state = State {
-        runner: Runner::in_memory(scratch.path()).expect("in-memory RocksDB environment"),
-        book: Book::default(),
-        needs_restart: false,
-        docs: Model::new(),
-        tables: BTreeMap::new(),
-        markers: MarkerMode::Optional,
-        cutoff: HybridTime::MIN,
-        recent_reads: std::collections::VecDeque::new(),
-        script: Vec::new(),
-        ops: Vec::new(),
-        checked_reads: 0,
-    };
+    let state = State::new(scratch.path(), Plants::of(plant));
     (scratch, state)
 }
 
@@ -309,7 +273,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     );
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
-    let (_scratch, mut state) = new_state();
+    let (_scratch, mut state) = new_state(config.plant);
     let mut outcome = RunOutcome {
         seed: config.seed,
         knobs,
@@ -328,37 +292,39 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         expected_replayed: 0,
         seconds: 0.0,
         step_time: BTreeMap::new(),
+        part_time: BTreeMap::new(),
     };
-    let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now()).into();
+    let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
     while !pending.is_empty() || outcome.ops < config.ops {
         if pending.is_empty() && !state.needs_restart {
-            pending.extend(crashes.next(state.cutoff).into_iter().map(Op::Doc));
+            pending.extend(crashes.next(state.cutoff));
         }
         let next = if state.needs_restart { None } else { pending.pop_front() };
         let op = match next {
-            _ if state.needs_restart => Op::Doc(Command::Restart),
+            _ if state.needs_restart => Op::Restart,
             Some(op) => op,
             None => {
                 let step_us = clock_rng.random_range(1..=2 * step_mean_us);
                 madsim::time::sleep(Duration::from_micros(step_us)).await;
                 let now = clock.now();
-                match schedule.next(now, state.cutoff) {
-                    Some(command) => Op::Doc(command),
-                    None => {
-                        outcome.ops += 1;
-                        workload.next_op(&mut workload_rng, now, state.cutoff)
-                    }
-                }
+                schedule.next(now, state.cutoff).unwrap_or_else(|| {
+                    outcome.ops += 1;
+                    workload.next_op(&mut workload_rng, now.raw(), state.cutoff.raw())
+                })
             }
         };
-        if matches!(op, Op::Doc(Command::Compact { .. })) {
+        if matches!(op, Op::Compact { .. }) {
             outcome.compactions += 1;
         }
         let watch = crate::bench::Stopwatch::start();
-        let result = step(&mut state, &op);
-        let spent = docsim_reports::StepTime { steps: 1, seconds: watch.seconds() };
+        let parts_before = state.parts;
+        let line = state.command(&op).to_string();
+        let result = step(&mut state, &op, &line);
+        let seconds = watch.seconds();
+        let spent = docsim_reports::StepTime { steps: 1, seconds };
         outcome.step_time.entry(step_kind(&op)).or_default().add(spent);
-        if !record(&mut outcome, &config, result, &op) {
+        add_parts(&mut outcome.part_time, seconds, parts_before, state.parts);
+        if !record(&mut outcome, &config, result, &line) {
             break;
         }
     }
@@ -367,20 +333,35 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     (outcome.crashes, outcome.restarts) = (book.crashes, book.restarts);
     (outcome.replayed, outcome.expected_replayed) = (book.replayed, book.expected_replayed);
     outcome.faults = book.crash_stages.clone();
-    for fault in state.runner.disk().ledger() {
+    for fault in state.node.disk().ledger() {
         *outcome.faults.entry(fault.kind().to_owned()).or_default() += 1;
     }
     outcome
+}
+
+/// Split one step's `seconds` into the node's part, the model's and the harness's.
+fn add_parts(
+    parts: &mut BTreeMap<&'static str, docsim_reports::StepTime>,
+    seconds: f64,
+    before: crate::step::Parts,
+    after: crate::step::Parts,
+) {
+    let engine_s = after.engine_s - before.engine_s;
+    let model_s = after.model_s - before.model_s;
+    let harness_s = (seconds - engine_s - model_s).max(0.0);
+    for (part, seconds) in [("engine", engine_s), ("model", model_s), ("harness", harness_s)] {
+        parts.entry(part).or_default().add(docsim_reports::StepTime { steps: 1, seconds });
+    }
 }
 
 /// What kind of step `op` is, for the time breakdown: `read`, `write`, `flush`,
 /// `compaction` (with the re-checks after it), `crash` or `restart`.
 fn step_kind(op: &Op) -> &'static str {
     match op {
-        Op::Doc(Command::Restart) => "restart",
-        Op::Doc(Command::Crash { .. }) => "crash",
-        Op::Doc(Command::Flush) => "flush",
-        Op::Doc(Command::Compact { .. }) => "compaction",
+        Op::Restart => "restart",
+        Op::Crash { .. } => "crash",
+        Op::Flush => "flush",
+        Op::Compact { .. } => "compaction",
         _ if op.is_read() => "read",
         _ => "write",
     }
@@ -391,7 +372,7 @@ fn record(
     outcome: &mut RunOutcome,
     config: &RunConfig,
     result: Result<Vec<String>, Box<Failure>>,
-    op: &Op,
+    op: &str,
 ) -> bool {
     let index = outcome.steps;
     outcome.steps += 1;
@@ -421,361 +402,15 @@ fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
     hash
 }
 
-/// Execute one op on the engine and the model; `Ok` carries the engine's output lines.
-fn step(state: &mut State, op: &Op) -> Result<Vec<String>, Box<Failure>> {
-    state.script.push(op.to_string());
-    state.ops.push(op.clone());
-    let result = match op {
-        Op::Doc(Command::Restart) => restart(state),
-        Op::Doc(Command::Crash { at, .. }) => Ok(crash(state, op, *at)),
-        Op::Doc(Command::Compact { cutoff, .. }) => {
-            let cutoff = *cutoff;
-            let lines = execute_engine(state, op);
-            if after_flush(state, &lines) {
-                return Ok(lines); // a crash armed for after the flush cut it
-            }
-            state.docs.compacted(cutoff.raw());
-            state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
-            state.cutoff = state.cutoff.max(cutoff);
-            if let Err((expected, actual)) = recheck(state, cutoff) {
-                let read = state.script.last().cloned().unwrap_or_default();
-                let mut f = failure(state, op, expected, actual);
-                f.op = format!("{read} (re-checked after {op})");
-                f.kind = FailureKind::ChangedByCompaction;
-                return Err(Box::new(f));
-            }
-            Ok(lines)
-        }
-        _ if op.is_read() => check_read(state, op),
-        _ => check_write(state, op),
-    };
-    let acks = state.runner.take_acks();
-    state.book.acked(acks);
-    if let Ok(lines) = &result {
-        expect_agreed_error(state, lines);
-    }
-    result.map_err(|(expected, actual)| Box::new(failure(state, op, expected, actual)))
-}
-
-type Mismatch = (Vec<String>, Vec<String>);
-
-fn execute_engine(state: &mut State, op: &Op) -> Vec<String> {
-    let command = match op {
-        Op::Doc(c) => c.clone(),
-        other => docsim_engine::script::parse_line(&other.to_string(), 1)
-            .expect("ops print as valid docscript")
-            .expect("not blank"),
-    };
-    let mut out = String::new();
-    if let Err(e) = state.runner.execute(&command, &mut out) {
-        out.push_str(&format!("error: {e}\n"));
-    }
-    out.lines().map(str::to_owned).collect()
-}
-
-/// What a reproducer expects where the model refuses an operation: any error (the model
-/// names no engine message).
-const EXPECT_ERROR: &str = "error";
-
-/// Writes: engine and model must both succeed or both refuse.
-fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
-    let before = matches!(state.book.armed, Some(Some(_)))
-        .then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
-    let model: Result<(), ModelError> = match op {
-        Op::Doc(Command::Markers(mode)) => {
-            state.markers = *mode;
-            Ok(())
-        }
-        Op::Doc(Command::DefaultTtl(us)) => {
-            state.docs.set_table_ttl_ms(us.map(|us| us.div_ceil(1000)));
-            Ok(())
-        }
-        Op::Doc(Command::Write { write, ht }) => {
-            let markers = markers(state.markers);
-            state.docs.write_batch(ht.raw(), markers, &[convert::write(write)])
-        }
-        Op::Doc(Command::Batch { ht, writes }) => {
-            let writes: Vec<_> = writes.iter().map(convert::write).collect();
-            state.docs.write_batch(ht.raw(), markers(state.markers), &writes)
-        }
-        Op::Doc(_) => Ok(()), // flush
-        Op::Table(spec) => {
-            let mut model = Model::new();
-            model.set_table_ttl_ms(spec.schema.default_ttl_s.map(|s| s * 1000));
-            state.tables.insert(spec.schema.name.clone(), (spec.schema.clone(), model));
-            Ok(())
-        }
-        Op::Cql { ht, table, op: cql, .. } => {
-            let (schema, model) = state.tables.get_mut(table).expect("declared table");
-            model.cql(ht.raw(), schema, cql).map(|_| ())
-        }
-        Op::Redis { ht, op: redis } => state.docs.redis(ht.raw(), redis).map(|_| ()),
-    };
-    let lines = execute_engine(state, op);
-    if after_flush(state, &lines) {
-        return Ok(lines);
-    }
-    if let (Some(stage), Some(before)) = (crashed_at(&lines), before) {
-        state.book.cut(stage, before);
-        state.book.crashed(stage.name());
-        state.needs_restart = true;
-        return match model {
-            Ok(()) => Ok(lines),
-            Err(_) => Err((vec![EXPECT_ERROR.into()], lines)),
-        };
-    }
-    let engine_failed = lines.iter().any(|l| l.starts_with("error:"));
-    match (&model, engine_failed) {
-        (Ok(()), false) | (Err(_), true) => Ok(lines),
-        (Ok(()), true) => Err((Vec::new(), lines)),
-        (Err(_), false) => Err((vec![EXPECT_ERROR.into()], lines)),
-    }
-}
-
-/// The write stage an `error: crashed <stage>` line names.
-fn crashed_at(lines: &[String]) -> Option<CrashStage> {
-    let stage = lines.iter().find_map(|l| l.strip_prefix("error: crashed "))?;
-    CrashStage::from_name(stage)
-}
-
-/// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
-/// returns whether the crash cut it.
-fn after_flush(state: &mut State, lines: &[String]) -> bool {
-    let flushing = state
-        .ops
-        .last()
-        .is_some_and(|op| matches!(op, Op::Doc(Command::Flush) | Op::Doc(Command::Compact { .. })));
-    let cut = lines.iter().any(|l| l == "error: crashed after-flush");
-    if flushing && (cut || !lines.iter().any(|l| l.starts_with("error:"))) {
-        state.book.flushed();
-    }
-    if cut {
-        state.book.crashed("after-flush");
-        state.needs_restart = true;
-    }
-    cut
-}
-
-/// A `crash` command: cut the power now, or arm a crash.
-fn crash(state: &mut State, op: &Op, at: CrashAt) -> Vec<String> {
-    state.book.ledger_seen = state.runner.disk().ledger().len();
-    let lines = execute_engine(state, op);
-    match at {
-        CrashAt::Now => {
-            let previous = state.ops.iter().rev().nth(1);
-            let stage = match previous {
-                Some(Op::Doc(Command::Flush)) => "after-log-gc",
-                Some(Op::Doc(Command::Compact { .. })) => "after-compaction",
-                _ => "idle",
-            };
-            state.book.crashed(stage);
-            state.needs_restart = true;
-        }
-        CrashAt::Write(stage) => state.book.armed = Some(Some(stage)),
-        CrashAt::AfterFlush => state.book.armed = Some(None),
-    }
-    lines
-}
-
-/// Restart the node and check bootstrap against the book; then the recent reads again.
-fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
-    state.needs_restart = false;
-    let acks = state.runner.take_acks();
-    state.book.acked(acks);
-    let in_doubt = state.runner.take_in_doubt();
-    let names = state.runner.tablet_names();
-    let outcome = state.runner.restart().map_err(|e| e.to_string());
-    let ledger = state.runner.disk().ledger();
-    let checked = state.book.restarted(&names, &outcome, in_doubt, &ledger);
-    let lines = match &outcome {
-        Ok(reports) => reports.iter().map(|(n, r)| format_restart(n, r)).collect(),
-        Err(e) => vec![format!("error: {e}")],
-    };
-    match checked {
-        Ok(Some(before)) => {
-            state.docs = before.docs;
-            state.tables = before.tables;
-        }
-        Ok(None) => {}
-        Err(mismatch) => return Err(mismatch),
-    }
-    let cutoff = state.cutoff;
-    recheck(state, cutoff)?;
-    Ok(lines)
-}
-
-fn markers(mode: MarkerMode) -> Markers {
-    match mode {
-        MarkerMode::Optional => Markers::Optional,
-        MarkerMode::Required => Markers::Required,
-    }
-}
-
-/// Reads: the engine's answer must equal the model's.
-fn check_read(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
-    state.checked_reads += 1;
-    state.recent_reads.push_back(op.clone());
-    if state.recent_reads.len() > 16 {
-        state.recent_reads.pop_front();
-    }
-    match op {
-        Op::Doc(Command::Get { path, ht }) => check_get(state, path, *ht),
-        Op::Cql { ht, table, op: cql, text } => check_select(state, *ht, table, cql, text),
-        Op::Redis { ht, op: redis } => check_redis(state, *ht, redis),
-        other => unreachable!("not a read: {other}"),
-    }
-}
-
-/// `Ok(got)` if the two sides agree, else the expected and actual output lines.
-fn verdict(same: bool, want: Vec<String>, got: Vec<String>) -> Result<Vec<String>, Mismatch> {
-    if same {
-        Ok(got)
-    } else {
-        Err((want, got))
-    }
-}
-
-fn check_get(state: &mut State, path: &DocPath, ht: HybridTime) -> Result<Vec<String>, Mismatch> {
-    let subkeys: Vec<_> = path.subkeys.iter().map(convert::key).collect();
-    let want = state.docs.read(&convert::doc_id(&path.doc_key), &subkeys, ht.raw());
-    let got = state.runner.get(path, ht);
-    let show = |d: Option<Document>| format_get(path, ht, d.as_ref());
-    let same = match (&want, &got) {
-        (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
-        (Err(_), Err(_)) => true,
-        _ => false,
-    };
-    let want_line = match &want {
-        Ok(d) => show(d.as_ref().map(convert::document)),
-        Err(_) => EXPECT_ERROR.into(),
-    };
-    let got_line = got.map_or_else(|e| format!("error: {e}"), show);
-    verdict(same, vec![want_line], vec![got_line])
-}
-
-fn check_select(
-    state: &mut State,
-    ht: HybridTime,
-    table: &str,
-    cql: &CqlOp,
-    text: &str,
-) -> Result<Vec<String>, Mismatch> {
-    let (schema, model) = state.tables.get_mut(table).expect("declared table");
-    let want = model.cql(ht.raw(), schema, cql);
-    let got = state.runner.cql_run(ht, text);
-    let same = match (&want, &got) {
-        (Ok(CqlResult::Rows(w)), Ok(CqlOutcome::Rows(g))) => {
-            let g: Vec<Vec<_>> = g
-                .iter()
-                .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect())
-                .collect();
-            *w == g
-        }
-        (Err(_), Err(_)) => true,
-        _ => false,
-    };
-    let want_lines = match &want {
-        Ok(CqlResult::Rows(rows)) => {
-            let rows: Vec<Vec<_>> = rows
-                .iter()
-                .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::engine_cell(c))).collect())
-                .collect();
-            format_rows(&rows)
-        }
-        Ok(CqlResult::Written) => Vec::new(),
-        Err(_) => vec![EXPECT_ERROR.into()],
-    };
-    let got_lines = match got {
-        Ok(CqlOutcome::Rows(rows)) => format_rows(&rows),
-        Ok(CqlOutcome::Written) => Vec::new(),
-        Err(e) => vec![format!("error: {e}")],
-    };
-    verdict(same, want_lines, got_lines)
-}
-
-fn check_redis(
-    state: &mut State,
-    ht: HybridTime,
-    redis: &RedisOp,
-) -> Result<Vec<String>, Mismatch> {
-    let want = state.docs.redis(ht.raw(), redis);
-    let got = state.runner.redis_run(ht, &docsim_workloads::redis_command(redis));
-    let same = match (&want, &got) {
-        (Ok(w), Ok(g)) => *w == convert::reply(g),
-        (Err(_), Err(_)) => true,
-        _ => false,
-    };
-    let lines = |text: String| text.lines().map(str::to_owned).collect::<Vec<_>>();
-    let want_lines = match &want {
-        Ok(r) => lines(convert::engine_reply(r).to_string()),
-        Err(_) => vec![EXPECT_ERROR.into()],
-    };
-    let got_lines = match &got {
-        Ok(r) => lines(r.to_string()),
-        Err(e) => vec![format!("error: {e}")],
-    };
-    verdict(same, want_lines, got_lines)
-}
-
-/// After a compaction with `cutoff`, reads at or above it must not have changed.
-fn recheck(state: &mut State, cutoff: HybridTime) -> Result<(), Mismatch> {
-    let reads: Vec<Op> =
-        state.recent_reads.iter().filter(|op| read_time(op) >= Some(cutoff)).cloned().collect();
-    for read in reads {
-        state.script.push(read.to_string());
-        let lines = check_read(state, &read)?;
-        expect_agreed_error(state, &lines);
-    }
-    Ok(())
-}
-
-/// An error both sides agree on is part of the run: the reproducer expects it.
-fn expect_agreed_error(state: &mut State, lines: &[String]) {
-    if lines.iter().any(|l| l.starts_with("error:")) {
-        state.script.push("expect error".into());
-    }
-}
-
-fn read_time(op: &Op) -> Option<HybridTime> {
-    match op {
-        Op::Doc(Command::Get { ht, .. }) | Op::Cql { ht, .. } | Op::Redis { ht, .. } => Some(*ht),
-        _ => None,
-    }
-}
-
-fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -> Failure {
-    let last_ops: Vec<String> = state.script.iter().rev().take(12).rev().cloned().collect();
-    let mut reproducer = state.script.join("\n");
-    reproducer.push('\n');
-    for line in &expected {
-        reproducer.push_str(&format!("expect {line}\n"));
-    }
-    if expected.is_empty() {
-        reproducer.push_str("# expected: this write succeeds\n");
-    }
-    let kind = match op {
-        Op::Doc(Command::Restart) => FailureKind::Restart,
-        Op::Doc(Command::Get { .. }) => FailureKind::Get,
-        Op::Cql { op: CqlOp::Select { .. }, .. } => FailureKind::Select,
-        Op::Redis { .. } if op.is_read() => FailureKind::Redis,
-        _ if expected.is_empty() => FailureKind::EngineRefusedWrite,
-        _ => FailureKind::EngineAcceptedWrite,
-    };
-    let ops = state.ops.clone();
-    Failure { step: 0, op: op.to_string(), expected, actual, last_ops, reproducer, kind, ops }
-}
-
 /// Run a fixed op list (no generation: the ops carry their times) through the same checks
 /// as a simulated run; the first failure, if any. The shrinker's oracle.
 pub fn replay_ops(ops: &[Op], plant: Option<Plant>) -> Option<Failure> {
-    docsim_engine::canary::plant(plant);
-    let (_scratch, mut state) = new_state();
-    let failure = ops.iter().enumerate().find_map(|(i, op)| {
-        step(&mut state, op).err().map(|mut f| {
+    let (_scratch, mut state) = new_state(plant);
+    ops.iter().enumerate().find_map(|(i, op)| {
+        let line = state.command(op).to_string();
+        step(&mut state, op, &line).err().map(|mut f| {
             f.step = i;
             *f
         })
-    });
-    docsim_engine::canary::plant(None);
-    failure
+    })
 }

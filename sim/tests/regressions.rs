@@ -2,6 +2,7 @@
 //! `docsim shrink` or by hand — must run clean (their `expect` lines hold). Adding one is
 //! copying a file into the folder.
 
+use docsim_engine::canary::Plants;
 use std::path::Path;
 
 #[test]
@@ -20,7 +21,8 @@ fn regression_corpus_runs_clean() {
         let text = std::fs::read_to_string(script).expect("script");
         let mut out = Vec::new();
         let outcome =
-            docsim_engine::script::run_script(&text, scratch.path(), &mut out).expect("run");
+            docsim_engine::script::run_script(&text, scratch.path(), Plants::NONE, &mut out)
+                .expect("run");
         if !outcome.ok() {
             failures.push(format!("{}:\n{}", script.display(), String::from_utf8_lossy(&out)));
         }

@@ -1,6 +1,18 @@
 //! CQL tokens, each with its byte offset for error messages.
 
-use crate::error::{Error, Result};
+/// A CQL statement that does not parse: where (the 1-based column within the statement)
+/// and why. The parser's own error: the node never sees statement text.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("CQL: {message} at column {column} of the statement")]
+pub struct SyntaxError {
+    /// 1-based column (in characters) within the statement.
+    pub column: usize,
+    /// What is wrong there.
+    pub message: String,
+}
+
+/// Parser result.
+pub type Result<T, E = SyntaxError> = std::result::Result<T, E>;
 
 /// One token.
 #[derive(Clone, Debug, PartialEq)]
@@ -30,10 +42,10 @@ const SYMBOLS: [&str; 19] = [
 ];
 const MORE_SYMBOLS: [&str; 4] = ["-", "*", ".", "?"];
 
-/// `CQL: <message> at column <n>` (1-based, within the statement).
-pub fn cql_error(src: &str, pos: usize, message: impl std::fmt::Display) -> Error {
+/// An error at byte `pos` of `src`.
+pub fn cql_error(src: &str, pos: usize, message: impl std::fmt::Display) -> SyntaxError {
     let column = src[..pos.min(src.len())].chars().count() + 1;
-    Error::InvalidInput(format!("CQL: {message} at column {column} of the statement"))
+    SyntaxError { column, message: message.to_string() }
 }
 
 /// Split a statement into tokens.
@@ -134,7 +146,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// An error at the current token.
-    pub fn error(&self, message: impl std::fmt::Display) -> Error {
+    pub fn error(&self, message: impl std::fmt::Display) -> SyntaxError {
         let pos = self.toks.get(self.i).map_or(self.src.len(), |t| t.pos);
         cql_error(self.src, pos, message)
     }

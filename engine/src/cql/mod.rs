@@ -10,11 +10,21 @@
 //! ```
 //! A row exists at R iff its liveness column or some regular column is visible at R: a row
 //! made by INSERT survives all its columns being nulled; a row made only by UPDATE does not.
+//!
+//! A statement is text only up to [`parse_statement`]: the parser produces a typed
+//! [`Statement`] (literals as written), the node executes it against the table's schema,
+//! and `Display` prints it back as the same text.
 
+mod ast;
 mod json;
 mod lexer;
+mod parse;
 mod schema;
 mod statement;
 
+pub use ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
+pub use lexer::SyntaxError;
+pub use parse::parse_statement;
 pub use schema::{Column, ColumnKind, CqlTable, CqlType};
-pub use statement::{format_rows, insert_row, read_row, run, target_table, Cell, Outcome, Row};
+pub(crate) use statement::execute;
+pub use statement::{format_rows, Cell, Outcome, Row};

@@ -4,9 +4,9 @@
 //! group (ascending or descending); every other column is a subdocument keyed by its
 //! column id, assigned in declaration order from `col(10)`. The liveness column is `sys(0)`.
 
-use super::lexer::Cursor;
+use super::lexer::{Cursor, Result};
 use crate::encoding::SortOrder;
-use crate::error::Result;
+use std::fmt;
 
 /// The first column id given to a non-key column.
 pub const FIRST_COLUMN_ID: i32 = 10;
@@ -30,6 +30,30 @@ impl CqlType {
     /// Whether values of this type are stored as a subdocument.
     pub fn is_nested(&self) -> bool {
         matches!(self, CqlType::Map(..) | CqlType::Set(_) | CqlType::List(_) | CqlType::Jsonb)
+    }
+
+    /// The type's CQL name (`int`, `map<text, bigint>`).
+    pub fn name(&self) -> String {
+        match self {
+            CqlType::Text => "text".into(),
+            CqlType::Int => "int".into(),
+            CqlType::Bigint => "bigint".into(),
+            CqlType::Double => "double".into(),
+            CqlType::Boolean => "boolean".into(),
+            CqlType::Timestamp => "timestamp".into(),
+            CqlType::Jsonb => "jsonb".into(),
+            CqlType::Map(k, v) => format!("map<{}, {}>", k.name(), v.name()),
+            CqlType::Set(e) => format!("set<{}>", e.name()),
+            CqlType::List(e) => format!("list<{}>", e.name()),
+        }
+    }
+
+    /// The type a CQL type name (`map<text, int>`) names.
+    pub fn from_name(name: &str) -> Result<CqlType> {
+        let mut c = Cursor::new(name)?;
+        let ty = CqlType::parse(&mut c)?;
+        c.finish()?;
+        Ok(ty)
     }
 
     fn parse(c: &mut Cursor<'_>) -> Result<CqlType> {
@@ -110,7 +134,8 @@ pub struct CqlTable {
 }
 
 impl CqlTable {
-    /// Parse a `CREATE TABLE` statement.
+    /// Parse a `CREATE TABLE` statement (the schema checks — declared, non-collection
+    /// key columns — are part of parsing, reported at the end of the statement).
     pub fn parse(statement: &str) -> Result<CqlTable> {
         let mut c = Cursor::new(statement)?;
         c.expect_kw("create")?;
@@ -144,6 +169,24 @@ impl CqlTable {
         let (default_ttl_ms, desc) = parse_with(&mut c)?;
         c.finish()?;
         build(name, decls, hash, range, desc, default_ttl_ms, &c)
+    }
+
+    /// The table declared by parts: columns in declaration order with their types, the
+    /// hash key, the clustering key with each column's order, `default_time_to_live` in
+    /// seconds (0: none). The same checks as `CREATE TABLE`.
+    pub fn declare(
+        name: &str,
+        columns: Vec<(String, CqlType)>,
+        hash: Vec<String>,
+        range: Vec<(String, SortOrder)>,
+        default_ttl_s: Option<u64>,
+    ) -> Result<CqlTable> {
+        let desc = range.iter().filter(|(_, o)| *o == SortOrder::Descending);
+        let desc = desc.map(|(n, _)| n.clone()).collect();
+        let range = range.into_iter().map(|(n, _)| n).collect();
+        let ttl_ms = default_ttl_s.filter(|s| *s > 0).map(|s| s.saturating_mul(1000));
+        let end = Cursor::new("")?;
+        build(name.to_owned(), columns, hash, range, desc, ttl_ms, &end)
     }
 
     /// The column named `name`.
@@ -265,4 +308,37 @@ fn build(
         columns.push(Column { name: n, ty, kind });
     }
     Ok(CqlTable { name, columns, hash_key: hash, range_key: range, default_ttl_ms })
+}
+
+impl fmt::Display for CqlTable {
+    /// The `CREATE TABLE` statement that declares this table (parses back to it).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let columns: Vec<String> =
+            self.columns.iter().map(|c| format!("{} {}", c.name, c.ty.name())).collect();
+        let mut key = format!("({})", self.hash_key.join(", "));
+        if !self.range_key.is_empty() {
+            key = format!("{key}, {}", self.range_key.join(", "));
+        }
+        write!(f, "CREATE TABLE {} ({}, PRIMARY KEY ({key}))", self.name, columns.join(", "))?;
+        let mut with = Vec::new();
+        if let Some(ms) = self.default_ttl_ms {
+            with.push(format!("default_time_to_live = {}", ms / 1000));
+        }
+        let order = |c: &Column| match c.kind {
+            ColumnKind::Range(SortOrder::Descending) => Some("DESC"),
+            ColumnKind::Range(SortOrder::Ascending) => Some("ASC"),
+            _ => None,
+        };
+        if self.range_columns().any(|c| order(c) == Some("DESC")) {
+            let by: Vec<String> = self
+                .range_columns()
+                .map(|c| format!("{} {}", c.name, order(c).unwrap_or("ASC")))
+                .collect();
+            with.push(format!("CLUSTERING ORDER BY ({})", by.join(", ")));
+        }
+        if !with.is_empty() {
+            write!(f, " WITH {}", with.join(" AND "))?;
+        }
+        Ok(())
+    }
 }

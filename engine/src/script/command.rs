@@ -1,45 +1,13 @@
 //! docscript commands: one per line, parsed with line/column errors and printed back as
 //! the same text (reproducers and traces are docscript).
 
+use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
 use crate::document::Document;
 use crate::encoding::DocPath;
 use crate::hybrid_time::HybridTime;
 use crate::notation::{format_duration_us, PResult, Parser};
+use crate::replica::CrashPoint;
 use std::fmt;
-
-/// Init-marker behaviour of document writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum MarkerMode {
-    /// Blind writes, no markers, no reads (CQL-like).
-    #[default]
-    Optional,
-    /// Markers for missing ancestors; deleting a missing path writes nothing (Redis-like).
-    Required,
-}
-
-/// What one document write does at its path.
-#[derive(Clone, Debug, PartialEq)]
-pub enum WriteKind {
-    /// `set <path> = <document>` (an object literal overwrites: marker first).
-    Set(Document),
-    /// `extend <path> = {...}`: the entries without a marker at the path itself.
-    Extend(Document),
-    /// `obj <path>`: an init marker.
-    Obj,
-    /// `del <path>`: a tombstone.
-    Del,
-}
-
-/// One document write (a command of its own, or one item of a `batch`).
-#[derive(Clone, Debug, PartialEq)]
-pub struct DocWrite {
-    /// Where.
-    pub path: DocPath,
-    /// What.
-    pub kind: WriteKind,
-    /// `ttl=<dur>` in microseconds (a whole number of milliseconds; 0 = never expires).
-    pub ttl_us: Option<u64>,
-}
 
 /// Which `dump`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,17 +18,6 @@ pub enum DumpStyle {
     Names,
     /// With the hex of each key and value.
     Raw,
-}
-
-/// When a `crash` cuts the power.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CrashAt {
-    /// At once.
-    Now,
-    /// At this stage of the next write.
-    Write(crate::replica::CrashStage),
-    /// After the next flush (or compaction) is durable, before its log GC.
-    AfterFlush,
 }
 
 /// One docscript command.
@@ -82,10 +39,11 @@ pub enum Command {
     Flush,
     /// `compact [minor] cutoff=T`.
     Compact { cutoff: HybridTime, minor: bool },
-    /// `crash [torn]` (power loss now), or `crash at <stage> [torn]` (a docsim extension:
-    /// power loss at that stage of the next write, or after the next flush). `torn` keeps
-    /// the first sector boundary of each file's unsynced tail, tearing the last append.
-    Crash { at: CrashAt, torn: bool },
+    /// `crash [torn]` (power loss now: `at` is `None`), or `crash at <point> [torn]` (a
+    /// docsim extension: power loss at that stage of the next write, or after the next
+    /// flush). `torn` keeps the first sector boundary of each file's unsynced tail,
+    /// tearing the last append.
+    Crash { at: Option<CrashPoint>, torn: bool },
     /// `restart`.
     Restart,
     /// `log` (a docsim extension): one line per Raft log segment of each tablet.
@@ -97,8 +55,9 @@ pub enum Command {
     /// `redis @T <command>`.
     Redis { ht: HybridTime, command: String },
     /// `expect <line>` (docsim extension): the next output line of the command before it
-    /// must be exactly `<line>`; `expect error` accepts any `error: ...` line. Reproducers
-    /// use it to fail by themselves.
+    /// must be exactly `<line>`; `expect error: <kind>` requires the command to have failed
+    /// with that kind of error (`snapshot_too_old`, ...), `expect error` with any.
+    /// Reproducers use it to fail by themselves.
     Expect(String),
 }
 
@@ -259,7 +218,7 @@ fn parse_batch(p: &mut Parser<'_>) -> PResult<Command> {
 }
 
 fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
-    let mut at = CrashAt::Now;
+    let mut at = None;
     if p.eat_word("at") {
         p.skip_ws();
         let pos = p.pos();
@@ -268,15 +227,12 @@ fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
             p.expect("-")?;
             name = format!("{name}-{}", p.word().unwrap_or_default());
         }
-        at = match name.as_str() {
-            "after-flush" => CrashAt::AfterFlush,
-            _ => match crate::replica::CrashStage::from_name(&name) {
-                Some(stage) => CrashAt::Write(stage),
-                None => {
-                    let known = "after-append, after-sync, after-apply or after-flush";
-                    return Err(p.error_at(pos, format!("expected a crash stage ({known})")));
-                }
-            },
+        at = match CrashPoint::from_name(&name) {
+            Some(point) => Some(point),
+            None => {
+                let known = "after-append, after-sync, after-apply or after-flush";
+                return Err(p.error_at(pos, format!("expected a crash stage ({known})")));
+            }
         };
     }
     let torn = p.eat_word("torn");
@@ -332,10 +288,8 @@ impl fmt::Display for Command {
             Command::Compact { cutoff, minor: true } => write!(f, "compact minor cutoff={cutoff}"),
             Command::Crash { at, torn } => {
                 f.write_str("crash")?;
-                match at {
-                    CrashAt::Now => {}
-                    CrashAt::Write(stage) => write!(f, " at {}", stage.name())?,
-                    CrashAt::AfterFlush => f.write_str(" at after-flush")?,
+                if let Some(point) = at {
+                    write!(f, " at {point}")?;
                 }
                 if *torn {
                     f.write_str(" torn")?;

@@ -5,8 +5,11 @@
 //! fails prints `error: <message>` and the run goes on.
 //!
 //! Extensions to the contract (the contract's own commands print exactly what it says):
-//! - `expect <line>` / `expect error`: the previous command's next output line must be
-//!   `<line>` (an expected error does not fail the script);
+//! - `expect <line>` / `expect error` / `expect error: <kind>`: the previous command's
+//!   next output line must be `<line>`, or an error (of that kind when the text after
+//!   `error:` is a kind name: the engine's [`crate::ErrorKind`] names, or `syntax_error`
+//!   for CQL or Redis text that does not parse; any other text is a whole `error: ...`
+//!   line); an expected error does not fail the script;
 //! - `crash torn`: power loss that keeps each log file's unsynced tail up to its first
 //!   sector boundary (a torn append); `crash at <stage> [torn]` arms the power loss at a
 //!   stage of the next write (`after-append`, `after-sync`, `after-apply`: the write prints
@@ -21,7 +24,8 @@
 mod command;
 mod run;
 
-pub use command::{
-    parse_line, strip_comment, Command, CrashAt, DocWrite, DumpStyle, MarkerMode, WriteKind,
+pub use command::{parse_line, strip_comment, Command, DumpStyle};
+pub use run::{
+    error_kind_names, format_entry, format_get, format_restart, format_segment, run_script,
+    CommandError, Runner, ScriptOutcome,
 };
-pub use run::{format_get, format_restart, run_script, Runner, ScriptOutcome, TabletName};

@@ -1,0 +1,584 @@
+//! One step of a run: an op executed on the engine's [`Node`] and on the model, and the
+//! check that they agree — results compared as typed values, errors compared by kind.
+//! Each step also renders its op as the docscript line the trace and the reproducer
+//! carry, through the engine's own printer.
+
+use crate::convert;
+use crate::durability::{Book, Snapshot};
+use crate::simulate::{Failure, FailureKind};
+use docsim_engine::canary::Plants;
+use docsim_engine::cql::{format_rows, Outcome as CqlOutcome};
+use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
+use docsim_engine::gc::CompactionKind;
+use docsim_engine::script::{format_get, format_restart, Command};
+use docsim_engine::{CrashPoint, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions};
+use docsim_models::cql::{CqlOp, CqlResult, Schema};
+use docsim_models::redis::RedisOp;
+use docsim_models::{DocId, Key, Markers, Model, ModelError};
+use docsim_workloads::Op;
+use std::collections::{BTreeMap, VecDeque};
+
+/// Raft log segment size of simulated runs: small, so runs see segment rolls and log GC.
+const SEGMENT_BYTES: usize = 1024;
+
+/// How many recent reads are re-checked after a compaction or restart.
+const RECENT_READS: usize = 16;
+
+/// Seconds spent inside the node's calls and inside the model's, so far.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Parts {
+    pub engine_s: f64,
+    pub model_s: f64,
+}
+
+/// `f()`, adding the wall time it took to `seconds`.
+fn timed<T>(seconds: &mut f64, f: impl FnOnce() -> T) -> T {
+    let watch = crate::bench::Stopwatch::start();
+    let result = f();
+    *seconds += watch.seconds();
+    result
+}
+
+/// A run's engine, model and bookkeeping.
+pub struct State {
+    /// Time spent in the node and in the model (for reports).
+    pub parts: Parts,
+    pub node: Node,
+    /// The simulator's own account of acknowledged, flushed and in-doubt entries.
+    pub book: Book,
+    /// A crash took the node down: the next step is a `restart`.
+    pub needs_restart: bool,
+    docs: Model,
+    tables: BTreeMap<String, (Schema, Model)>,
+    markers: Markers,
+    pub cutoff: HybridTime,
+    /// Recent reads, re-checked after each compaction if at or above its cutoff.
+    recent_reads: VecDeque<Op>,
+    /// The run so far as docscript (re-checks included, with `expect` lines).
+    script: Vec<String>,
+    /// The ops executed so far (re-checks excluded: replaying recreates them).
+    ops: Vec<Op>,
+    pub checked_reads: usize,
+}
+
+impl State {
+    /// A fresh node (RocksDB in memory, logs on a fault-free disk) under `dir`.
+    pub fn new(dir: &std::path::Path, plants: Plants) -> State {
+        let disk = SimDisk::new(0, FaultConfig::default());
+        let options = NodeOptions { in_memory: true, disk, segment_bytes: SEGMENT_BYTES, plants };
+        State {
+            parts: Parts::default(),
+            node: Node::new(dir, options).expect("in-memory RocksDB environment"),
+            book: Book::default(),
+            needs_restart: false,
+            docs: Model::new(),
+            tables: BTreeMap::new(),
+            markers: Markers::Optional,
+            cutoff: HybridTime::MIN,
+            recent_reads: VecDeque::new(),
+            script: Vec::new(),
+            ops: Vec::new(),
+            checked_reads: 0,
+        }
+    }
+
+    /// The op as a docscript command (printed by the engine's printer).
+    pub fn command(&self, op: &Op) -> Command {
+        let ht = convert::ht;
+        match op {
+            Op::Markers(m) => Command::Markers(marker_mode(*m)),
+            Op::DefaultTtl { ttl_ms } => Command::DefaultTtl(ttl_ms.map(|ms| ms * 1000)),
+            Op::Write { ht: t, write } => {
+                Command::Write { write: convert::write(write), ht: ht(*t) }
+            }
+            Op::Batch { ht: t, writes } => {
+                Command::Batch { ht: ht(*t), writes: writes.iter().map(convert::write).collect() }
+            }
+            Op::Get { ht: t, doc, path } => {
+                Command::Get { path: convert::path(doc, path), ht: ht(*t) }
+            }
+            Op::Table(spec) => {
+                let table = convert::table(spec).expect("generated tables are valid");
+                Command::Table(table.to_string())
+            }
+            Op::Cql { ht: t, table, op } => {
+                let (schema, _) = self.tables.get(table).expect("declared table");
+                let statement = convert::statement(schema, op).to_string();
+                Command::Cql { ht: ht(*t), statement }
+            }
+            Op::Redis { ht: t, op } => {
+                Command::Redis { ht: ht(*t), command: convert::redis(op).to_string() }
+            }
+            Op::Flush => Command::Flush,
+            Op::Compact { cutoff, minor } => {
+                Command::Compact { cutoff: ht(*cutoff), minor: *minor }
+            }
+            Op::Crash { at, torn } => Command::Crash { at: convert::crash_point(*at), torn: *torn },
+            Op::Restart => Command::Restart,
+        }
+    }
+}
+
+fn marker_mode(m: Markers) -> MarkerMode {
+    match m {
+        Markers::Optional => MarkerMode::Optional,
+        Markers::Required => MarkerMode::Required,
+    }
+}
+
+/// What the model expected and what the engine printed, when they differ.
+pub type Mismatch = (Vec<String>, Vec<String>);
+
+/// The engine error kind that means what the model's error means.
+fn expected_kind(e: &ModelError) -> ErrorKind {
+    match e {
+        ModelError::SnapshotTooOld => ErrorKind::SnapshotTooOld,
+        ModelError::NotAnObject => ErrorKind::TypeConflict,
+        ModelError::WrongType => ErrorKind::WrongType,
+    }
+}
+
+/// The reproducer line expecting the model's error.
+fn expect_error(e: &ModelError) -> String {
+    format!("error: {}", expected_kind(e))
+}
+
+/// Whether both sides succeeded, or both failed with the same kind of error.
+fn agree<A, B>(model: &Result<A, ModelError>, engine: &Result<B, Error>) -> bool {
+    match (model, engine) {
+        (Ok(_), Ok(_)) => true,
+        (Err(m), Err(e)) => expected_kind(m) == e.kind(),
+        _ => false,
+    }
+}
+
+fn error_line(e: &Error) -> String {
+    format!("error: {e}")
+}
+
+/// Execute one op on the engine and the model; `Ok` carries the engine's output lines.
+pub fn step(state: &mut State, op: &Op, line: &str) -> Result<Vec<String>, Box<Failure>> {
+    state.script.push(line.to_owned());
+    state.ops.push(op.clone());
+    let result = match op {
+        Op::Restart => restart(state),
+        Op::Crash { at, torn } => Ok(crash(state, convert::crash_point(*at), *torn)),
+        Op::Compact { cutoff, minor } => compact(state, convert::ht(*cutoff), *minor),
+        Op::Flush => flush(state),
+        _ if op.is_read() => check_read(state, op),
+        _ => check_write(state, op),
+    };
+    let acks = state.node.take_acks();
+    state.book.acked(acks);
+    result.map_err(|(expected, actual)| Box::new(failure(state, op, expected, actual)))
+}
+
+/// A flush must succeed, unless a crash armed for after it cut it.
+fn flush(state: &mut State) -> Result<Vec<String>, Mismatch> {
+    let result = timed(&mut state.parts.engine_s, || state.node.flush());
+    let lines: Vec<String> = result.as_ref().err().iter().map(|e| error_line(e)).collect();
+    if after_flush(state, &result) {
+        expect_agreed_error(state, &result);
+        return Ok(lines);
+    }
+    match result {
+        Ok(()) => Ok(lines),
+        Err(_) => Err((Vec::new(), lines)),
+    }
+}
+
+fn compact(state: &mut State, cutoff: HybridTime, minor: bool) -> Result<Vec<String>, Mismatch> {
+    let kind = if minor { CompactionKind::Minor } else { CompactionKind::Full };
+    let result = timed(&mut state.parts.engine_s, || state.node.compact(cutoff, kind));
+    let lines: Vec<String> = result.as_ref().err().iter().map(|e| error_line(e)).collect();
+    if after_flush(state, &result) {
+        expect_agreed_error(state, &result);
+        return Ok(lines); // a crash armed for after the flush cut it
+    }
+    state.docs.compacted(cutoff.raw());
+    state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
+    state.cutoff = state.cutoff.max(cutoff);
+    recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
+    expect_agreed_error(state, &result);
+    Ok(lines)
+}
+
+/// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
+/// returns whether the crash cut it.
+fn after_flush(state: &mut State, result: &Result<(), Error>) -> bool {
+    let cut = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
+    if cut || result.is_ok() {
+        state.book.flushed();
+    }
+    if cut {
+        state.book.crashed("after-flush");
+        state.needs_restart = true;
+    }
+    cut
+}
+
+/// A `crash` command: cut the power now, or arm a crash.
+fn crash(state: &mut State, at: Option<CrashPoint>, torn: bool) -> Vec<String> {
+    state.book.ledger_seen = state.node.disk().ledger().len();
+    let tear = if torn { Tear::FirstSector } else { Tear::None };
+    let Some(point) = at else {
+        timed(&mut state.parts.engine_s, || state.node.crash(tear));
+        let previous = state.ops.iter().rev().nth(1);
+        let stage = match previous {
+            Some(Op::Flush) => "after-log-gc",
+            Some(Op::Compact { .. }) => "after-compaction",
+            _ => "idle",
+        };
+        state.book.crashed(stage);
+        state.needs_restart = true;
+        return Vec::new();
+    };
+    if let Err(e) = timed(&mut state.parts.engine_s, || state.node.arm_crash(point, tear)) {
+        let lines = vec![error_line(&e)];
+        expect_agreed_error(state, &Err::<(), _>(e));
+        return lines;
+    }
+    state.book.armed = Some(point);
+    Vec::new()
+}
+
+/// Restart the node and check bootstrap against the book; then the recent reads again.
+fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
+    state.needs_restart = false;
+    let acks = state.node.take_acks();
+    state.book.acked(acks);
+    let in_doubt = state.node.take_in_doubt();
+    let ids = state.node.tablet_ids();
+    let outcome = timed(&mut state.parts.engine_s, || state.node.restart());
+    let ledger = state.node.disk().ledger();
+    let checked = state.book.restarted(&ids, &outcome, in_doubt, &ledger);
+    let lines = match &outcome {
+        Ok(reports) => reports.iter().map(|(id, r)| format_restart(id, r)).collect(),
+        Err(e) => vec![error_line(e)],
+    };
+    if let Some(before) = checked? {
+        state.docs = before.docs;
+        state.tables = before.tables;
+    }
+    let cutoff = state.cutoff;
+    recheck(state, cutoff)?;
+    Ok(lines)
+}
+
+/// What the model says of a write.
+fn model_write(state: &mut State, op: &Op) -> Result<(), ModelError> {
+    match op {
+        Op::Markers(m) => {
+            state.markers = *m;
+            Ok(())
+        }
+        Op::DefaultTtl { ttl_ms } => {
+            state.docs.set_table_ttl_ms(*ttl_ms);
+            Ok(())
+        }
+        Op::Write { ht, write } => {
+            state.docs.write_batch(*ht, state.markers, &[convert::model_write(write)])
+        }
+        Op::Batch { ht, writes } => {
+            let writes: Vec<_> = writes.iter().map(convert::model_write).collect();
+            state.docs.write_batch(*ht, state.markers, &writes)
+        }
+        Op::Table(spec) => {
+            let mut model = Model::new();
+            model.set_table_ttl_ms(spec.schema.default_ttl_s.map(|s| s * 1000));
+            state.tables.insert(spec.schema.name.clone(), (spec.schema.clone(), model));
+            Ok(())
+        }
+        Op::Cql { ht, table, op: cql } => {
+            let (schema, model) = state.tables.get_mut(table).expect("declared table");
+            model.cql(*ht, schema, cql).map(|_| ())
+        }
+        Op::Redis { ht, op: redis } => state.docs.redis(*ht, redis).map(|_| ()),
+        other => unreachable!("not a write: {other:?}"),
+    }
+}
+
+/// The engine's side of a write.
+fn engine_write(state: &mut State, op: &Op) -> Result<(), Error> {
+    let node = &mut state.node;
+    match op {
+        Op::Markers(_) => Ok(()), // the marker mode travels with each write
+        Op::DefaultTtl { ttl_ms } => node.set_default_ttl(*ttl_ms),
+        Op::Write { ht, write } => {
+            node.write(convert::ht(*ht), &[convert::write(write)], marker_mode(state.markers))
+        }
+        Op::Batch { ht, writes } => {
+            let writes: Vec<_> = writes.iter().map(convert::write).collect();
+            node.write(convert::ht(*ht), &writes, marker_mode(state.markers))
+        }
+        Op::Table(spec) => node.create_table(convert::table(spec).expect("valid table")),
+        Op::Cql { ht, table, op: cql } => {
+            let (schema, _) = state.tables.get(table).expect("declared table");
+            node.cql(convert::ht(*ht), &convert::statement(schema, cql)).map(|_| ())
+        }
+        Op::Redis { ht, op: redis } => {
+            node.redis(convert::ht(*ht), &convert::redis(redis)).map(|_| ())
+        }
+        other => unreachable!("not a write: {other:?}"),
+    }
+}
+
+/// Writes: engine and model must both succeed, or both refuse with the same kind of error.
+fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+    let armed_in_write = matches!(state.book.armed, Some(CrashPoint::Write(_)));
+    let before =
+        armed_in_write.then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
+    let watch = crate::bench::Stopwatch::start();
+    let model = model_write(state, op);
+    state.parts.model_s += watch.seconds();
+    let watch = crate::bench::Stopwatch::start();
+    let engine = engine_write(state, op);
+    state.parts.engine_s += watch.seconds();
+    let lines: Vec<String> = engine.as_ref().err().iter().map(|e| error_line(e)).collect();
+    if let (Err(Error::Crashed(CrashPoint::Write(stage))), Some(before)) = (&engine, before) {
+        state.book.cut(*stage, before);
+        state.book.crashed(stage.name());
+        state.needs_restart = true;
+        return match &model {
+            Ok(()) => {
+                expect_agreed_error(state, &engine);
+                Ok(lines)
+            }
+            Err(m) => Err((vec![expect_error(m)], lines)),
+        };
+    }
+    if agree(&model, &engine) {
+        expect_agreed_error(state, &engine);
+        return Ok(lines);
+    }
+    match &model {
+        Ok(()) => Err((Vec::new(), lines)),
+        Err(m) => Err((vec![expect_error(m)], lines)),
+    }
+}
+
+/// Reads: the engine's answer must equal the model's.
+fn check_read(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+    state.checked_reads += 1;
+    state.recent_reads.push_back(op.clone());
+    if state.recent_reads.len() > RECENT_READS {
+        state.recent_reads.pop_front();
+    }
+    match op {
+        Op::Get { ht, doc, path } => check_get(state, doc, path, convert::ht(*ht)),
+        Op::Cql { ht, table, op: cql } => check_select(state, convert::ht(*ht), table, cql),
+        Op::Redis { ht, op: redis } => check_redis(state, convert::ht(*ht), redis),
+        other => unreachable!("not a read: {other:?}"),
+    }
+}
+
+/// `Ok(got)` if the two sides agree, else the expected and actual output lines.
+fn verdict(same: bool, want: Vec<String>, got: Vec<String>) -> Result<Vec<String>, Mismatch> {
+    if same {
+        Ok(got)
+    } else {
+        Err((want, got))
+    }
+}
+
+fn check_get(
+    state: &mut State,
+    doc: &DocId,
+    subkeys: &[Key],
+    ht: HybridTime,
+) -> Result<Vec<String>, Mismatch> {
+    let want = timed(&mut state.parts.model_s, || state.docs.read(doc, subkeys, ht.raw()));
+    let path = convert::path(doc, subkeys);
+    let got = timed(&mut state.parts.engine_s, || state.node.get(&path, ht));
+    let same = match (&want, &got) {
+        (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
+        _ => agree(&want, &got),
+    };
+    let show = |d: Option<docsim_engine::Document>| format_get(&path, ht, d.as_ref());
+    let want_line = match &want {
+        Ok(d) => show(d.as_ref().map(convert::document)),
+        Err(m) => expect_error(m),
+    };
+    if same {
+        expect_agreed_error(state, &got);
+    }
+    let got_line = got.map_or_else(|e| error_line(&e), show);
+    verdict(same, vec![want_line], vec![got_line])
+}
+
+fn check_select(
+    state: &mut State,
+    ht: HybridTime,
+    table: &str,
+    cql: &CqlOp,
+) -> Result<Vec<String>, Mismatch> {
+    let (schema, model) = state.tables.get_mut(table).expect("declared table");
+    let want = timed(&mut state.parts.model_s, || model.cql(ht.raw(), schema, cql));
+    let statement = convert::statement(schema, cql);
+    let got = timed(&mut state.parts.engine_s, || state.node.cql(ht, &statement));
+    let same = match (&want, &got) {
+        (Ok(CqlResult::Rows(w)), Ok(CqlOutcome::Rows(g))) => {
+            let g: Vec<Vec<_>> = g
+                .iter()
+                .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect())
+                .collect();
+            *w == g
+        }
+        (Ok(_), Ok(_)) => false,
+        _ => agree(&want, &got),
+    };
+    let want_lines = match &want {
+        Ok(CqlResult::Rows(rows)) => {
+            let rows: Vec<Vec<_>> = rows
+                .iter()
+                .map(|r| r.iter().map(|(n, c)| (n.clone(), convert::engine_cell(c))).collect())
+                .collect();
+            format_rows(&rows)
+        }
+        Ok(CqlResult::Written) => Vec::new(),
+        Err(m) => vec![expect_error(m)],
+    };
+    if same {
+        expect_agreed_error(state, &got);
+    }
+    let got_lines = match got {
+        Ok(CqlOutcome::Rows(rows)) => format_rows(&rows),
+        Ok(CqlOutcome::Written) => Vec::new(),
+        Err(e) => vec![error_line(&e)],
+    };
+    verdict(same, want_lines, got_lines)
+}
+
+fn check_redis(
+    state: &mut State,
+    ht: HybridTime,
+    redis: &RedisOp,
+) -> Result<Vec<String>, Mismatch> {
+    let want = timed(&mut state.parts.model_s, || state.docs.redis(ht.raw(), redis));
+    let command = convert::redis(redis);
+    let got = timed(&mut state.parts.engine_s, || state.node.redis(ht, &command));
+    let same = match (&want, &got) {
+        (Ok(w), Ok(g)) => *w == convert::reply(g),
+        _ => agree(&want, &got),
+    };
+    let lines = |text: String| text.lines().map(str::to_owned).collect::<Vec<_>>();
+    let want_lines = match &want {
+        Ok(r) => lines(convert::engine_reply(r).to_string()),
+        Err(m) => vec![expect_error(m)],
+    };
+    if same {
+        expect_agreed_error(state, &got);
+    }
+    let got_lines = match &got {
+        Ok(r) => lines(r.to_string()),
+        Err(e) => vec![error_line(e)],
+    };
+    verdict(same, want_lines, got_lines)
+}
+
+/// After a compaction with `cutoff` (or a restart), reads at or above it must not have
+/// changed.
+fn recheck(state: &mut State, cutoff: HybridTime) -> Result<(), Mismatch> {
+    let reads: Vec<Op> =
+        state.recent_reads.iter().filter(|op| read_time(op) >= Some(cutoff)).cloned().collect();
+    for read in reads {
+        let line = state.command(&read).to_string();
+        state.script.push(line);
+        check_read(state, &read)?;
+    }
+    Ok(())
+}
+
+/// An error the engine returned, which the model agreed on (or the step fails anyway), is
+/// part of the run: the reproducer expects it, by kind.
+fn expect_agreed_error<T>(state: &mut State, result: &Result<T, Error>) {
+    if let Err(e) = result {
+        state.script.push(format!("expect error: {}", e.kind()));
+    }
+}
+
+fn read_time(op: &Op) -> Option<HybridTime> {
+    match op {
+        Op::Get { ht, .. } | Op::Cql { ht, .. } | Op::Redis { ht, .. } => Some(convert::ht(*ht)),
+        _ => None,
+    }
+}
+
+fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -> Failure {
+    let last_ops: Vec<String> = state.script.iter().rev().take(12).rev().cloned().collect();
+    let mut reproducer = state.script.join("\n");
+    reproducer.push('\n');
+    for line in &expected {
+        reproducer.push_str(&format!("expect {line}\n"));
+    }
+    if expected.is_empty() {
+        reproducer.push_str("# expected: this write succeeds\n");
+    }
+    let line = state.command(op).to_string();
+    let kind = match op {
+        Op::Restart => FailureKind::Restart,
+        Op::Compact { .. } => FailureKind::ChangedByCompaction,
+        Op::Get { .. } => FailureKind::Get,
+        Op::Cql { op: CqlOp::Select { .. }, .. } => FailureKind::Select,
+        Op::Redis { .. } if op.is_read() => FailureKind::Redis,
+        _ if expected.is_empty() => FailureKind::EngineRefusedWrite,
+        _ => FailureKind::EngineAcceptedWrite,
+    };
+    let op_text = match kind {
+        FailureKind::ChangedByCompaction => {
+            let read = state.script.last().cloned().unwrap_or_default();
+            format!("{read} (re-checked after {line})")
+        }
+        _ => line,
+    };
+    let ops = state.ops.clone();
+    Failure { step: 0, op: op_text, expected, actual, last_ops, reproducer, kind, ops }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docsim_engine::cql::parse_statement;
+    use docsim_engine::redis::Command as RedisCommand;
+    use docsim_engine::script::parse_line;
+    use docsim_workloads::{Profile, Workload};
+    use rand::SeedableRng;
+
+    /// Every op a workload generates prints, through the engine's printer, as one
+    /// docscript line that parses back to the same command — and its CQL or Redis text
+    /// parses back to the same typed statement or command.
+    #[test]
+    fn every_generated_op_prints_as_a_docscript_line_that_parses_back() {
+        let scratch = crate::ScratchDir::new().expect("scratch");
+        let mut state = State::new(scratch.path(), Plants::NONE);
+        let mut checked = 0;
+        for (seed, profile) in Profile::ALL.into_iter().enumerate() {
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed as u64);
+            let mut workload = Workload::new(&mut rng, Some(profile));
+            let mut ops = workload.setup_ops(0);
+            ops.extend((1..300u64).map(|i| workload.next_op(&mut rng, i << 22, 0)));
+            ops.extend([Op::Flush, Op::Compact { cutoff: 7 << 12, minor: true }, Op::Restart]);
+            for op in ops {
+                if let Op::Table(spec) = &op {
+                    let model = (spec.schema.clone(), Model::new());
+                    state.tables.insert(spec.schema.name.clone(), model);
+                }
+                let command = state.command(&op);
+                let line = command.to_string();
+                assert_eq!(parse_line(&line, 1), Ok(Some(command.clone())), "{line}");
+                match (&op, &command) {
+                    (Op::Cql { table, op: cql, .. }, Command::Cql { statement, .. }) => {
+                        let want = convert::statement(&state.tables[table].0, cql);
+                        assert_eq!(parse_statement(statement), Ok(want), "{line}");
+                    }
+                    (Op::Redis { op: redis, .. }, Command::Redis { command, .. }) => {
+                        assert_eq!(RedisCommand::parse(command), Ok(convert::redis(redis)));
+                    }
+                    _ => {}
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 1_500, "{checked} ops checked");
+    }
+}
