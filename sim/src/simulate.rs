@@ -59,7 +59,7 @@ pub enum FailureKind {
     Get,
     /// A CQL SELECT differs.
     Select,
-    /// A Redis reply differs.
+    /// A Redis reply differs (to a read, or to a write).
     Redis,
     /// A write failed in the engine but not in the model.
     EngineRefusedWrite,

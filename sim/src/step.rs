@@ -59,6 +59,8 @@ pub struct State {
     /// The ops executed so far (re-checks excluded: replaying recreates them).
     ops: Vec<Op>,
     pub checked_reads: usize,
+    /// The kind of the mismatch just found, where the op alone does not tell it.
+    mismatch_kind: Option<FailureKind>,
 }
 
 impl State {
@@ -79,6 +81,7 @@ impl State {
             script: Vec::new(),
             ops: Vec::new(),
             checked_reads: 0,
+            mismatch_kind: None,
         }
     }
 
@@ -265,8 +268,18 @@ fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
     Ok(lines)
 }
 
-/// What the model says of a write.
-fn model_write(state: &mut State, op: &Op) -> Result<(), ModelError> {
+/// What the model says of a write: success (with the output lines it expects, where it
+/// knows them: a Redis reply) or its error.
+fn model_write(state: &mut State, op: &Op) -> Result<Option<Vec<String>>, ModelError> {
+    if let Op::Redis { ht, op: redis } = op {
+        let reply = state.docs.redis(*ht, redis)?;
+        return Ok(Some(reply_lines(&convert::engine_reply(&reply))));
+    }
+    model_update(state, op).map(|()| None)
+}
+
+/// The model's side of a write that prints nothing.
+fn model_update(state: &mut State, op: &Op) -> Result<(), ModelError> {
     match op {
         Op::Markers(m) => {
             state.markers = *m;
@@ -293,13 +306,26 @@ fn model_write(state: &mut State, op: &Op) -> Result<(), ModelError> {
             let (schema, model) = state.tables.get_mut(table).expect("declared table");
             model.cql(*ht, schema, cql).map(|_| ())
         }
-        Op::Redis { ht, op: redis } => state.docs.redis(*ht, redis).map(|_| ()),
         other => unreachable!("not a write: {other:?}"),
     }
 }
 
-/// The engine's side of a write.
-fn engine_write(state: &mut State, op: &Op) -> Result<(), Error> {
+/// A Redis reply as output lines.
+fn reply_lines(reply: &docsim_engine::redis::Reply) -> Vec<String> {
+    reply.to_string().lines().map(str::to_owned).collect()
+}
+
+/// The engine's side of a write: the lines it prints (a Redis reply), or its error.
+fn engine_write(state: &mut State, op: &Op) -> Result<Vec<String>, Error> {
+    if let Op::Redis { ht, op: redis } = op {
+        let reply = state.node.redis(convert::ht(*ht), &convert::redis(redis))?;
+        return Ok(reply_lines(&reply));
+    }
+    engine_update(state, op).map(|()| Vec::new())
+}
+
+/// The engine's side of a write that prints nothing.
+fn engine_update(state: &mut State, op: &Op) -> Result<(), Error> {
     let node = &mut state.node;
     match op {
         Op::Markers(_) => Ok(()), // the marker mode travels with each write
@@ -316,9 +342,6 @@ fn engine_write(state: &mut State, op: &Op) -> Result<(), Error> {
             let (schema, _) = state.tables.get(table).expect("declared table");
             node.cql(convert::ht(*ht), &convert::statement(schema, cql)).map(|_| ())
         }
-        Op::Redis { ht, op: redis } => {
-            node.redis(convert::ht(*ht), &convert::redis(redis)).map(|_| ())
-        }
         other => unreachable!("not a write: {other:?}"),
     }
 }
@@ -334,26 +357,33 @@ fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
     let watch = crate::bench::Stopwatch::start();
     let engine = engine_write(state, op);
     state.parts.engine_s += watch.seconds();
-    let lines: Vec<String> = engine.as_ref().err().iter().map(|e| error_line(e)).collect();
+    let lines = match &engine {
+        Ok(lines) => lines.clone(),
+        Err(e) => vec![error_line(e)],
+    };
     if let (Err(Error::Crashed(CrashPoint::Write(stage))), Some(before)) = (&engine, before) {
         state.book.cut(*stage, before);
         state.book.crashed(stage.name());
         state.needs_restart = true;
         return match &model {
-            Ok(()) => {
+            Ok(_) => {
                 expect_agreed_error(state, &engine);
                 Ok(lines)
             }
             Err(m) => Err((vec![expect_error(m)], lines)),
         };
     }
-    if agree(&model, &engine) {
-        expect_agreed_error(state, &engine);
-        return Ok(lines);
-    }
-    match &model {
-        Ok(()) => Err((Vec::new(), lines)),
-        Err(m) => Err((vec![expect_error(m)], lines)),
+    match (&model, &engine) {
+        (Ok(Some(want)), Ok(got)) if want != got => {
+            state.mismatch_kind = Some(FailureKind::Redis); // the reply to a write differs
+            Err((want.clone(), lines))
+        }
+        _ if agree(&model, &engine) => {
+            expect_agreed_error(state, &engine);
+            Ok(lines)
+        }
+        (Ok(_), _) => Err((Vec::new(), lines)),
+        (Err(m), _) => Err((vec![expect_error(m)], lines)),
     }
 }
 
@@ -516,6 +546,7 @@ fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -
     }
     let line = state.command(op).to_string();
     let kind = match op {
+        _ if state.mismatch_kind.is_some() => state.mismatch_kind.expect("checked"),
         Op::Restart => FailureKind::Restart,
         Op::Compact { .. } => FailureKind::ChangedByCompaction,
         Op::Get { .. } => FailureKind::Get,
