@@ -62,59 +62,15 @@ impl Model {
                 Some(Doc::Leaf(s)) => Ok(Reply::Bulk(Some(text(&s)))),
                 Some(Doc::Object(_)) => Err(ModelError::WrongType),
             },
-            RedisOp::Del { keys } => {
-                let mut writes = Vec::new();
-                for key in keys {
-                    if self.read(&doc_id(key), &[], time)?.is_some() {
-                        writes.push((doc_id(key), vec![], Write::Del, Ttl::Inherit));
-                    }
-                }
-                self.write_batch(time, Markers::Required, &writes)?;
-                Ok(Reply::Integer(writes.len() as i64))
-            }
-            RedisOp::Expire { key, secs } => {
-                let Some(doc) = self.read(&doc_id(key), &[], time)? else {
-                    return Ok(Reply::Integer(0));
-                };
-                let ttl = Ttl::Ms(secs.max(&1).saturating_mul(1000));
-                self.write_batch(
-                    time,
-                    Markers::Required,
-                    &[(doc_id(key), vec![], Write::Set(doc), ttl)],
-                )?;
-                Ok(Reply::Integer(1))
-            }
-            RedisOp::HSet { key, fields } => {
-                let existing = self.object(key, time)?;
-                let added: std::collections::BTreeSet<&String> = fields
-                    .iter()
-                    .map(|(f, _)| f)
-                    .filter(|f| !existing.contains_key(&field(f)))
-                    .collect();
-                let added = added.len();
-                let writes: Vec<_> = fields
-                    .iter()
-                    .map(|(f, v)| {
-                        let write = Write::Set(Doc::Leaf(Scalar::Str(v.clone())));
-                        (doc_id(key), vec![field(f)], write, Ttl::Inherit)
-                    })
-                    .collect();
-                self.write_batch(time, Markers::Required, &writes)?;
-                Ok(Reply::Integer(added as i64))
-            }
+            RedisOp::Del { keys } => self.del(time, keys),
+            RedisOp::Expire { key, secs } => self.expire(time, key, *secs),
+            RedisOp::HSet { key, fields } => self.hset(time, key, fields),
             RedisOp::HGet { key, field: f } => match self.object(key, time)?.get(&field(f)) {
                 Some(Doc::Leaf(s)) => Ok(Reply::Bulk(Some(text(s)))),
                 _ => Ok(Reply::Bulk(None)),
             },
             RedisOp::HDel { key, fields: members } | RedisOp::SRem { key, members } => {
-                let existing = self.object(key, time)?;
-                let writes: Vec<_> = members
-                    .iter()
-                    .filter(|m| existing.contains_key(&field(m)))
-                    .map(|m| (doc_id(key), vec![field(m)], Write::Del, Ttl::Inherit))
-                    .collect();
-                self.write_batch(time, Markers::Required, &writes)?;
-                Ok(Reply::Integer(writes.len() as i64))
+                self.remove_members(time, key, members)
             }
             RedisOp::HGetAll { key } => {
                 let map = self.object(key, time)?;
@@ -128,31 +84,90 @@ impl Model {
                 }
                 Ok(Reply::Array(items))
             }
-            RedisOp::SAdd { key, members } => {
-                let existing = self.object(key, time)?;
-                let mut fresh: Vec<&String> =
-                    members.iter().filter(|m| !existing.contains_key(&field(m))).collect();
-                fresh.sort();
-                fresh.dedup();
-                let writes: Vec<_> = members
-                    .iter()
-                    .map(|m| {
-                        (
-                            doc_id(key),
-                            vec![field(m)],
-                            Write::Set(Doc::Leaf(Scalar::Null)),
-                            Ttl::Inherit,
-                        )
-                    })
-                    .collect();
-                self.write_batch(time, Markers::Required, &writes)?;
-                Ok(Reply::Integer(fresh.len() as i64))
-            }
+            RedisOp::SAdd { key, members } => self.sadd(time, key, members),
             RedisOp::SMembers { key } => {
                 let map = self.object(key, time)?;
                 Ok(Reply::Array(map.keys().map(|k| text(&k.scalar)).collect()))
             }
         }
+    }
+
+    /// DEL: a tombstone for each key that exists.
+    fn del(&mut self, time: Time, keys: &[String]) -> Result<Reply, ModelError> {
+        let mut writes = Vec::new();
+        for key in keys {
+            if self.read(&doc_id(key), &[], time)?.is_some() {
+                writes.push((doc_id(key), vec![], Write::Del, Ttl::Inherit));
+            }
+        }
+        self.write_batch(time, Markers::Required, &writes)?;
+        Ok(Reply::Integer(writes.len() as i64))
+    }
+
+    /// EXPIRE: the key written again as of now with the TTL.
+    fn expire(&mut self, time: Time, key: &str, secs: u64) -> Result<Reply, ModelError> {
+        let Some(doc) = self.read(&doc_id(key), &[], time)? else {
+            return Ok(Reply::Integer(0));
+        };
+        let ttl = Ttl::Ms(secs.max(1).saturating_mul(1000));
+        self.write_batch(time, Markers::Required, &[(doc_id(key), vec![], Write::Set(doc), ttl)])?;
+        Ok(Reply::Integer(1))
+    }
+
+    /// HSET: each field set; the reply counts the fields that did not exist.
+    fn hset(
+        &mut self,
+        time: Time,
+        key: &str,
+        fields: &[(String, String)],
+    ) -> Result<Reply, ModelError> {
+        let existing = self.object(key, time)?;
+        let added: std::collections::BTreeSet<&String> =
+            fields.iter().map(|(f, _)| f).filter(|f| !existing.contains_key(&field(f))).collect();
+        let added = added.len();
+        let writes: Vec<_> = fields
+            .iter()
+            .map(|(f, v)| {
+                let write = Write::Set(Doc::Leaf(Scalar::Str(v.clone())));
+                (doc_id(key), vec![field(f)], write, Ttl::Inherit)
+            })
+            .collect();
+        self.write_batch(time, Markers::Required, &writes)?;
+        Ok(Reply::Integer(added as i64))
+    }
+
+    /// HDEL and SREM: a tombstone for each field or member that exists.
+    fn remove_members(
+        &mut self,
+        time: Time,
+        key: &str,
+        members: &[String],
+    ) -> Result<Reply, ModelError> {
+        let existing = self.object(key, time)?;
+        let writes: Vec<_> = members
+            .iter()
+            .filter(|m| existing.contains_key(&field(m)))
+            .map(|m| (doc_id(key), vec![field(m)], Write::Del, Ttl::Inherit))
+            .collect();
+        self.write_batch(time, Markers::Required, &writes)?;
+        Ok(Reply::Integer(writes.len() as i64))
+    }
+
+    /// SADD: each member set (to null); the reply counts the new members.
+    fn sadd(&mut self, time: Time, key: &str, members: &[String]) -> Result<Reply, ModelError> {
+        let existing = self.object(key, time)?;
+        let mut fresh: Vec<&String> =
+            members.iter().filter(|m| !existing.contains_key(&field(m))).collect();
+        fresh.sort();
+        fresh.dedup();
+        let writes: Vec<_> = members
+            .iter()
+            .map(|m| {
+                (doc_id(key), vec![field(m)], Write::Set(Doc::Leaf(Scalar::Null)), Ttl::Inherit)
+            })
+            .collect();
+        self.write_batch(time, Markers::Required, &writes)?;
+        Ok(Reply::Integer(fresh.len() as i64))
     }
 
     fn object(&self, key: &str, time: Time) -> Result<BTreeMap<Key, Doc>, ModelError> {

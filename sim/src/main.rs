@@ -348,6 +348,31 @@ fn check_determinism(args: &RunArgs) -> ExitCode {
     }
 }
 
+/// The campaign's summary lines: counts and rates, crashes and replays, where time went.
+fn print_totals(campaign_report: &docsim_reports::CampaignReport, jobs: usize) {
+    let (t, seconds) = (campaign_report.totals(), campaign_report.seconds);
+    println!(
+        "seeds {}  ops {}  steps {}  checked reads {}  compactions {}  failures {}  {:.1}s  \
+         {:.0} ops/s  {:.0} ops/s/core  {:.1} seeds/min",
+        t.seeds,
+        t.ops,
+        t.steps,
+        t.checked_reads,
+        t.compactions,
+        t.failures,
+        seconds,
+        t.ops as f64 / seconds,
+        t.ops as f64 / seconds / jobs.max(1) as f64,
+        t.seeds as f64 / seconds * 60.0
+    );
+    println!(
+        "crashes {}  restarts {}  replayed {}  expected above frontiers {}",
+        t.crashes, t.restarts, t.replayed, t.expected_replayed
+    );
+    println!("time  {}", t.time_breakdown());
+    println!("parts {}", t.part_breakdown());
+}
+
 fn torture_command(
     seeds: Option<(u64, u64)>,
     duration: Option<f64>,
@@ -382,27 +407,8 @@ fn torture_command(
         shape.plant.map(|p| format!(" plant={}", p.name())).unwrap_or_default()
     );
     let campaign_report = torture(&campaign);
-    let (t, seconds) = (campaign_report.totals(), campaign_report.seconds);
-    println!(
-        "seeds {}  ops {}  steps {}  checked reads {}  compactions {}  failures {}  {:.1}s  \
-         {:.0} ops/s  {:.0} ops/s/core  {:.1} seeds/min",
-        t.seeds,
-        t.ops,
-        t.steps,
-        t.checked_reads,
-        t.compactions,
-        t.failures,
-        seconds,
-        t.ops as f64 / seconds,
-        t.ops as f64 / seconds / jobs.max(1) as f64,
-        t.seeds as f64 / seconds * 60.0
-    );
-    println!(
-        "crashes {}  restarts {}  replayed {}  expected above frontiers {}",
-        t.crashes, t.restarts, t.replayed, t.expected_replayed
-    );
-    println!("time  {}", t.time_breakdown());
-    println!("parts {}", t.part_breakdown());
+    print_totals(&campaign_report, jobs);
+    let t = campaign_report.totals();
     if let Some(dir) = report_dir {
         match report::write_campaign(dir, &campaign_report) {
             Ok(()) => println!("report: {}", dir.join("campaign.html").display()),

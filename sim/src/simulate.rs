@@ -274,26 +274,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
     let (_scratch, mut state) = new_state(config.plant);
-    let mut outcome = RunOutcome {
-        seed: config.seed,
-        knobs,
-        steps: 0,
-        ops: 0,
-        checked_reads: 0,
-        compactions: 0,
-        trace_hash: FNV_OFFSET,
-        trace: Vec::new(),
-        failure: None,
-        probes: BTreeMap::new(),
-        faults: BTreeMap::new(),
-        crashes: 0,
-        restarts: 0,
-        replayed: 0,
-        expected_replayed: 0,
-        seconds: 0.0,
-        step_time: BTreeMap::new(),
-        part_time: BTreeMap::new(),
-    };
+    let mut outcome = RunOutcome::new(config.seed, knobs);
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
     while !pending.is_empty() || outcome.ops < config.ops {
         if pending.is_empty() && !state.needs_restart {
@@ -316,27 +297,62 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         if matches!(op, Op::Compact { .. }) {
             outcome.compactions += 1;
         }
-        let watch = crate::bench::Stopwatch::start();
-        let parts_before = state.parts;
-        let line = state.command(&op).to_string();
-        let result = step(&mut state, &op, &line);
-        let seconds = watch.seconds();
-        let spent = docsim_reports::StepTime { steps: 1, seconds };
-        outcome.step_time.entry(step_kind(&op)).or_default().add(spent);
-        add_parts(&mut outcome.part_time, seconds, parts_before, state.parts);
-        if !record(&mut outcome, &config, result, &line) {
+        if !timed_step(&mut state, &mut outcome, &config, &op) {
             break;
         }
     }
-    outcome.checked_reads = state.checked_reads;
-    let book = &state.book;
-    (outcome.crashes, outcome.restarts) = (book.crashes, book.restarts);
-    (outcome.replayed, outcome.expected_replayed) = (book.replayed, book.expected_replayed);
-    outcome.faults = book.crash_stages.clone();
-    for fault in state.node.disk().ledger() {
-        *outcome.faults.entry(fault.kind().to_owned()).or_default() += 1;
-    }
+    outcome.finish(&state);
     outcome
+}
+
+/// Run one step, record its trace line and its time; returns whether to go on.
+fn timed_step(state: &mut State, outcome: &mut RunOutcome, config: &RunConfig, op: &Op) -> bool {
+    let watch = crate::bench::Stopwatch::start();
+    let parts_before = state.parts;
+    let line = state.command(op).to_string();
+    let result = step(state, op, &line);
+    let seconds = watch.seconds();
+    let spent = docsim_reports::StepTime { steps: 1, seconds };
+    outcome.step_time.entry(step_kind(op)).or_default().add(spent);
+    add_parts(&mut outcome.part_time, seconds, parts_before, state.parts);
+    record(outcome, config, result, &line)
+}
+
+impl RunOutcome {
+    fn new(seed: u64, knobs: String) -> RunOutcome {
+        RunOutcome {
+            seed,
+            knobs,
+            steps: 0,
+            ops: 0,
+            checked_reads: 0,
+            compactions: 0,
+            trace_hash: FNV_OFFSET,
+            trace: Vec::new(),
+            failure: None,
+            probes: BTreeMap::new(),
+            faults: BTreeMap::new(),
+            crashes: 0,
+            restarts: 0,
+            replayed: 0,
+            expected_replayed: 0,
+            seconds: 0.0,
+            step_time: BTreeMap::new(),
+            part_time: BTreeMap::new(),
+        }
+    }
+
+    /// Take the counts the run's state kept: reads, crashes, replays, faults.
+    fn finish(&mut self, state: &State) {
+        self.checked_reads = state.checked_reads;
+        let book = &state.book;
+        (self.crashes, self.restarts) = (book.crashes, book.restarts);
+        (self.replayed, self.expected_replayed) = (book.replayed, book.expected_replayed);
+        self.faults = book.crash_stages.clone();
+        for fault in state.node.disk().ledger() {
+            *self.faults.entry(fault.kind().to_owned()).or_default() += 1;
+        }
+    }
 }
 
 /// Split one step's `seconds` into the node's part, the model's and the harness's.

@@ -68,6 +68,13 @@ impl<'a> Parser<'a> {
         &self.src[self.pos..]
     }
 
+    /// The rest of the line, trimmed; the cursor moves to its end.
+    pub fn take_rest(&mut self) -> String {
+        let rest = self.rest().trim().to_owned();
+        self.skip_to_end();
+        rest
+    }
+
     /// Move the cursor to the end of the line.
     pub fn skip_to_end(&mut self) {
         self.pos = self.src.len();

@@ -118,45 +118,42 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Some(other) => return Err(p.error(format!("unknown dump style `{other}`"))),
         }),
         "flush" => Command::Flush,
-        "compact" => {
-            let minor = p.eat_word("minor");
-            if !p.eat_word("cutoff") {
-                return Err(p.error(format!("expected `cutoff=`, found {}", p.found())));
-            }
-            p.expect("=")?;
-            Command::Compact { cutoff: p.hybrid_time()?, minor }
-        }
-        "expect" => {
-            let rest = p.rest().trim().to_owned();
-            p.skip_to_end();
-            Command::Expect(rest)
-        }
+        "compact" => parse_compact(&mut p)?,
+        "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
         "restart" => Command::Restart,
         "log" => Command::Log,
-        "table" => {
-            let rest = p.rest().trim().to_owned();
-            p.skip_to_end();
-            Command::Table(rest)
-        }
-        "cql" | "redis" => {
-            p.expect("@")?;
-            let ht = p.hybrid_time()?;
-            let rest = p.rest().trim().to_owned();
-            if rest.is_empty() {
-                return Err(p.error(format!("expected a {word} statement")));
-            }
-            p.skip_to_end();
-            if word == "cql" {
-                Command::Cql { ht, statement: rest }
-            } else {
-                Command::Redis { ht, command: rest }
-            }
-        }
+        "table" => Command::Table(p.take_rest()),
+        "cql" | "redis" => parse_statement_line(&mut p, word)?,
         other => return Err(p.error_at(start, format!("unknown command `{other}`"))),
     };
     p.finish()?;
     Ok(Some(command))
+}
+
+/// `compact [minor] cutoff=T`.
+fn parse_compact(p: &mut Parser<'_>) -> PResult<Command> {
+    let minor = p.eat_word("minor");
+    if !p.eat_word("cutoff") {
+        return Err(p.error(format!("expected `cutoff=`, found {}", p.found())));
+    }
+    p.expect("=")?;
+    Ok(Command::Compact { cutoff: p.hybrid_time()?, minor })
+}
+
+/// `cql @T <statement>` or `redis @T <command>`: the text is its own language's, parsed
+/// when it runs.
+fn parse_statement_line(p: &mut Parser<'_>, word: &str) -> PResult<Command> {
+    p.expect("@")?;
+    let ht = p.hybrid_time()?;
+    if p.rest().trim().is_empty() {
+        return Err(p.error(format!("expected a {word} statement")));
+    }
+    let rest = p.take_rest();
+    Ok(match word {
+        "cql" => Command::Cql { ht, statement: rest },
+        _ => Command::Redis { ht, command: rest },
+    })
 }
 
 fn parse_write(p: &mut Parser<'_>, word: &str, _top: bool) -> PResult<DocWrite> {
