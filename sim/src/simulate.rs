@@ -6,7 +6,7 @@
 //! simulated time: each step sleeps a jittered simulated interval, and the hybrid clock
 //! reads that simulated time through a skewing physical clock.
 
-use crate::step::{step, State};
+use crate::step::{step_catching_panics, State};
 use crate::ScratchDir;
 use docsim_engine::canary::{Plant, Plants};
 use docsim_engine::{HybridClock, HybridTime, PhysicalClock};
@@ -69,6 +69,8 @@ pub enum FailureKind {
     ChangedByCompaction,
     /// A restart failed, or reported a frontier or replay other than the book's.
     Restart,
+    /// The engine (or the harness) panicked: a failed seed, not a dead campaign.
+    Panic,
 }
 
 /// How a run ended.
@@ -309,8 +311,8 @@ async fn simulate(config: RunConfig) -> RunOutcome {
 fn timed_step(state: &mut State, outcome: &mut RunOutcome, config: &RunConfig, op: &Op) -> bool {
     let watch = crate::bench::Stopwatch::start();
     let parts_before = state.parts;
-    let line = state.command(op).to_string();
-    let result = step(state, op, &line);
+    crate::step::note_step(config.seed, outcome.steps);
+    let (line, result) = step_catching_panics(state, op);
     let seconds = watch.seconds();
     let spent = docsim_reports::StepTime { steps: 1, seconds };
     outcome.step_time.entry(step_kind(op)).or_default().add(spent);
@@ -423,8 +425,7 @@ fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 pub fn replay_ops(ops: &[Op], plant: Option<Plant>) -> Option<Failure> {
     let (_scratch, mut state) = new_state(plant);
     ops.iter().enumerate().find_map(|(i, op)| {
-        let line = state.command(op).to_string();
-        step(&mut state, op, &line).err().map(|mut f| {
+        step_catching_panics(&mut state, op).1.err().map(|mut f| {
             f.step = i;
             *f
         })

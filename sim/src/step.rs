@@ -159,6 +159,64 @@ fn error_line(e: &Error) -> String {
     format!("error: {e}")
 }
 
+thread_local! {
+    /// The seed and step this thread is running, for the panic hook's message.
+    static CURRENT: std::cell::Cell<Option<(u64, usize)>> = const { std::cell::Cell::new(None) };
+}
+
+/// Note the seed and step about to run (cheap: the panic hook reads it).
+pub fn note_step(seed: u64, step: usize) {
+    CURRENT.with(|c| c.set(Some((seed, step))));
+}
+
+/// Install (once per process) a panic hook that names the seed and step a simulation
+/// thread was running and how to reproduce it, then prints the panic as usual.
+pub fn install_panic_hook() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let default = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if let Some((seed, step)) = CURRENT.with(|c| c.get()) {
+                eprintln!("docsim: panic in seed {seed} at step {step}; reproduce: docsim run --seed {seed}");
+            }
+            default(info);
+        }));
+    });
+}
+
+/// Render `op` and run [`step`]; a panic in the node or the harness becomes a failure of
+/// kind [`FailureKind::Panic`] at this step (the run ends there; the campaign goes on).
+pub fn step_catching_panics(
+    state: &mut State,
+    op: &Op,
+) -> (String, Result<Vec<String>, Box<Failure>>) {
+    install_panic_hook();
+    let mut line = String::new();
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        line = state.command(op).to_string();
+        step(state, op, &line)
+    }));
+    match outcome {
+        Ok(result) => (line, result),
+        Err(payload) => {
+            let message = payload
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| payload.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "a panic without a message".into());
+            let line = if line.is_empty() { format!("{op:?}") } else { line };
+            if state.script.last() != Some(&line) {
+                state.script.push(line.clone());
+                state.ops.push(op.clone());
+            }
+            state.mismatch_kind = Some(FailureKind::Panic);
+            let actual = vec![format!("panic: {message}")];
+            let failure = failure(state, op, &line, Vec::new(), actual);
+            (line, Err(Box::new(failure)))
+        }
+    }
+}
+
 /// Execute one op on the engine and the model; `Ok` carries the engine's output lines.
 pub fn step(state: &mut State, op: &Op, line: &str) -> Result<Vec<String>, Box<Failure>> {
     state.script.push(line.to_owned());
@@ -173,7 +231,7 @@ pub fn step(state: &mut State, op: &Op, line: &str) -> Result<Vec<String>, Box<F
     };
     let acks = state.node.take_acks();
     state.book.acked(acks);
-    result.map_err(|(expected, actual)| Box::new(failure(state, op, expected, actual)))
+    result.map_err(|(expected, actual)| Box::new(failure(state, op, line, expected, actual)))
 }
 
 /// A flush must succeed, unless a crash armed for after it cut it.
@@ -534,17 +592,25 @@ fn read_time(op: &Op) -> Option<HybridTime> {
     }
 }
 
-fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -> Failure {
+fn failure(
+    state: &State,
+    op: &Op,
+    line: &str,
+    expected: Vec<String>,
+    actual: Vec<String>,
+) -> Failure {
     let last_ops: Vec<String> = state.script.iter().rev().take(12).rev().cloned().collect();
     let mut reproducer = state.script.join("\n");
     reproducer.push('\n');
-    for line in &expected {
-        reproducer.push_str(&format!("expect {line}\n"));
+    for expected_line in &expected {
+        reproducer.push_str(&format!("expect {expected_line}\n"));
     }
-    if expected.is_empty() {
+    if state.mismatch_kind == Some(FailureKind::Panic) {
+        reproducer.push_str(&format!("# expected: no panic ({})\n", actual.join(" ")));
+    } else if expected.is_empty() {
         reproducer.push_str("# expected: this write succeeds\n");
     }
-    let line = state.command(op).to_string();
+    let line = line.to_owned();
     let kind = match op {
         _ if state.mismatch_kind.is_some() => state.mismatch_kind.expect("checked"),
         Op::Restart => FailureKind::Restart,
@@ -574,6 +640,27 @@ mod tests {
     use docsim_engine::script::parse_line;
     use docsim_workloads::{Profile, Workload};
     use rand::SeedableRng;
+
+    /// A panic inside a step (here: the harness asked for a table nobody declared) is a
+    /// failure of that step, with the op log and a reproducer; the caller goes on.
+    #[test]
+    fn a_panic_is_a_failed_step_not_a_dead_run() {
+        let scratch = crate::ScratchDir::new().expect("scratch");
+        let mut state = State::new(scratch.path(), Plants::NONE);
+        let (_, first) = step_catching_panics(&mut state, &Op::Flush);
+        assert_eq!(first.expect("a flush passes"), Vec::<String>::new());
+        let select = CqlOp::Select { hash: vec![], range: None, columns: None };
+        let bad = Op::Cql { ht: 1 << 12, table: "nope".into(), op: select };
+        let (_, result) = step_catching_panics(&mut state, &bad);
+        let failure = result.expect_err("the panic is a failure");
+        assert_eq!(failure.kind, FailureKind::Panic);
+        assert_eq!(failure.actual, ["panic: declared table"]);
+        assert_eq!(failure.ops, [Op::Flush, bad.clone()]);
+        assert!(failure.reproducer.starts_with("flush\n"), "{}", failure.reproducer);
+        assert!(failure.reproducer.contains("# expected: no panic"), "{}", failure.reproducer);
+        let (_, after) = step_catching_panics(&mut state, &Op::Flush);
+        assert!(after.is_ok(), "the state is still usable for reporting");
+    }
 
     /// Every op a workload generates prints, through the engine's printer, as one
     /// docscript line that parses back to the same command — and its CQL or Redis text
