@@ -49,7 +49,13 @@ fn golden_scripts() {
             std::fs::write(&golden, &got).expect("write golden");
             continue;
         }
-        let want = std::fs::read_to_string(&golden).unwrap_or_default();
+        let Ok(want) = std::fs::read_to_string(&golden) else {
+            failures.push(format!(
+                "{}: no golden file (UPDATE_GOLDENFILES=1 writes it)",
+                golden.display()
+            ));
+            continue;
+        };
         if got != want {
             failures.push(format!("{}:\n--- want\n{want}--- got\n{got}", script.display()));
         }
