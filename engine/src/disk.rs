@@ -379,6 +379,13 @@ mod tests {
             }
             (d.read("f").unwrap(), d.ledger())
         };
-        assert_eq!(run(3), run(3));
+        let (data, ledger) = run(3);
+        assert_eq!((data, ledger.clone()), run(3));
+        let kinds: Vec<&str> = ledger.iter().map(Fault::kind).collect();
+        assert!(
+            kinds.contains(&"torn-write") && kinds.contains(&"bit-flip"),
+            "faults fired: {kinds:?}"
+        );
+        assert_ne!(run(3).1, run(4).1, "another seed, other faults");
     }
 }

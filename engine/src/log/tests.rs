@@ -125,3 +125,29 @@ fn garbage_never_panics() {
         let _ = Log::open(&d, "t", 1 << 20, 0);
     }
 }
+
+/// CRC-32C (Castagnoli, reflected polynomial 0x82F63B78), bit by bit: an independent
+/// reference for the checksum the log stores.
+fn crc32c_reference(bytes: &[u8]) -> u32 {
+    let mut crc = !0u32;
+    for &byte in bytes {
+        crc ^= u32::from(byte);
+        for _ in 0..8 {
+            crc = if crc & 1 != 0 { (crc >> 1) ^ 0x82F6_3B78 } else { crc >> 1 };
+        }
+    }
+    !crc
+}
+
+#[test]
+fn a_record_is_length_crc32c_kind_payload() {
+    // The standard check value of CRC-32C.
+    assert_eq!(crc32c_reference(b"123456789"), 0xE306_9283);
+    let mut out = Vec::new();
+    record::Record::Entry(entry(3, 7, b"payload")).encode(&mut out);
+    let len = u32::from_le_bytes(out[0..4].try_into().unwrap()) as usize;
+    assert_eq!(len, 16 + 7, "op id (two u64s) and the data");
+    assert_eq!(out.len(), 4 + 4 + 1 + len);
+    let crc = u32::from_le_bytes(out[4..8].try_into().unwrap());
+    assert_eq!(crc, crc32c_reference(&out[8..]), "the checksum covers kind and payload");
+}
