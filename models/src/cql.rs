@@ -249,10 +249,20 @@ fn elements(doc: &DocId, col: Key, value: &CqlValue, ttl: Ttl, out: &mut Entries
     }
 }
 
+/// The order of CQL key values (DocDB's key encoding keeps it): numbers numerically,
+/// doubles in IEEE total order (-0.0 before 0.0, NaN last); text bytewise; false before
+/// true. (`Scalar`'s own `Ord` is only a map order: it compares doubles by their bits.)
+fn value_cmp(a: &Scalar, b: &Scalar) -> Ordering {
+    match (a, b) {
+        (Scalar::Double(x), Scalar::Double(y)) => f64::from_bits(*x).total_cmp(&f64::from_bits(*y)),
+        _ => a.cmp(b),
+    }
+}
+
 /// Clustering order: component by component, descending components reversed.
 fn clustering_cmp(a: &[Key], b: &[Key]) -> Ordering {
     for (x, y) in a.iter().zip(b) {
-        let ord = x.scalar.cmp(&y.scalar);
+        let ord = value_cmp(&x.scalar, &y.scalar);
         let ord = if x.desc { ord.reverse() } else { ord };
         if ord != Ordering::Equal {
             return ord;
@@ -262,7 +272,7 @@ fn clustering_cmp(a: &[Key], b: &[Key]) -> Ordering {
 }
 
 fn compare(have: &Scalar, cmp: Cmp, want: &Scalar) -> bool {
-    let ord = have.cmp(want);
+    let ord = value_cmp(have, want);
     match cmp {
         Cmp::Eq => ord.is_eq(),
         Cmp::Lt => ord.is_lt(),

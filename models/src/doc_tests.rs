@@ -141,6 +141,39 @@ fn required_markers_refuse_writing_under_a_primitive() {
     assert_eq!(m.read(&doc, &[], t(3)).unwrap(), Some(leaf(5)));
 }
 
+/// Doubles as clustering keys order numerically: negative ones first (ascending), and a
+/// range condition compares numbers, not bit patterns.
+#[test]
+fn cql_double_clustering_keys_order_numerically() {
+    use cql::*;
+    let schema = Schema {
+        name: "t".into(),
+        hash: vec!["k".into()],
+        range: vec![("r".into(), false)],
+        regular: vec![],
+        default_ttl_s: None,
+    };
+    let mut m = Model::new();
+    let key = |r: f64| vec![Scalar::Int32(1), Scalar::Double(r.to_bits())];
+    for r in [2.0, -1.5, 0.5, -0.0, f64::NEG_INFINITY] {
+        let insert = CqlOp::Insert { key: key(r), values: vec![], ttl_s: None };
+        m.cql(t(1), &schema, &insert).unwrap();
+    }
+    let select = |m: &mut Model, range| {
+        let op = CqlOp::Select { hash: vec![Scalar::Int32(1)], range, columns: None };
+        let CqlResult::Rows(rows) = m.cql(t(2), &schema, &op).unwrap() else { panic!("rows") };
+        rows.iter()
+            .map(|row| match &row[1].1 {
+                Cell::Scalar(Scalar::Double(bits)) => f64::from_bits(*bits),
+                other => panic!("{other:?}"),
+            })
+            .collect::<Vec<f64>>()
+    };
+    assert_eq!(select(&mut m, None), [f64::NEG_INFINITY, -1.5, -0.0, 0.5, 2.0]);
+    let below_zero = Some((Cmp::Lt, Scalar::Double(0.0f64.to_bits())));
+    assert_eq!(select(&mut m, below_zero), [f64::NEG_INFINITY, -1.5, -0.0]);
+}
+
 #[test]
 fn cql_row_existence() {
     use cql::*;
