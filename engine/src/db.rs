@@ -12,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::gc::{CompactionKind, GcFeed, GcParams, Verdict};
 use crate::hybrid_time::HybridTime;
 use crate::reader::{read_subdocument, DocEntry};
+use crate::shadow::Shadow;
 use crate::write_batch::DocWriteBatch;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
@@ -381,19 +382,22 @@ struct NeededAt {
     read_ht: HybridTime,
     /// The path of the last version kept or overwritten: older versions of it are skipped.
     last_path: Vec<u8>,
-    /// The prefixes of `last_path` that are paths with a version at or before the read
-    /// (their lengths, outermost first), each with the newest hybrid time along the chain.
-    chain: Vec<(usize, HybridTime)>,
+    /// The levels of `last_path` (the document, each subkey), each with the newest hybrid
+    /// time at or before the read along the chain.
+    levels: Shadow<HybridTime, ()>,
+    /// Where each level of the current key's path ends (scratch, reused across keys).
+    ends: Vec<usize>,
 }
 
 impl NeededAt {
     fn new(read_ht: HybridTime) -> NeededAt {
-        NeededAt { read_ht, last_path: Vec::new(), chain: Vec::new() }
+        NeededAt { read_ht, last_path: Vec::new(), levels: Shadow::new(), ends: Vec::new() }
     }
 
     /// Whether the read needs the entry with this `key` (its document key ends at `doc_len`).
     fn needed(&mut self, key: &[u8], doc_len: usize) -> Result<bool> {
-        let end = path_end(key, doc_len).ok_or_else(|| corrupt_key(key, "no '#'"))?;
+        let end =
+            level_ends(key, doc_len, &mut self.ends).ok_or_else(|| corrupt_key(key, "no '#'"))?;
         let path = &key[..end];
         if path == &self.last_path[..] {
             return Ok(false); // an older version: checked first, it needs no decoding
@@ -404,17 +408,19 @@ impl NeededAt {
         if ht > self.read_ht {
             return Ok(false);
         }
-        while let Some(&(len, _)) = self.chain.last() {
-            if len < path.len() && path.starts_with(&self.last_path[..len]) {
-                break;
-            }
-            self.chain.pop();
+        // Levels of the last path that are prefixes of this one (encoded key entries are
+        // self-delimiting, so a shared byte prefix ending at a level's end is that level).
+        let common = path.iter().zip(&self.last_path).take_while(|(a, b)| a == b).count();
+        let shared = self.ends.iter().take_while(|&&level_end| level_end <= common).count();
+        let depth = self.ends.len();
+        self.levels.align(shared.min(depth - 1), depth, |_| ());
+        let needed = self.levels.newest().is_none_or(|ancestors_ht| ancestors_ht <= ht);
+        if needed {
+            self.levels.record(ht);
         }
-        let ancestors_ht = self.chain.last().map(|&(_, newest)| newest);
-        self.chain.push((path.len(), ancestors_ht.map_or(ht, |a| a.max(ht))));
         self.last_path.clear();
         self.last_path.extend_from_slice(path);
-        Ok(ancestors_ht.is_none_or(|a| a <= ht))
+        Ok(needed)
     }
 }
 
@@ -431,11 +437,15 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Where the path of an encoded key ends (the position of its `#`), found by skipping the
-/// subkeys after the document key without decoding them.
-fn path_end(key: &[u8], doc_len: usize) -> Option<usize> {
+/// subkeys after the document key without decoding them; `ends` gets where each level ends
+/// (the document at `doc_len`, then each subkey).
+fn level_ends(key: &[u8], doc_len: usize, ends: &mut Vec<usize>) -> Option<usize> {
+    ends.clear();
+    ends.push(doc_len);
     let mut pos = doc_len;
     while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
         pos = crate::encoding::skip_key_entry(key, pos)?;
+        ends.push(pos);
     }
     Some(pos)
 }
