@@ -7,10 +7,10 @@
 //! log is the only log) and memtables are not flushed at close, so a crash loses them.
 
 use crate::document::Document;
-use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Value, ValueKind};
+use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Ttl, Value, ValueKind};
 use crate::error::{Error, Result};
-use crate::gc::{CompactionKind, GcFeed, GcParams, Verdict};
-use crate::hybrid_time::HybridTime;
+use crate::gc::{CompactionKind, FeedError, GcFeed, GcParams, Verdict};
+use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{read_subdocument, DocEntry};
 use crate::shadow::Shadow;
 use crate::write_batch::DocWriteBatch;
@@ -73,11 +73,16 @@ pub struct DocDb {
     opened_frontier: Frontier,
 }
 
+/// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
+/// filter never panics: what goes wrong there is recorded here and reported by
+/// [`DocDb::compact`] after the compaction.
 #[derive(Default)]
 struct GcState {
     params: Option<GcParams>,
     /// Keys the compaction filter could not decode (kept untouched, reported here).
     corrupt: Vec<String>,
+    /// Entries the GC feed refused (out of key order: kept untouched, reported here).
+    failures: Vec<String>,
     /// Verdict counts of finished compaction filters: dropped, rewritten, kept above H.
     counts: [u64; 3],
 }
@@ -312,10 +317,11 @@ impl DocDb {
         copts.set_exclusive_manual_compaction(true);
         copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
         self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
-        let (corrupt, counts) = {
+        let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
             gc.params = None;
-            (std::mem::take(&mut gc.corrupt), std::mem::take(&mut gc.counts))
+            let failures = std::mem::take(&mut gc.failures);
+            (std::mem::take(&mut gc.corrupt), failures, std::mem::take(&mut gc.counts))
         };
         crate::probe::add("gc.dropped", counts[0]);
         crate::probe::add("gc.rewritten_as_tombstone", counts[1]);
@@ -325,13 +331,7 @@ impl DocDb {
             CompactionKind::Minor => "gc.compaction.minor",
         });
         self.history_cutoff_ht = highest;
-        if let Some(first) = corrupt.first() {
-            return Err(Error::Storage(format!(
-                "compaction kept {} undecodable entries; first: {first}",
-                corrupt.len()
-            )));
-        }
-        Ok(())
+        filter_result(&corrupt, &failures)
     }
 
     /// The highest history cutoff so far.
@@ -340,8 +340,26 @@ impl DocDb {
     }
 
     fn gc_state(&self) -> std::sync::MutexGuard<'_, GcState> {
-        self.gc.lock().expect("GC state lock poisoned")
+        lock(&self.gc)
     }
+}
+
+/// What the compaction filters recorded (undecodable keys, entries the GC feed refused;
+/// all kept unchanged), as the compaction's result.
+fn filter_result(corrupt: &[String], failures: &[String]) -> Result<()> {
+    if let Some(first) = corrupt.first() {
+        return Err(Error::Storage(format!(
+            "compaction kept {} undecodable entries; first: {first}",
+            corrupt.len()
+        )));
+    }
+    if let Some(first) = failures.first() {
+        return Err(Error::CompactionFilter(format!(
+            "kept {} entries it could not decide; first: {first}",
+            failures.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer
@@ -450,6 +468,12 @@ fn level_ends(key: &[u8], doc_len: usize, ends: &mut Vec<usize>) -> Option<usize
     Some(pos)
 }
 
+/// The shared GC state, also after a panic elsewhere poisoned the lock: it is plain data,
+/// and the compaction filter must never panic on RocksDB's thread.
+fn lock(gc: &Mutex<GcState>) -> std::sync::MutexGuard<'_, GcState> {
+    gc.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {
     Error::Corruption { error, key: Some(crate::encoding::hex(key)) }
 }
@@ -548,11 +572,12 @@ fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
     let mut components = Vec::with_capacity(4);
     let mut doc_start = 0;
     if key.first() == Some(&crate::encoding::tag::COLOCATION_ID) {
-        components.push(&key[..5]);
+        components.push(key.get(..5)?);
         doc_start = 5;
     }
-    if &key[doc_start..doc_end] != b"!" || doc_start == 0 {
-        components.push(&key[doc_start..doc_end]);
+    let doc = key.get(doc_start..doc_end)?;
+    if doc != b"!" || doc_start == 0 {
+        components.push(doc);
     }
     let mut pos = doc_end;
     while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
@@ -571,7 +596,7 @@ impl CompactionFilterFactory for GcFilterFactory {
     type Filter = GcFilter;
 
     fn create(&mut self, _context: CompactionFilterContext) -> GcFilter {
-        let params = self.gc.lock().expect("GC state lock poisoned").params;
+        let params = lock(&self.gc).params;
         GcFilter { feed: params.map(GcFeed::new), gc: self.gc.clone(), counts: [0; 3] }
     }
 
@@ -580,7 +605,9 @@ impl CompactionFilterFactory for GcFilterFactory {
     }
 }
 
-/// The RocksDB compaction filter: decodes each entry and asks the pure [`GcFeed`].
+/// The RocksDB compaction filter: decodes each entry and asks the pure [`GcFeed`]. It runs
+/// on RocksDB's threads, behind an `extern "C"` boundary where a panic would abort the
+/// process: whatever goes wrong keeps the entry and is recorded in [`GcState`].
 struct GcFilter {
     feed: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
@@ -590,7 +617,7 @@ struct GcFilter {
 
 impl Drop for GcFilter {
     fn drop(&mut self) {
-        let mut gc = self.gc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gc = lock(&self.gc);
         (0..3).for_each(|i| gc.counts[i] += self.counts[i]);
     }
 }
@@ -600,25 +627,58 @@ const TOMBSTONE_VALUE: &[u8] = b"X";
 
 impl CompactionFilter for GcFilter {
     fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
-        let Some(feed) = self.feed.as_mut() else { return Decision::Keep };
-        if key.first() == Some(&META_PREFIX) {
+        if self.feed.is_none() || key.first() == Some(&META_PREFIX) {
             return Decision::Keep;
         }
-        let components = key_components(key);
-        let (k, v) = match decode_entry(key, value) {
-            Ok(entry) => entry,
+        let decoded = decode_entry(key, value).and_then(|entry| {
+            let components = key_components(key).ok_or_else(|| corrupt_key(key, "no path"))?;
+            Ok((entry, components))
+        });
+        let ((k, v), components) = match decoded {
+            Ok(decoded) => decoded,
             Err(e) => {
                 // Never drop what we cannot read; report it after the compaction.
-                self.gc.lock().expect("GC state lock poisoned").corrupt.push(e.to_string());
+                lock(&self.gc).corrupt.push(e.to_string());
                 return Decision::Keep;
             }
         };
-        let components = components.expect("a key that decodes has components");
         let tombstone = v.kind == ValueKind::Tombstone;
-        let cutoff_ht = feed.params().cutoff_ht;
-        match feed.decide(&components, k.doc_ht, tombstone, v.ttl) {
+        let verdict = match self.verdict(&components, k.doc_ht, tombstone, v.ttl) {
+            Ok(verdict) => verdict,
+            Err(e) => {
+                let key = crate::encoding::hex(key);
+                lock(&self.gc).failures.push(format!("{e} (key {key})"));
+                return Decision::Keep;
+            }
+        };
+        self.count(verdict, k.doc_ht.ht)
+    }
+
+    fn name(&self) -> &CStr {
+        c"docdb_gc"
+    }
+}
+
+impl GcFilter {
+    /// The feed's verdict on one entry (only called with a feed).
+    fn verdict(
+        &mut self,
+        components: &[&[u8]],
+        dht: DocHybridTime,
+        tombstone: bool,
+        ttl: Ttl,
+    ) -> Result<Verdict, FeedError> {
+        let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
+        feed.decide(components, dht, tombstone, ttl)
+    }
+
+    /// Count the verdict and turn it into RocksDB's decision.
+    fn count(&mut self, verdict: Verdict, ht: HybridTime) -> Decision {
+        match verdict {
             Verdict::Keep => {
-                self.counts[2] += u64::from(k.doc_ht.ht > cutoff_ht);
+                let cutoff_ht =
+                    self.feed.as_ref().map_or(HybridTime::MAX, |f| f.params().cutoff_ht);
+                self.counts[2] += u64::from(ht > cutoff_ht);
                 Decision::Keep
             }
             Verdict::Drop => {
@@ -630,10 +690,6 @@ impl CompactionFilter for GcFilter {
                 Decision::Change(TOMBSTONE_VALUE)
             }
         }
-    }
-
-    fn name(&self) -> &CStr {
-        c"docdb_gc"
     }
 }
 
@@ -689,6 +745,38 @@ mod needed_at_tests {
         assert_eq!(kept(&keys, 40), [true, false, true, true]);
         // Read before the root's version: nothing above `a` hides it.
         assert_eq!(kept(&keys, 10), [false, true, false, false]);
+    }
+
+    #[test]
+    fn the_filter_keeps_and_records_entries_out_of_order_instead_of_panicking() {
+        use super::{filter_result, GcFilter, GcState};
+        use crate::encoding::{Value, ValueKind};
+        use crate::gc::{CompactionKind, GcFeed, GcParams};
+        use rocksdb::compaction_filter::{CompactionFilter, Decision};
+        use std::sync::{Arc, Mutex};
+        let params = GcParams {
+            cutoff_ht: HybridTime::new(100, 0),
+            kind: CompactionKind::Full,
+            table_ttl_ms: None,
+            ignore_cutoff_bug: false,
+        };
+        let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
+        let feed = Some(GcFeed::new(params));
+        let mut filter = GcFilter { feed, gc: gc.clone(), counts: [0; 3] };
+        let value = Value::new(ValueKind::Object).encode();
+        assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));
+        // A newer version of the same path after an older one: the feed refuses it.
+        assert!(matches!(filter.filter(0, &key(&["a"], 20), &value), Decision::Keep));
+        // In order again: hidden by the version at 10.
+        assert!(matches!(filter.filter(0, &key(&["a"], 5), &value), Decision::Remove));
+        drop(filter);
+        let state = gc.lock().expect("not poisoned");
+        assert_eq!(state.failures.len(), 1, "{:?}", state.failures);
+        assert!(state.failures[0].contains("out of order"), "{}", state.failures[0]);
+        let err = filter_result(&[], &state.failures).unwrap_err();
+        assert!(matches!(err, crate::Error::CompactionFilter(_)));
+        assert!(err.to_string().starts_with("compaction filter failed: kept 1 entries"), "{err}");
+        assert_eq!(filter_result(&[], &[]), Ok(()));
     }
 
     #[test]

@@ -48,6 +48,9 @@ pub enum Error {
     /// The storage layer failed (RocksDB or the file system).
     #[error("storage error: {0}")]
     Storage(String),
+    /// The compaction filter could not decide some entries (they were kept unchanged).
+    #[error("compaction filter failed: {0}")]
+    CompactionFilter(String),
 }
 
 fn key_suffix(key: &Option<String>) -> String {

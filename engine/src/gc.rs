@@ -23,6 +23,7 @@ use crate::encoding::Ttl;
 use crate::expiry;
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::shadow::Shadow;
+use std::fmt;
 
 /// Full or minor compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,6 +59,30 @@ pub enum Verdict {
     Tombstone,
 }
 
+/// Entries that break the feed's premise (key order): the compaction keeps them and
+/// reports the error after the compaction, instead of panicking on RocksDB's thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedError {
+    /// An entry without a path component (every entry has at least its document).
+    NoComponents,
+    /// A path's versions did not arrive newest first.
+    OutOfOrder { previous: DocHybridTime, next: DocHybridTime },
+}
+
+impl fmt::Display for FeedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FeedError::NoComponents => write!(f, "an entry without path components"),
+            FeedError::OutOfOrder { previous, next } => write!(
+                f,
+                "versions of one path out of order: {next} after {previous} (newest first)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FeedError {}
+
 /// One stored version, as GC sees it.
 #[derive(Clone, Copy, Debug)]
 struct Version {
@@ -91,39 +116,42 @@ impl GcFeed {
     }
 
     /// Decide one entry. `components` are the encoded path components (table, document,
-    /// subkeys); entries must arrive in key order.
+    /// subkeys); entries must arrive in key order. An entry that breaks the order (or has
+    /// no component) is an error, and the feed decides nothing for it.
     pub fn decide(
         &mut self,
         components: &[&[u8]],
         dht: DocHybridTime,
         is_tombstone: bool,
         ttl: Ttl,
-    ) -> Verdict {
-        assert!(!components.is_empty(), "an entry has at least a document component");
+    ) -> Result<Verdict, FeedError> {
+        if components.is_empty() {
+            return Err(FeedError::NoComponents);
+        }
         self.align(components);
         let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
-        let level = self.levels.top_mut().expect("aligned");
-        if let Some(newer) = level.versions.last() {
-            assert!(newer.dht > dht, "versions of one path arrive newest first");
+        let level = self.levels.top_mut().ok_or(FeedError::NoComponents)?;
+        if let Some(previous) = level.versions.last().filter(|newer| newer.dht <= dht) {
+            return Err(FeedError::OutOfOrder { previous: previous.dht, next: dht });
         }
         level.versions.push(Version { dht, ttl });
         // Equal to an ancestor's version (two batches at one hybrid time) also hides it:
         // a child must be strictly newer, as the reader requires.
         if self.levels.newest().is_some_and(|overwrite| dht <= overwrite) {
-            return Verdict::Drop;
+            return Ok(Verdict::Drop);
         }
         let params = self.params;
         if dht.ht > params.cutoff_ht && !params.ignore_cutoff_bug {
-            return Verdict::Keep;
+            return Ok(Verdict::Keep);
         }
         self.levels.record(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
-        match (params.kind, is_tombstone, expired) {
+        Ok(match (params.kind, is_tombstone, expired) {
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             (CompactionKind::Minor, false, true) => Verdict::Tombstone,
             (_, false, false) => Verdict::Keep,
-        }
+        })
     }
 
     /// Make the levels exactly those of `components`, reusing the shared prefix.
