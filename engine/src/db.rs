@@ -6,12 +6,13 @@
 //! background threads never race the caller. The RocksDB WAL is off (the tablet's Raft
 //! log is the only log) and memtables are not flushed at close, so a crash loses them.
 
+use crate::canary::{Plant, Plants};
 use crate::document::Document;
 use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Ttl, Value, ValueKind};
 use crate::error::{Error, Result};
 use crate::gc::{CompactionKind, FeedError, GcFeed, GcParams, Verdict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
-use crate::reader::{read_subdocument, DocEntry};
+use crate::reader::{read_subdocument, DocEntry, ReadConfig};
 use crate::shadow::Shadow;
 use crate::write_batch::DocWriteBatch;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
@@ -71,6 +72,8 @@ pub struct DocDb {
     history_cutoff_ht: HybridTime,
     /// The frontier found at open: what survived the last stop or crash.
     opened_frontier: Frontier,
+    /// The planted bugs of this instance (and of the tablet above it).
+    plants: Plants,
 }
 
 /// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
@@ -79,6 +82,8 @@ pub struct DocDb {
 #[derive(Default)]
 struct GcState {
     params: Option<GcParams>,
+    /// The planted bugs, for the filter (set at open).
+    plants: Plants,
     /// Keys the compaction filter could not decode (kept untouched, reported here).
     corrupt: Vec<String>,
     /// Entries the GC feed refused (out of key order: kept untouched, reported here).
@@ -90,13 +95,14 @@ struct GcState {
 impl DocDb {
     /// Open (or create) the instance in `dir` on the real file system.
     pub fn open(dir: &Path) -> Result<DocDb> {
-        DocDb::open_in(dir, None)
+        DocDb::open_in(dir, None, Plants::NONE)
     }
 
     /// Open (or create) the instance in `dir` of `env` (an in-memory RocksDB environment,
-    /// for fast simulation), or of the real file system when `env` is `None`.
-    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>) -> Result<DocDb> {
-        let gc = Arc::new(Mutex::new(GcState::default()));
+    /// for fast simulation), or of the real file system when `env` is `None`, with the
+    /// bugs in `plants` planted ([`Plants::NONE`]: none).
+    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>, plants: Plants) -> Result<DocDb> {
+        let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
         let mut opts = options(gc.clone())?;
         if let Some(env) = env {
             opts.set_env(env);
@@ -114,7 +120,12 @@ impl DocDb {
             Some(raw) => decode_frontier(&raw)?,
         };
         let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
-        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier })
+        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier, plants })
+    }
+
+    /// The planted bugs this instance was opened with.
+    pub(crate) fn plants(&self) -> Plants {
+        self.plants
     }
 
     /// The flushed frontier read when this instance was opened.
@@ -159,7 +170,7 @@ impl DocDb {
 
     /// Refuse reads below the history cutoff.
     pub fn check_read_time(&self, read_ht: HybridTime) -> Result<()> {
-        let refused = if crate::canary::planted(crate::canary::Plant::ExclusiveCutoff) {
+        let refused = if self.plants.contains(Plant::ExclusiveCutoff) {
             read_ht <= self.history_cutoff_ht && self.history_cutoff_ht > HybridTime::MIN
         } else {
             read_ht < self.history_cutoff_ht
@@ -268,7 +279,12 @@ impl DocDb {
     ) -> Result<Option<Document>> {
         self.check_read_time(read_ht)?;
         let entries = self.scan_document_at(&path.doc_key, read_ht)?;
-        Ok(read_subdocument(entries, path, read_ht, table_ttl_ms))
+        Ok(read_subdocument(entries, path, self.read_config(read_ht, table_ttl_ms)))
+    }
+
+    /// What a read at `read_ht` with this table default TTL is, on this instance.
+    pub(crate) fn read_config(&self, read_ht: HybridTime, table_ttl_ms: Option<u64>) -> ReadConfig {
+        ReadConfig { read_ht, table_ttl_ms, plants: self.plants }
     }
 
     /// Every stored entry in key order (metadata excluded), decoded, with raw bytes.
@@ -310,9 +326,7 @@ impl DocDb {
         opts.disable_wal(true);
         self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
         self.flush()?;
-        let ignore_cutoff_bug = crate::canary::planted(crate::canary::Plant::GcIgnoresCutoff);
-        self.gc_state().params =
-            Some(GcParams { cutoff_ht, kind, table_ttl_ms, ignore_cutoff_bug });
+        self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
         let mut copts = CompactOptions::default();
         copts.set_exclusive_manual_compaction(true);
         copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
@@ -596,8 +610,14 @@ impl CompactionFilterFactory for GcFilterFactory {
     type Filter = GcFilter;
 
     fn create(&mut self, _context: CompactionFilterContext) -> GcFilter {
-        let params = lock(&self.gc).params;
-        GcFilter { feed: params.map(GcFeed::new), gc: self.gc.clone(), counts: [0; 3] }
+        let (params, plants) = {
+            let gc = lock(&self.gc);
+            (gc.params, gc.plants)
+        };
+        let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
+            GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
+        });
+        GcFilter { feed: params.map(GcFeed::new), unbounded, gc: self.gc.clone(), counts: [0; 3] }
     }
 
     fn name(&self) -> &CStr {
@@ -610,6 +630,9 @@ impl CompactionFilterFactory for GcFilterFactory {
 /// process: whatever goes wrong keeps the entry and is recorded in [`GcState`].
 struct GcFilter {
     feed: Option<GcFeed>,
+    /// With [`Plant::GcIgnoresCutoff`] planted: a feed without a history cutoff, whose
+    /// minor-compaction verdict `Drop` says "a newer version shadows this one".
+    unbounded: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
     /// Dropped, rewritten as tombstones, kept above the cutoff.
     counts: [u64; 3],
@@ -669,7 +692,15 @@ impl GcFilter {
         ttl: Ttl,
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
-        feed.decide(components, dht, tombstone, ttl)
+        let verdict = feed.decide(components, dht, tombstone, ttl)?;
+        let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
+        // Planted: every version a newer one shadows goes, and (full compaction) every
+        // tombstone, above the history cutoff as below it; expiry still counts at it.
+        let shadowed = unbounded.decide(components, dht, tombstone, ttl)? == Verdict::Drop;
+        let params = feed.params();
+        let full = params.kind == CompactionKind::Full;
+        let tombstone_above = tombstone && full && dht.ht > params.cutoff_ht;
+        Ok(if shadowed || tombstone_above { Verdict::Drop } else { verdict })
     }
 
     /// Count the verdict and turn it into RocksDB's decision.
@@ -758,11 +789,10 @@ mod needed_at_tests {
             cutoff_ht: HybridTime::new(100, 0),
             kind: CompactionKind::Full,
             table_ttl_ms: None,
-            ignore_cutoff_bug: false,
         };
         let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
         let feed = Some(GcFeed::new(params));
-        let mut filter = GcFilter { feed, gc: gc.clone(), counts: [0; 3] };
+        let mut filter = GcFilter { feed, unbounded: None, gc: gc.clone(), counts: [0; 3] };
         let value = Value::new(ValueKind::Object).encode();
         assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));
         // A newer version of the same path after an older one: the feed refuses it.

@@ -44,7 +44,7 @@ impl Scanned {
     ) -> Result<Option<Document>> {
         db.check_read_time(ht)?;
         let entries = self.entries(db, &path.doc_key, ht)?;
-        Ok(read_subdocument(entries, path, ht, table_ttl_ms))
+        Ok(read_subdocument(entries, path, db.read_config(ht, table_ttl_ms)))
     }
 }
 
@@ -157,7 +157,7 @@ impl Pending<'_> {
         }
         pending.sort_by(|a, b| a.key_cmp(b));
         let merged = merge_sorted(stored, &pending);
-        Ok(read_subdocument(merged, path, self.ht, self.table_ttl_ms))
+        Ok(read_subdocument(merged, path, self.db.read_config(self.ht, self.table_ttl_ms)))
     }
 
     /// Write `{}` markers for the strict ancestors of `path` that do not exist.
@@ -171,7 +171,7 @@ impl Pending<'_> {
                         "cannot write {path}: {ancestor} holds the primitive {p}, not an object"
                     );
                 }
-                None if crate::canary::planted(crate::canary::Plant::MissingInitMarker) => {}
+                None if self.db.plants().contains(crate::canary::Plant::MissingInitMarker) => {}
                 None => {
                     crate::probe::hit("write.required_marker");
                     self.entries.push((ancestor, Value::new(ValueKind::Object)))

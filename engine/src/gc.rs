@@ -43,9 +43,6 @@ pub struct GcParams {
     pub kind: CompactionKind,
     /// The table default TTL.
     pub table_ttl_ms: Option<u64>,
-    /// The planted bug [`crate::canary::Plant::GcIgnoresCutoff`], decided on the caller's
-    /// thread (the filter runs on RocksDB's).
-    pub ignore_cutoff_bug: bool,
 }
 
 /// The verdict for one entry.
@@ -141,7 +138,7 @@ impl GcFeed {
             return Ok(Verdict::Drop);
         }
         let params = self.params;
-        if dht.ht > params.cutoff_ht && !params.ignore_cutoff_bug {
+        if dht.ht > params.cutoff_ht {
             return Ok(Verdict::Keep);
         }
         self.levels.record(dht);

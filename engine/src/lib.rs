@@ -58,7 +58,9 @@
 //!
 //! **docscript** ([`notation`], [`script`]) is the text form of all of the above, shared by
 //! golden tests, reproducers and traces; printing and parsing round-trip. [`canary`] holds
-//! the bugs the simulator must catch; [`probe`] counts rare paths for coverage reports.
+//! the bugs the simulator must catch, switched on as configuration
+//! ([`canary::Plants`], given to whatever opens the tablets); [`probe`] counts rare paths
+//! for coverage reports.
 
 pub mod canary;
 pub mod cql;

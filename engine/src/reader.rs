@@ -7,7 +7,7 @@
 //! expired or deleted version still hides older versions and older descendants: it never
 //! resurrects them. TTL rules live in `expiry.rs`, shared with compaction GC.
 
-use crate::canary::{self, Plant};
+use crate::canary::{Plant, Plants};
 use crate::document::Document;
 use crate::encoding::{DocPath, KeyEntry, Ttl, Value, ValueKind};
 use crate::expiry::{self, Expiration};
@@ -69,19 +69,28 @@ impl Shape {
     }
 }
 
+/// What one read is: its time, the table default TTL, and the planted bugs of the reader
+/// (decided once per read, not per entry).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadConfig {
+    pub read_ht: HybridTime,
+    pub table_ttl_ms: Option<u64>,
+    pub plants: Plants,
+}
+
 /// The reader's shadow stack: per level, the newest visible-by-time version along the
 /// chain, and the level's own explicit TTL (if its version is visible by time and carries
 /// one), which its descendants may inherit.
 type Levels = Shadow<DocHybridTime, Expiration>;
 
-/// Read the subdocument at `target` as of `read_ht`. `entries` are every stored entry of
+/// Read the subdocument at `target` as `read` says. `entries` are every stored entry of
 /// the target's document (and its colocated table key) in key order.
 pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
     entries: impl IntoIterator<Item = E>,
     target: &DocPath,
-    read_ht: HybridTime,
-    table_ttl_ms: Option<u64>,
+    read: ReadConfig,
 ) -> Option<Document> {
+    let ReadConfig { read_ht, table_ttl_ms, plants } = read;
     let shape = Shape { colocated: target.doc_key.colocation_id.is_some() };
     let target_at = (target.doc_key.is_table_key(), target.subkeys.as_slice());
     let target_levels = shape.levels(target_at.0, target_at.1);
@@ -109,11 +118,11 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
             shape.shared((l.table_key, &l.subkeys), at)
         });
         levels.align(shared.min(depth - 1), depth, |_| None);
-        let exp = visible_by_time(&mut levels, entry.doc_ht, entry.value.ttl);
+        let exp = visible_by_time(&mut levels, entry.doc_ht, entry.value.ttl, plants);
         if let (true, Some(exp)) = (in_subtree, exp) {
             let rel = &entry.subkeys[target.subkeys.len()..];
             let mut expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
-            if canary::planted(Plant::TtlOffByOne) && expired {
+            if plants.contains(Plant::TtlOffByOne) && expired {
                 let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
                 expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
             }
@@ -136,8 +145,13 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
 /// Decide the version at the top of `levels` (just aligned to its path): if it is visible
 /// by time (strictly newer than every ancestor's version in effect), record it and its
 /// explicit TTL and return its expiration; `None` if an ancestor hides it.
-fn visible_by_time(levels: &mut Levels, doc_ht: DocHybridTime, ttl: Ttl) -> Option<Expiration> {
-    let hidden = if canary::planted(Plant::WriteIdIgnored) {
+fn visible_by_time(
+    levels: &mut Levels,
+    doc_ht: DocHybridTime,
+    ttl: Ttl,
+    plants: Plants,
+) -> Option<Expiration> {
+    let hidden = if plants.contains(Plant::WriteIdIgnored) {
         levels.newest().is_some_and(|newest| doc_ht.ht < newest.ht)
     } else {
         levels.newest().is_some_and(|newest| doc_ht <= newest)
@@ -153,7 +167,7 @@ fn visible_by_time(levels: &mut Levels, doc_ht: DocHybridTime, ttl: Ttl) -> Opti
     {
         crate::probe::hit("read.dead_parent_ttl_skipped");
     }
-    let exp = if canary::planted(Plant::ParentTtlNotInherited) {
+    let exp = if plants.contains(Plant::ParentTtlNotInherited) {
         expiry::effective_expiration(ttl, doc_ht.ht, None)
     } else {
         expiry::effective_expiration(ttl, doc_ht.ht, ancestors())

@@ -30,9 +30,13 @@ use std::io::Write;
 use std::path::Path;
 
 /// Run a docscript text, printing its output to standard output. Tablets live in
-/// `data_dir`, or in a fresh scratch directory removed afterwards. Returns whether the
-/// script ran without any error.
-pub fn run_script_file(text: &str, data_dir: Option<&Path>) -> std::io::Result<bool> {
+/// `data_dir`, or in a fresh scratch directory removed afterwards, with the bugs in
+/// `plants` planted. Returns whether the script ran without any error.
+pub fn run_script_file(
+    text: &str,
+    data_dir: Option<&Path>,
+    plants: docsim_engine::canary::Plants,
+) -> std::io::Result<bool> {
     let scratch;
     let dir = match data_dir {
         Some(dir) => dir,
@@ -43,7 +47,7 @@ pub fn run_script_file(text: &str, data_dir: Option<&Path>) -> std::io::Result<b
     };
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let outcome = docsim_engine::script::run_script(text, dir, &mut out)?;
+    let outcome = docsim_engine::script::run_script_planted(text, dir, plants, &mut out)?;
     out.flush()?;
     Ok(outcome.ok())
 }

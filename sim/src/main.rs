@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use docsim::report::{self, COMMIT};
 use docsim::simulate::{run, RunConfig};
 use docsim::torture::{torture, Campaign};
-use docsim_engine::canary::Plant;
+use docsim_engine::canary::{Plant, Plants};
 use docsim_workloads::Profile;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -487,8 +487,7 @@ fn script(file: &Path, data_dir: Option<PathBuf>, plant: Option<Plant>) -> ExitC
             return ExitCode::from(2);
         }
     };
-    docsim_engine::canary::plant(plant);
-    match docsim::run_script_file(&text, data_dir.as_deref()) {
+    match docsim::run_script_file(&text, data_dir.as_deref(), Plants::of(plant)) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,
         Err(e) => {

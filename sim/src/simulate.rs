@@ -9,7 +9,7 @@
 use crate::convert;
 use crate::durability::{Book, Snapshot};
 use crate::ScratchDir;
-use docsim_engine::canary::Plant;
+use docsim_engine::canary::{Plant, Plants};
 use docsim_engine::cql::format_rows;
 use docsim_engine::cql::Outcome as CqlOutcome;
 use docsim_engine::script::{format_get, format_restart, Command, CrashAt, MarkerMode, Runner};
@@ -152,7 +152,6 @@ fn simulated_now() -> madsim::time::Instant {
 
 /// Run one seed under madsim.
 pub fn run(config: &RunConfig) -> RunOutcome {
-    docsim_engine::canary::plant(config.plant);
     let _ = docsim_engine::probe::take();
     let watch = crate::bench::Stopwatch::start();
     let mut runtime =
@@ -161,7 +160,6 @@ pub fn run(config: &RunConfig) -> RunOutcome {
     // simulation: every flush and compaction is waited for before the next step.
     runtime.set_allow_system_thread(true);
     let mut outcome = runtime.block_on(simulate(config.clone()));
-    docsim_engine::canary::plant(None);
     outcome.probes = docsim_engine::probe::take();
     outcome.seconds = watch.seconds();
     outcome
@@ -276,10 +274,12 @@ impl std::fmt::Display for Schedule {
     }
 }
 
-fn new_state() -> (ScratchDir, State) {
+/// A fresh node (its tablets opened with `plant` planted) and model.
+fn new_state(plant: Option<Plant>) -> (ScratchDir, State) {
     let scratch = ScratchDir::new().expect("scratch directory");
+    let runner = Runner::in_memory(scratch.path()).expect("in-memory RocksDB environment");
     let state = State {
-        runner: Runner::in_memory(scratch.path()).expect("in-memory RocksDB environment"),
+        runner: runner.with_plants(Plants::of(plant)),
         book: Book::default(),
         needs_restart: false,
         docs: Model::new(),
@@ -309,7 +309,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     );
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
-    let (_scratch, mut state) = new_state();
+    let (_scratch, mut state) = new_state(config.plant);
     let mut outcome = RunOutcome {
         seed: config.seed,
         knobs,
@@ -768,14 +768,12 @@ fn failure(state: &State, op: &Op, expected: Vec<String>, actual: Vec<String>) -
 /// Run a fixed op list (no generation: the ops carry their times) through the same checks
 /// as a simulated run; the first failure, if any. The shrinker's oracle.
 pub fn replay_ops(ops: &[Op], plant: Option<Plant>) -> Option<Failure> {
-    docsim_engine::canary::plant(plant);
-    let (_scratch, mut state) = new_state();
+    let (_scratch, mut state) = new_state(plant);
     let failure = ops.iter().enumerate().find_map(|(i, op)| {
         step(&mut state, op).err().map(|mut f| {
             f.step = i;
             *f
         })
     });
-    docsim_engine::canary::plant(None);
     failure
 }

@@ -13,12 +13,8 @@ fn run(
     cutoff_us: u64,
     rows: &[(&str, u64, bool, Option<u64>)],
 ) -> Vec<Verdict> {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(cutoff_us),
-        kind,
-        table_ttl_ms: None,
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(cutoff_us), kind, table_ttl_ms: None };
     let mut feed = GcFeed::new(params);
     rows.iter()
         .map(|(path, us, tombstone, ttl)| {
@@ -88,12 +84,8 @@ fn child_written_after_parent_expired_is_independent() {
 
 #[test]
 fn write_id_breaks_ties() {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(10),
-        kind: Full,
-        table_ttl_ms: None,
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10), kind: Full, table_ttl_ms: None };
     let mut feed = GcFeed::new(params);
     let ht = HybridTime::from_micros(5);
     // Marker w0 and child w1 in one batch: the child is newer than the marker and stays.
@@ -104,12 +96,8 @@ fn write_id_breaks_ties() {
 
 #[test]
 fn table_ttl_counts_from_each_entry() {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(2500),
-        kind: Full,
-        table_ttl_ms: Some(1),
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(2500), kind: Full, table_ttl_ms: Some(1) };
     let mut feed = GcFeed::new(params);
     assert_eq!(feed.decide(&[b"d", b"a"], t(1000), false, Ttl::Inherit), Ok(Drop));
     assert_eq!(feed.decide(&[b"d", b"b"], t(2000), false, Ttl::Inherit), Ok(Keep));
@@ -118,12 +106,8 @@ fn table_ttl_counts_from_each_entry() {
 
 #[test]
 fn out_of_order_versions_are_an_error_not_a_panic() {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(10),
-        kind: Full,
-        table_ttl_ms: None,
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10), kind: Full, table_ttl_ms: None };
     let mut feed = GcFeed::new(params);
     assert_eq!(feed.decide(&[b"d", b"a"], t(5), false, Ttl::Inherit), Ok(Keep));
     // An older version first, then a newer one of the same path: not key order.

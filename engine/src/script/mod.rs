@@ -24,4 +24,6 @@ mod run;
 pub use command::{
     parse_line, strip_comment, Command, CrashAt, DocWrite, DumpStyle, MarkerMode, WriteKind,
 };
-pub use run::{format_get, format_restart, run_script, Runner, ScriptOutcome, TabletName};
+pub use run::{
+    format_get, format_restart, run_script, run_script_planted, Runner, ScriptOutcome, TabletName,
+};

@@ -3,6 +3,7 @@
 use super::command::{
     parse_line, strip_comment, Command, CrashAt, DocWrite, DumpStyle, MarkerMode,
 };
+use crate::canary::Plants;
 use crate::cql::{self, CqlTable};
 use crate::disk::{FaultConfig, SimDisk, Tear};
 use crate::doc_write::build_entries;
@@ -38,7 +39,17 @@ impl ScriptOutcome {
 
 /// Run `text` with its tablets under `dir`, writing the output to `out`.
 pub fn run_script(text: &str, dir: &Path, out: &mut dyn Write) -> std::io::Result<ScriptOutcome> {
-    let mut runner = Runner::new(dir);
+    run_script_planted(text, dir, Plants::NONE, out)
+}
+
+/// [`run_script`] with the bugs in `plants` planted (`docsim script --plant NAME`).
+pub fn run_script_planted(
+    text: &str,
+    dir: &Path,
+    plants: Plants,
+    out: &mut dyn Write,
+) -> std::io::Result<ScriptOutcome> {
+    let mut runner = Runner::new(dir).with_plants(plants);
     let mut outcome = ScriptOutcome { failed_commands: 0, parse_error: false };
     // The previous command's output lines, how many `expect` lines consumed, and whether
     // it failed (an expected error is not a failure of the script).
@@ -108,6 +119,8 @@ pub struct Runner {
     /// Acknowledgements and in-doubt entries of tablets stopped before they were taken.
     stopped_acks: Vec<(TabletName, OpId)>,
     stopped_in_doubt: Vec<(TabletName, OpId)>,
+    /// The planted bugs every tablet is opened with.
+    plants: Plants,
 }
 
 /// A tablet of a runner: `None` is the document tablet, `Some(name)` a CQL table's.
@@ -150,7 +163,14 @@ impl Runner {
             armed_tear: Tear::None,
             stopped_acks: Vec::new(),
             stopped_in_doubt: Vec::new(),
+            plants: Plants::NONE,
         }
+    }
+
+    /// This runner with the bugs in `plants` planted in every tablet it opens (testing the
+    /// tester; set before the first command).
+    pub fn with_plants(self, plants: Plants) -> Runner {
+        Runner { plants, ..self }
     }
 
     fn check_on(&self) -> Result<()> {
@@ -171,7 +191,7 @@ impl Runner {
             segment_bytes: self.segment_bytes,
         };
         let (mut tablet, report) =
-            Tablet::open_with_log(&self.dir.join(&sub), self.env.as_ref(), &log)?;
+            Tablet::open_with_log(&self.dir.join(&sub), self.env.as_ref(), &log, self.plants)?;
         if let Some(Some(stage)) = self.armed {
             tablet.arm_crash(stage);
         }
