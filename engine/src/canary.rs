@@ -2,8 +2,6 @@
 //! the simulator must catch every one (`docsim torture --plant NAME`). A planted bug lives
 //! exactly where the real mistake would: one condition at one site.
 
-use std::cell::Cell;
-
 /// A plantable bug.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Plant {
@@ -83,43 +81,38 @@ impl Plant {
     }
 }
 
-/// A set of planted bugs (placeholder until the plumbing lands).
+/// A set of planted bugs: the run-time switch, decided once by whoever opens the tablets
+/// (`docsim --plant NAME`) and passed in as configuration, down to each site that holds
+/// one. Checking it is a bit test on a value the site already has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Plants(u32);
 
 impl Plants {
-    /// No bug planted.
+    /// No planted bug: the engine as it should be.
     pub const NONE: Plants = Plants(0);
 
-    /// `plant` alone, or none.
-    pub fn of(plant: Option<Plant>) -> Plants {
-        Plants(plant.map_or(0, |p| 1 << p as u32))
+    /// The set holding `bug`, or nothing.
+    pub fn of(bug: Option<Plant>) -> Plants {
+        Plants(bug.map_or(0, |b| 1 << b as u32))
     }
 
-    /// Whether `plant` is in the set.
-    pub fn contains(self, plant: Plant) -> bool {
-        self.0 & (1 << plant as u32) != 0
-    }
-
-    /// Switch this set on for the calling thread (bridge until the set is passed down).
-    pub(crate) fn install(self) {
-        PLANTED.with(|p| p.set(self.0));
+    /// Whether `bug` is planted.
+    pub fn contains(self, bug: Plant) -> bool {
+        self.0 & (1 << bug as u32) != 0
     }
 }
 
-thread_local! {
-    /// Per thread, so that runs on different threads (torture workers, parallel tests)
-    /// never see each other's bugs. Code on RocksDB's own threads gets the switch passed in
-    /// (see `GcParams::ignore_cutoff_bug`).
-    static PLANTED: Cell<u32> = const { Cell::new(0) };
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Switch the planted bugs for this thread: `None` switches all off.
-pub fn plant(bug: Option<Plant>) {
-    PLANTED.with(|p| p.set(bug.map_or(0, |b| 1 << b as u32)));
-}
-
-/// Whether `bug` is planted on this thread.
-pub(crate) fn planted(bug: Plant) -> bool {
-    PLANTED.with(|p| p.get() & (1 << bug as u32) != 0)
+    #[test]
+    fn a_set_holds_exactly_its_plant() {
+        assert!(Plant::ALL.iter().all(|&p| !Plants::NONE.contains(p)));
+        assert_eq!(Plants::of(None), Plants::NONE);
+        for bug in Plant::ALL {
+            let set = Plants::of(Some(bug));
+            assert!(Plant::ALL.iter().all(|&p| set.contains(p) == (p == bug)), "{bug:?}");
+        }
+    }
 }

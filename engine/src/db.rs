@@ -6,12 +6,14 @@
 //! background threads never race the caller. The RocksDB WAL is off (the tablet's Raft
 //! log is the only log) and memtables are not flushed at close, so a crash loses them.
 
+use crate::canary::{Plant, Plants};
 use crate::document::Document;
-use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Value, ValueKind};
+use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Ttl, Value, ValueKind};
 use crate::error::{Error, Result};
-use crate::gc::{CompactionKind, GcFeed, GcParams, Verdict};
-use crate::hybrid_time::HybridTime;
-use crate::reader::{read_subdocument, DocEntry};
+use crate::gc::{CompactionKind, FeedError, GcFeed, GcParams, Verdict};
+use crate::hybrid_time::{DocHybridTime, HybridTime};
+use crate::reader::{read_subdocument, DocEntry, ReadConfig};
+use crate::shadow::Shadow;
 use crate::write_batch::DocWriteBatch;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
@@ -70,13 +72,22 @@ pub struct DocDb {
     history_cutoff_ht: HybridTime,
     /// The frontier found at open: what survived the last stop or crash.
     opened_frontier: Frontier,
+    /// The planted bugs of this instance (and of the tablet above it).
+    plants: Plants,
 }
 
+/// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
+/// filter never panics: what goes wrong there is recorded here and reported by
+/// [`DocDb::compact`] after the compaction.
 #[derive(Default)]
 struct GcState {
     params: Option<GcParams>,
+    /// The planted bugs, for the filter (set at open).
+    plants: Plants,
     /// Keys the compaction filter could not decode (kept untouched, reported here).
     corrupt: Vec<String>,
+    /// Entries the GC feed refused (out of key order: kept untouched, reported here).
+    failures: Vec<String>,
     /// Verdict counts of finished compaction filters: dropped, rewritten, kept above H.
     counts: [u64; 3],
 }
@@ -84,13 +95,14 @@ struct GcState {
 impl DocDb {
     /// Open (or create) the instance in `dir` on the real file system.
     pub fn open(dir: &Path) -> Result<DocDb> {
-        DocDb::open_in(dir, None)
+        DocDb::open_in(dir, None, Plants::NONE)
     }
 
     /// Open (or create) the instance in `dir` of `env` (an in-memory RocksDB environment,
-    /// for fast simulation), or of the real file system when `env` is `None`.
-    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>) -> Result<DocDb> {
-        let gc = Arc::new(Mutex::new(GcState::default()));
+    /// for fast simulation), or of the real file system when `env` is `None`, with the
+    /// bugs in `plants` planted ([`Plants::NONE`]: none).
+    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>, plants: Plants) -> Result<DocDb> {
+        let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
         let mut opts = options(gc.clone())?;
         if let Some(env) = env {
             opts.set_env(env);
@@ -108,7 +120,12 @@ impl DocDb {
             Some(raw) => decode_frontier(&raw)?,
         };
         let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
-        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier })
+        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier, plants })
+    }
+
+    /// The planted bugs this instance was opened with.
+    pub(crate) fn plants(&self) -> Plants {
+        self.plants
     }
 
     /// The flushed frontier read when this instance was opened.
@@ -153,7 +170,7 @@ impl DocDb {
 
     /// Refuse reads below the history cutoff.
     pub fn check_read_time(&self, read_ht: HybridTime) -> Result<()> {
-        let refused = if crate::canary::planted(crate::canary::Plant::ExclusiveCutoff) {
+        let refused = if self.plants.contains(Plant::ExclusiveCutoff) {
             read_ht <= self.history_cutoff_ht && self.history_cutoff_ht > HybridTime::MIN
         } else {
             read_ht < self.history_cutoff_ht
@@ -262,7 +279,12 @@ impl DocDb {
     ) -> Result<Option<Document>> {
         self.check_read_time(read_ht)?;
         let entries = self.scan_document_at(&path.doc_key, read_ht)?;
-        Ok(read_subdocument(entries, path, read_ht, table_ttl_ms))
+        Ok(read_subdocument(entries, path, self.read_config(read_ht, table_ttl_ms)))
+    }
+
+    /// What a read at `read_ht` with this table default TTL is, on this instance.
+    pub(crate) fn read_config(&self, read_ht: HybridTime, table_ttl_ms: Option<u64>) -> ReadConfig {
+        ReadConfig { read_ht, table_ttl_ms, plants: self.plants }
     }
 
     /// Every stored entry in key order (metadata excluded), decoded, with raw bytes.
@@ -304,17 +326,16 @@ impl DocDb {
         opts.disable_wal(true);
         self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
         self.flush()?;
-        let ignore_cutoff_bug = crate::canary::planted(crate::canary::Plant::GcIgnoresCutoff);
-        self.gc_state().params =
-            Some(GcParams { cutoff_ht, kind, table_ttl_ms, ignore_cutoff_bug });
+        self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
         let mut copts = CompactOptions::default();
         copts.set_exclusive_manual_compaction(true);
         copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
         self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
-        let (corrupt, counts) = {
+        let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
             gc.params = None;
-            (std::mem::take(&mut gc.corrupt), std::mem::take(&mut gc.counts))
+            let failures = std::mem::take(&mut gc.failures);
+            (std::mem::take(&mut gc.corrupt), failures, std::mem::take(&mut gc.counts))
         };
         crate::probe::add("gc.dropped", counts[0]);
         crate::probe::add("gc.rewritten_as_tombstone", counts[1]);
@@ -324,13 +345,7 @@ impl DocDb {
             CompactionKind::Minor => "gc.compaction.minor",
         });
         self.history_cutoff_ht = highest;
-        if let Some(first) = corrupt.first() {
-            return Err(Error::Storage(format!(
-                "compaction kept {} undecodable entries; first: {first}",
-                corrupt.len()
-            )));
-        }
-        Ok(())
+        filter_result(&corrupt, &failures)
     }
 
     /// The highest history cutoff so far.
@@ -339,8 +354,26 @@ impl DocDb {
     }
 
     fn gc_state(&self) -> std::sync::MutexGuard<'_, GcState> {
-        self.gc.lock().expect("GC state lock poisoned")
+        lock(&self.gc)
     }
+}
+
+/// What the compaction filters recorded (undecodable keys, entries the GC feed refused;
+/// all kept unchanged), as the compaction's result.
+fn filter_result(corrupt: &[String], failures: &[String]) -> Result<()> {
+    if let Some(first) = corrupt.first() {
+        return Err(Error::Storage(format!(
+            "compaction kept {} undecodable entries; first: {first}",
+            corrupt.len()
+        )));
+    }
+    if let Some(first) = failures.first() {
+        return Err(Error::CompactionFilter(format!(
+            "kept {} entries it could not decide; first: {first}",
+            failures.len()
+        )));
+    }
+    Ok(())
 }
 
 /// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer
@@ -381,19 +414,22 @@ struct NeededAt {
     read_ht: HybridTime,
     /// The path of the last version kept or overwritten: older versions of it are skipped.
     last_path: Vec<u8>,
-    /// The prefixes of `last_path` that are paths with a version at or before the read
-    /// (their lengths, outermost first), each with the newest hybrid time along the chain.
-    chain: Vec<(usize, HybridTime)>,
+    /// The levels of `last_path` (the document, each subkey), each with the newest hybrid
+    /// time at or before the read along the chain.
+    levels: Shadow<HybridTime, ()>,
+    /// Where each level of the current key's path ends (scratch, reused across keys).
+    ends: Vec<usize>,
 }
 
 impl NeededAt {
     fn new(read_ht: HybridTime) -> NeededAt {
-        NeededAt { read_ht, last_path: Vec::new(), chain: Vec::new() }
+        NeededAt { read_ht, last_path: Vec::new(), levels: Shadow::new(), ends: Vec::new() }
     }
 
     /// Whether the read needs the entry with this `key` (its document key ends at `doc_len`).
     fn needed(&mut self, key: &[u8], doc_len: usize) -> Result<bool> {
-        let end = path_end(key, doc_len).ok_or_else(|| corrupt_key(key, "no '#'"))?;
+        let end =
+            level_ends(key, doc_len, &mut self.ends).ok_or_else(|| corrupt_key(key, "no '#'"))?;
         let path = &key[..end];
         if path == &self.last_path[..] {
             return Ok(false); // an older version: checked first, it needs no decoding
@@ -404,17 +440,19 @@ impl NeededAt {
         if ht > self.read_ht {
             return Ok(false);
         }
-        while let Some(&(len, _)) = self.chain.last() {
-            if len < path.len() && path.starts_with(&self.last_path[..len]) {
-                break;
-            }
-            self.chain.pop();
+        // Levels of the last path that are prefixes of this one (encoded key entries are
+        // self-delimiting, so a shared byte prefix ending at a level's end is that level).
+        let common = path.iter().zip(&self.last_path).take_while(|(a, b)| a == b).count();
+        let shared = self.ends.iter().take_while(|&&level_end| level_end <= common).count();
+        let depth = self.ends.len();
+        self.levels.align(shared.min(depth - 1), depth, |_| ());
+        let needed = self.levels.newest().is_none_or(|ancestors_ht| ancestors_ht <= ht);
+        if needed {
+            self.levels.record(ht);
         }
-        let ancestors_ht = self.chain.last().map(|&(_, newest)| newest);
-        self.chain.push((path.len(), ancestors_ht.map_or(ht, |a| a.max(ht))));
         self.last_path.clear();
         self.last_path.extend_from_slice(path);
-        Ok(ancestors_ht.is_none_or(|a| a <= ht))
+        Ok(needed)
     }
 }
 
@@ -431,13 +469,23 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// Where the path of an encoded key ends (the position of its `#`), found by skipping the
-/// subkeys after the document key without decoding them.
-fn path_end(key: &[u8], doc_len: usize) -> Option<usize> {
+/// subkeys after the document key without decoding them; `ends` gets where each level ends
+/// (the document at `doc_len`, then each subkey).
+fn level_ends(key: &[u8], doc_len: usize, ends: &mut Vec<usize>) -> Option<usize> {
+    ends.clear();
+    ends.push(doc_len);
     let mut pos = doc_len;
     while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
         pos = crate::encoding::skip_key_entry(key, pos)?;
+        ends.push(pos);
     }
     Some(pos)
+}
+
+/// The shared GC state, also after a panic elsewhere poisoned the lock: it is plain data,
+/// and the compaction filter must never panic on RocksDB's thread.
+fn lock(gc: &Mutex<GcState>) -> std::sync::MutexGuard<'_, GcState> {
+    gc.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {
@@ -538,11 +586,12 @@ fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
     let mut components = Vec::with_capacity(4);
     let mut doc_start = 0;
     if key.first() == Some(&crate::encoding::tag::COLOCATION_ID) {
-        components.push(&key[..5]);
+        components.push(key.get(..5)?);
         doc_start = 5;
     }
-    if &key[doc_start..doc_end] != b"!" || doc_start == 0 {
-        components.push(&key[doc_start..doc_end]);
+    let doc = key.get(doc_start..doc_end)?;
+    if doc != b"!" || doc_start == 0 {
+        components.push(doc);
     }
     let mut pos = doc_end;
     while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
@@ -561,8 +610,14 @@ impl CompactionFilterFactory for GcFilterFactory {
     type Filter = GcFilter;
 
     fn create(&mut self, _context: CompactionFilterContext) -> GcFilter {
-        let params = self.gc.lock().expect("GC state lock poisoned").params;
-        GcFilter { feed: params.map(GcFeed::new), gc: self.gc.clone(), counts: [0; 3] }
+        let (params, plants) = {
+            let gc = lock(&self.gc);
+            (gc.params, gc.plants)
+        };
+        let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
+            GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
+        });
+        GcFilter { feed: params.map(GcFeed::new), unbounded, gc: self.gc.clone(), counts: [0; 3] }
     }
 
     fn name(&self) -> &CStr {
@@ -570,9 +625,14 @@ impl CompactionFilterFactory for GcFilterFactory {
     }
 }
 
-/// The RocksDB compaction filter: decodes each entry and asks the pure [`GcFeed`].
+/// The RocksDB compaction filter: decodes each entry and asks the pure [`GcFeed`]. It runs
+/// on RocksDB's threads, behind an `extern "C"` boundary where a panic would abort the
+/// process: whatever goes wrong keeps the entry and is recorded in [`GcState`].
 struct GcFilter {
     feed: Option<GcFeed>,
+    /// With [`Plant::GcIgnoresCutoff`] planted: a feed without a history cutoff, whose
+    /// minor-compaction verdict `Drop` says "a newer version shadows this one".
+    unbounded: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
     /// Dropped, rewritten as tombstones, kept above the cutoff.
     counts: [u64; 3],
@@ -580,7 +640,7 @@ struct GcFilter {
 
 impl Drop for GcFilter {
     fn drop(&mut self) {
-        let mut gc = self.gc.lock().unwrap_or_else(|e| e.into_inner());
+        let mut gc = lock(&self.gc);
         (0..3).for_each(|i| gc.counts[i] += self.counts[i]);
     }
 }
@@ -590,25 +650,66 @@ const TOMBSTONE_VALUE: &[u8] = b"X";
 
 impl CompactionFilter for GcFilter {
     fn filter(&mut self, _level: u32, key: &[u8], value: &[u8]) -> Decision {
-        let Some(feed) = self.feed.as_mut() else { return Decision::Keep };
-        if key.first() == Some(&META_PREFIX) {
+        if self.feed.is_none() || key.first() == Some(&META_PREFIX) {
             return Decision::Keep;
         }
-        let components = key_components(key);
-        let (k, v) = match decode_entry(key, value) {
-            Ok(entry) => entry,
+        let decoded = decode_entry(key, value).and_then(|entry| {
+            let components = key_components(key).ok_or_else(|| corrupt_key(key, "no path"))?;
+            Ok((entry, components))
+        });
+        let ((k, v), components) = match decoded {
+            Ok(decoded) => decoded,
             Err(e) => {
                 // Never drop what we cannot read; report it after the compaction.
-                self.gc.lock().expect("GC state lock poisoned").corrupt.push(e.to_string());
+                lock(&self.gc).corrupt.push(e.to_string());
                 return Decision::Keep;
             }
         };
-        let components = components.expect("a key that decodes has components");
         let tombstone = v.kind == ValueKind::Tombstone;
-        let cutoff_ht = feed.params().cutoff_ht;
-        match feed.decide(&components, k.doc_ht, tombstone, v.ttl) {
+        let verdict = match self.verdict(&components, k.doc_ht, tombstone, v.ttl) {
+            Ok(verdict) => verdict,
+            Err(e) => {
+                let key = crate::encoding::hex(key);
+                lock(&self.gc).failures.push(format!("{e} (key {key})"));
+                return Decision::Keep;
+            }
+        };
+        self.count(verdict, k.doc_ht.ht)
+    }
+
+    fn name(&self) -> &CStr {
+        c"docdb_gc"
+    }
+}
+
+impl GcFilter {
+    /// The feed's verdict on one entry (only called with a feed).
+    fn verdict(
+        &mut self,
+        components: &[&[u8]],
+        dht: DocHybridTime,
+        tombstone: bool,
+        ttl: Ttl,
+    ) -> Result<Verdict, FeedError> {
+        let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
+        let verdict = feed.decide(components, dht, tombstone, ttl)?;
+        let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
+        // Planted: every version a newer one shadows goes, and (full compaction) every
+        // tombstone, above the history cutoff as below it; expiry still counts at it.
+        let shadowed = unbounded.decide(components, dht, tombstone, ttl)? == Verdict::Drop;
+        let params = feed.params();
+        let full = params.kind == CompactionKind::Full;
+        let tombstone_above = tombstone && full && dht.ht > params.cutoff_ht;
+        Ok(if shadowed || tombstone_above { Verdict::Drop } else { verdict })
+    }
+
+    /// Count the verdict and turn it into RocksDB's decision.
+    fn count(&mut self, verdict: Verdict, ht: HybridTime) -> Decision {
+        match verdict {
             Verdict::Keep => {
-                self.counts[2] += u64::from(k.doc_ht.ht > cutoff_ht);
+                let cutoff_ht =
+                    self.feed.as_ref().map_or(HybridTime::MAX, |f| f.params().cutoff_ht);
+                self.counts[2] += u64::from(ht > cutoff_ht);
                 Decision::Keep
             }
             Verdict::Drop => {
@@ -620,10 +721,6 @@ impl CompactionFilter for GcFilter {
                 Decision::Change(TOMBSTONE_VALUE)
             }
         }
-    }
-
-    fn name(&self) -> &CStr {
-        c"docdb_gc"
     }
 }
 
@@ -679,6 +776,37 @@ mod needed_at_tests {
         assert_eq!(kept(&keys, 40), [true, false, true, true]);
         // Read before the root's version: nothing above `a` hides it.
         assert_eq!(kept(&keys, 10), [false, true, false, false]);
+    }
+
+    #[test]
+    fn the_filter_keeps_and_records_entries_out_of_order_instead_of_panicking() {
+        use super::{filter_result, GcFilter, GcState};
+        use crate::encoding::{Value, ValueKind};
+        use crate::gc::{CompactionKind, GcFeed, GcParams};
+        use rocksdb::compaction_filter::{CompactionFilter, Decision};
+        use std::sync::{Arc, Mutex};
+        let params = GcParams {
+            cutoff_ht: HybridTime::new(100, 0),
+            kind: CompactionKind::Full,
+            table_ttl_ms: None,
+        };
+        let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
+        let feed = Some(GcFeed::new(params));
+        let mut filter = GcFilter { feed, unbounded: None, gc: gc.clone(), counts: [0; 3] };
+        let value = Value::new(ValueKind::Object).encode();
+        assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));
+        // A newer version of the same path after an older one: the feed refuses it.
+        assert!(matches!(filter.filter(0, &key(&["a"], 20), &value), Decision::Keep));
+        // In order again: hidden by the version at 10.
+        assert!(matches!(filter.filter(0, &key(&["a"], 5), &value), Decision::Remove));
+        drop(filter);
+        let state = gc.lock().expect("not poisoned");
+        assert_eq!(state.failures.len(), 1, "{:?}", state.failures);
+        assert!(state.failures[0].contains("out of order"), "{}", state.failures[0]);
+        let err = filter_result(&[], &state.failures).unwrap_err();
+        assert!(matches!(err, crate::Error::CompactionFilter(_)));
+        assert!(err.to_string().starts_with("compaction filter failed: kept 1 entries"), "{err}");
+        assert_eq!(filter_result(&[], &[]), Ok(()));
     }
 
     #[test]

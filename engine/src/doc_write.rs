@@ -79,7 +79,7 @@ impl Scanned {
     ) -> Result<Option<Document>> {
         db.check_read_time(ht)?;
         let entries = self.entries(db, &path.doc_key, ht)?;
-        Ok(read_subdocument(entries, path, ht, table_ttl_ms))
+        Ok(read_subdocument(entries, path, db.read_config(ht, table_ttl_ms)))
     }
 }
 
@@ -192,7 +192,7 @@ impl Pending<'_> {
         }
         pending.sort_by(|a, b| a.key_cmp(b));
         let merged = merge_sorted(stored, &pending);
-        Ok(read_subdocument(merged, path, self.ht, self.table_ttl_ms))
+        Ok(read_subdocument(merged, path, self.db.read_config(self.ht, self.table_ttl_ms)))
     }
 
     /// Write `{}` markers for the strict ancestors of `path` that do not exist.
@@ -205,7 +205,7 @@ impl Pending<'_> {
                     let conflict = TypeConflict { path: path.clone(), ancestor, found };
                     return Err(Error::TypeConflict(Box::new(conflict)));
                 }
-                None if crate::canary::planted(crate::canary::Plant::MissingInitMarker) => {}
+                None if self.db.plants().contains(crate::canary::Plant::MissingInitMarker) => {}
                 None => {
                     crate::probe::hit("write.required_marker");
                     self.entries.push((ancestor, Value::new(ValueKind::Object)))

@@ -5,8 +5,9 @@
 //! **a compaction with cutoff H changes no read at R >= H.**
 //!
 //! The feed keeps one level per path component (colocated table, document, subkeys...),
-//! with the newest version at or below H seen at that level or above it (`overwrite`), and
-//! every version seen at the level (for TTL inheritance). For each entry:
+//! with the newest version at or below H seen at that level or above it (`overwrite`,
+//! tracked by the shadow walk shared with the reader, `shadow.rs`), and every version seen
+//! at the level (for TTL inheritance). For each entry:
 //!
 //! 1. not newer than `overwrite` → **drop**: a newer version of the path, or of an ancestor, at
 //!    or below H hides it from every read at R >= H;
@@ -21,6 +22,8 @@
 use crate::encoding::Ttl;
 use crate::expiry;
 use crate::hybrid_time::{DocHybridTime, HybridTime};
+use crate::shadow::Shadow;
+use std::fmt;
 
 /// Full or minor compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -40,9 +43,6 @@ pub struct GcParams {
     pub kind: CompactionKind,
     /// The table default TTL.
     pub table_ttl_ms: Option<u64>,
-    /// The planted bug [`crate::canary::Plant::GcIgnoresCutoff`], decided on the caller's
-    /// thread (the filter runs on RocksDB's).
-    pub ignore_cutoff_bug: bool,
 }
 
 /// The verdict for one entry.
@@ -56,6 +56,30 @@ pub enum Verdict {
     Tombstone,
 }
 
+/// Entries that break the feed's premise (key order): the compaction keeps them and
+/// reports the error after the compaction, instead of panicking on RocksDB's thread.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FeedError {
+    /// An entry without a path component (every entry has at least its document).
+    NoComponents,
+    /// A path's versions did not arrive newest first.
+    OutOfOrder { previous: DocHybridTime, next: DocHybridTime },
+}
+
+impl fmt::Display for FeedError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FeedError::NoComponents => write!(f, "an entry without path components"),
+            FeedError::OutOfOrder { previous, next } => write!(
+                f,
+                "versions of one path out of order: {next} after {previous} (newest first)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FeedError {}
+
 /// One stored version, as GC sees it.
 #[derive(Clone, Copy, Debug)]
 struct Version {
@@ -63,10 +87,10 @@ struct Version {
     ttl: Ttl,
 }
 
+/// What GC keeps per level besides the shadowing version (`Shadow`'s newest version at
+/// or below the cutoff at this level or an ancestor, the `overwrite` of the rules above).
 struct Level {
     component: Vec<u8>,
-    /// Newest version at or below the cutoff at this level or an ancestor (`None`: none).
-    overwrite: Option<DocHybridTime>,
     /// Versions of this level's path, newest first.
     versions: Vec<Version>,
 }
@@ -74,13 +98,13 @@ struct Level {
 /// The GC decision state for one compaction: feed it every entry in key order.
 pub struct GcFeed {
     params: GcParams,
-    stack: Vec<Level>,
+    levels: Shadow<DocHybridTime, Level>,
 }
 
 impl GcFeed {
     /// A feed for one compaction.
     pub fn new(params: GcParams) -> GcFeed {
-        GcFeed { params, stack: Vec::new() }
+        GcFeed { params, levels: Shadow::new() }
     }
 
     /// The compaction's parameters.
@@ -89,66 +113,66 @@ impl GcFeed {
     }
 
     /// Decide one entry. `components` are the encoded path components (table, document,
-    /// subkeys); entries must arrive in key order.
+    /// subkeys); entries must arrive in key order. An entry that breaks the order (or has
+    /// no component) is an error, and the feed decides nothing for it.
     pub fn decide(
         &mut self,
         components: &[&[u8]],
         dht: DocHybridTime,
         is_tombstone: bool,
         ttl: Ttl,
-    ) -> Verdict {
-        assert!(!components.is_empty(), "an entry has at least a document component");
+    ) -> Result<Verdict, FeedError> {
+        if components.is_empty() {
+            return Err(FeedError::NoComponents);
+        }
         self.align(components);
-        let depth = components.len() - 1;
-        let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(depth, dht));
-        let level = self.stack.last_mut().expect("aligned");
-        if let Some(newer) = level.versions.last() {
-            assert!(newer.dht > dht, "versions of one path arrive newest first");
+        let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
+        let level = self.levels.top_mut().ok_or(FeedError::NoComponents)?;
+        if let Some(previous) = level.versions.last().filter(|newer| newer.dht <= dht) {
+            return Err(FeedError::OutOfOrder { previous: previous.dht, next: dht });
         }
         level.versions.push(Version { dht, ttl });
         // Equal to an ancestor's version (two batches at one hybrid time) also hides it:
         // a child must be strictly newer, as the reader requires.
-        if level.overwrite.is_some_and(|overwrite| dht <= overwrite) {
-            return Verdict::Drop;
+        if self.levels.newest().is_some_and(|overwrite| dht <= overwrite) {
+            return Ok(Verdict::Drop);
         }
         let params = self.params;
-        if dht.ht > params.cutoff_ht && !params.ignore_cutoff_bug {
-            return Verdict::Keep;
+        if dht.ht > params.cutoff_ht {
+            return Ok(Verdict::Keep);
         }
-        level.overwrite = Some(dht);
+        self.levels.record(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
-        match (params.kind, is_tombstone, expired) {
+        Ok(match (params.kind, is_tombstone, expired) {
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             (CompactionKind::Minor, false, true) => Verdict::Tombstone,
             (_, false, false) => Verdict::Keep,
-        }
+        })
     }
 
-    /// Make the stack hold exactly the levels of `components`, reusing the shared prefix.
+    /// Make the levels exactly those of `components`, reusing the shared prefix.
     fn align(&mut self, components: &[&[u8]]) {
         let shared = self
-            .stack
-            .iter()
+            .levels
+            .payloads()
             .zip(components)
             .take_while(|(level, c)| level.component == **c)
             .count();
-        self.stack.truncate(shared);
-        while self.stack.len() < components.len() {
-            let overwrite = self.stack.last().and_then(|l| l.overwrite);
-            let component = components[self.stack.len()].to_vec();
-            self.stack.push(Level { component, overwrite, versions: Vec::new() });
-        }
+        self.levels.align(shared, components.len(), |i| Level {
+            component: components[i].to_vec(),
+            versions: Vec::new(),
+        });
     }
 
-    /// The explicit TTLs of the ancestors of an entry at `depth` written at `dht`, nearest
-    /// first. At each ancestor level the version in effect for any read that sees the
-    /// entry is the newest one older than it; it counts only if it is newer than the
+    /// The explicit TTLs of the ancestors of the entry at the top level, written at `dht`,
+    /// nearest first. At each ancestor level the version in effect for any read that sees
+    /// the entry is the newest one older than it; it counts only if it is newer than the
     /// ancestors above it.
-    fn inherited(&self, depth: usize, dht: DocHybridTime) -> Vec<(HybridTime, Ttl)> {
+    fn inherited(&self, dht: DocHybridTime) -> Vec<(HybridTime, Ttl)> {
         let mut newest_ancestor: Option<DocHybridTime> = None;
         let mut explicit = Vec::new();
-        for level in &self.stack[..depth] {
+        for level in self.levels.ancestors() {
             let Some(v) = level.versions.iter().find(|v| v.dht < dht) else { continue };
             if newest_ancestor.is_none_or(|newest| v.dht > newest) {
                 newest_ancestor = Some(v.dht);

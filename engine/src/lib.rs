@@ -33,9 +33,11 @@
 //! **Reads** at a hybrid time R take, per path, the newest version at or before R; a
 //! version is visible only if it is strictly newer (write id included) than the version in
 //! effect at every ancestor — the colocated table key, the document root, each shorter
-//! path. **TTL**: visible at R iff R <= W + ttl; an entry without a TTL takes the nearest
-//! ancestor TTL still alive when it was written, else the table default from its own write
-//! time; `0` never expires. An expired or deleted version still hides what is older.
+//! path. One walk (`shadow`), shared by the reader, GC and the raw-bytes read filter, keeps
+//! per path level the newest version along the ancestor chain. **TTL**: visible at R iff
+//! R <= W + ttl; an entry without a TTL takes the nearest ancestor TTL still alive when it
+//! was written, else the table default from its own write time; `0` never expires. An
+//! expired or deleted version still hides what is older.
 //!
 //! **Compaction GC** (`gc`) is a pure function over entries in key order, run by a RocksDB
 //! compaction filter with a history cutoff H (inclusive): versions hidden at H by a newer
@@ -65,8 +67,9 @@
 //! a typed request (CQL and Redis text through their own parsers, whose errors carry a
 //! column), calls the node, and prints the typed result; printing and parsing round-trip,
 //! and the simulator prints its traces and reproducers through the same printer.
-//! [`canary`] holds the bugs the simulator must catch; [`probe`] counts rare paths for
-//! coverage reports.
+//! [`canary`] holds the bugs the simulator must catch, switched on as configuration
+//! ([`canary::Plants`], in [`NodeOptions`]); [`probe`] counts rare paths for coverage
+//! reports.
 
 pub mod canary;
 pub mod cql;
@@ -88,6 +91,7 @@ pub mod redis;
 mod replay;
 mod replica;
 pub mod script;
+mod shadow;
 mod tablet;
 mod write_batch;
 

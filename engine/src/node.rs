@@ -93,7 +93,6 @@ impl Node {
     /// A node keeping its tablets under `dir`.
     pub fn new(dir: &Path, options: NodeOptions) -> Result<Node> {
         let env = if options.in_memory { Some(rocksdb::Env::mem_env()?) } else { None };
-        options.plants.install();
         Ok(Node {
             dir: dir.to_owned(),
             env,

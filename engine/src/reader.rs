@@ -7,11 +7,12 @@
 //! expired or deleted version still hides older versions and older descendants: it never
 //! resurrects them. TTL rules live in `expiry.rs`, shared with compaction GC.
 
-use crate::canary::{self, Plant};
+use crate::canary::{Plant, Plants};
 use crate::document::Document;
-use crate::encoding::{DocPath, KeyEntry, Value, ValueKind};
+use crate::encoding::{DocPath, KeyEntry, Ttl, Value, ValueKind};
 use crate::expiry::{self, Expiration};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
+use crate::shadow::Shadow;
 use std::collections::BTreeMap;
 
 /// One stored entry of a document, decoded relative to its document: whether it is the
@@ -68,30 +69,34 @@ impl Shape {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Frame {
-    /// The newest visible-by-time version at this level or above (`None`: nothing).
-    newest: Option<DocHybridTime>,
-    /// The expiration in effect for this level's entry.
-    exp: Expiration,
-    /// This level's own explicit TTL, if its version is visible by time and carries one.
-    explicit: Expiration,
+/// What one read is: its time, the table default TTL, and the planted bugs of the reader
+/// (decided once per read, not per entry).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ReadConfig {
+    pub read_ht: HybridTime,
+    pub table_ttl_ms: Option<u64>,
+    pub plants: Plants,
 }
 
-/// Read the subdocument at `target` as of `read_ht`. `entries` are every stored entry of
+/// The reader's shadow stack: per level, the newest visible-by-time version along the
+/// chain, and the level's own explicit TTL (if its version is visible by time and carries
+/// one), which its descendants may inherit.
+type Levels = Shadow<DocHybridTime, Expiration>;
+
+/// Read the subdocument at `target` as `read` says. `entries` are every stored entry of
 /// the target's document (and its colocated table key) in key order.
 pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
     entries: impl IntoIterator<Item = E>,
     target: &DocPath,
-    read_ht: HybridTime,
-    table_ttl_ms: Option<u64>,
+    read: ReadConfig,
 ) -> Option<Document> {
+    let ReadConfig { read_ht, table_ttl_ms, plants } = read;
     let shape = Shape { colocated: target.doc_key.colocation_id.is_some() };
     let target_at = (target.doc_key.is_table_key(), target.subkeys.as_slice());
     let target_levels = shape.levels(target_at.0, target_at.1);
     let mut out: Option<Document> = None;
-    // Frames for the levels of the last processed entry's path.
-    let mut stack: Vec<Frame> = Vec::new();
+    // The levels of the last processed entry's path.
+    let mut levels = Levels::new();
     let mut last: Option<E> = None;
     for item in entries {
         let entry: &DocEntry = item.borrow();
@@ -99,10 +104,10 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
             continue; // too new, or an older version of a path already decided
         }
         let at = (entry.table_key, entry.subkeys.as_slice());
-        let levels = shape.levels(at.0, at.1);
+        let depth = shape.levels(at.0, at.1);
         let with_target = shape.shared(at, target_at);
         let in_subtree = with_target == target_levels;
-        if !in_subtree && with_target < levels {
+        if !in_subtree && with_target < depth {
             continue; // neither an ancestor of the target nor inside it
         }
         if entry.table_key && entry.value.kind == ValueKind::Tombstone && !in_subtree {
@@ -112,13 +117,14 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
             let l: &DocEntry = l.borrow();
             shape.shared((l.table_key, &l.subkeys), at)
         });
-        let frame = push_level(&mut stack, shared, levels, entry.doc_ht, entry.value.ttl);
-        if let (true, Some(frame)) = (in_subtree, frame) {
+        levels.align(shared.min(depth - 1), depth, |_| None);
+        let exp = visible_by_time(&mut levels, entry.doc_ht, entry.value.ttl, plants);
+        if let (true, Some(exp)) = (in_subtree, exp) {
             let rel = &entry.subkeys[target.subkeys.len()..];
-            let mut expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
-            if canary::planted(Plant::TtlOffByOne) && expired {
+            let mut expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
+            if plants.contains(Plant::TtlOffByOne) && expired {
                 let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
-                expired = expiry::is_expired(frame.exp, entry.doc_ht.ht, table_ttl_ms, at);
+                expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
             }
             match &entry.value.kind {
                 _ if expired => {
@@ -130,57 +136,48 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
                 ValueKind::Primitive(p) => put(&mut out, rel, Document::Primitive(p.clone())),
             }
         }
-        // An ancestor only shapes visibility, through the stack.
+        // An ancestor only shapes visibility, through the levels.
         last = Some(item);
     }
     out
 }
 
-/// Align the level stack (`shared` levels kept) for a path of `levels` levels and push its
-/// frame; returns the frame if the version is visible by time (newer than every ancestor),
-/// `None` if an ancestor hides it.
-fn push_level(
-    stack: &mut Vec<Frame>,
-    shared: usize,
-    levels: usize,
+/// Decide the version at the top of `levels` (just aligned to its path): if it is visible
+/// by time (strictly newer than every ancestor's version in effect), record it and its
+/// explicit TTL and return its expiration; `None` if an ancestor hides it.
+fn visible_by_time(
+    levels: &mut Levels,
     doc_ht: DocHybridTime,
-    ttl: crate::encoding::Ttl,
-) -> Option<Frame> {
-    stack.truncate(shared.min(levels - 1));
-    let root = Frame { newest: None, exp: None, explicit: None };
-    while stack.len() < levels - 1 {
-        let newest = stack.last().and_then(|f| f.newest);
-        stack.push(Frame { newest, ..root });
-    }
-    let parent = stack.last().copied().unwrap_or(root);
-    let hidden = if canary::planted(Plant::WriteIdIgnored) {
-        parent.newest.is_some_and(|newest| doc_ht.ht < newest.ht)
+    ttl: Ttl,
+    plants: Plants,
+) -> Option<Expiration> {
+    let hidden = if plants.contains(Plant::WriteIdIgnored) {
+        levels.newest().is_some_and(|newest| doc_ht.ht < newest.ht)
     } else {
-        parent.newest.is_some_and(|newest| doc_ht <= newest)
+        levels.newest().is_some_and(|newest| doc_ht <= newest)
     };
     if hidden {
-        stack.push(Frame { newest: parent.newest, ..root });
         return None;
     }
-    let ancestors = stack.iter().rev().filter_map(|f| f.explicit);
-    if ttl == crate::encoding::Ttl::Inherit
-        && stack
-            .iter()
-            .rev()
-            .find_map(|f| f.explicit)
+    let ancestors = || levels.ancestors().rev().filter_map(|explicit| *explicit);
+    if ttl == Ttl::Inherit
+        && ancestors()
+            .next()
             .is_some_and(|nearest| expiry::is_expired(Some(nearest), doc_ht.ht, None, doc_ht.ht))
     {
         crate::probe::hit("read.dead_parent_ttl_skipped");
     }
-    let exp = if canary::planted(Plant::ParentTtlNotInherited) {
+    let exp = if plants.contains(Plant::ParentTtlNotInherited) {
         expiry::effective_expiration(ttl, doc_ht.ht, None)
     } else {
-        expiry::effective_expiration(ttl, doc_ht.ht, ancestors)
+        expiry::effective_expiration(ttl, doc_ht.ht, ancestors())
     };
-    let explicit = (ttl != crate::encoding::Ttl::Inherit).then_some((doc_ht.ht, ttl));
-    let frame = Frame { newest: Some(doc_ht), exp, explicit };
-    stack.push(frame);
-    Some(frame)
+    let explicit = (ttl != Ttl::Inherit).then_some((doc_ht.ht, ttl));
+    levels.record(doc_ht);
+    if let Some(own) = levels.top_mut() {
+        *own = explicit;
+    }
+    Some(exp)
 }
 
 /// Set `node` at `rel` below the root, creating objects on the way (a primitive on the

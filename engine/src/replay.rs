@@ -10,7 +10,6 @@
 //! log: a missing one means log GC went past the frontier, and bootstrap fails loudly
 //! instead of silently losing acknowledged writes.
 
-use crate::canary::{planted, Plant};
 use crate::log::OpId;
 use std::ops::Range;
 
@@ -32,13 +31,7 @@ pub fn plan_replay(
         ));
     }
     let commit_index = commit_index.min(last_index);
-    let mut first_needed = frontier.index + 1;
-    if planted(Plant::ReplayOneEarly) {
-        first_needed = first_needed.saturating_sub(1).max(1);
-    }
-    if planted(Plant::ReplayOneLate) {
-        first_needed += 1;
-    }
+    let first_needed = frontier.index + 1;
     if first_needed > commit_index {
         return Ok(entries.len()..entries.len());
     }
@@ -58,9 +51,6 @@ pub fn plan_replay(
 /// The bound below which log GC may remove whole segments: nothing at or above the
 /// flushed frontier's successor, nor above the last committed op, is ever removed.
 pub fn log_gc_bound(flushed: OpId, committed: OpId) -> u64 {
-    if planted(Plant::LogGcPastFrontier) {
-        return committed.index;
-    }
     flushed.index.min(committed.index) + 1
 }
 

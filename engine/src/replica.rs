@@ -13,7 +13,7 @@
 //! and the replica campaigns: with one voter it becomes leader at once in a new term and
 //! appends an empty entry, which commits everything before it.
 
-use crate::canary::{planted, Plant};
+use crate::canary::{Plant, Plants};
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
 use crate::log::{HardState, Log, LogEntry, OpId, Recovery};
@@ -100,12 +100,18 @@ pub struct Replica {
     crash_at: Option<CrashStage>,
     /// The entry of the last proposal.
     proposed: Option<OpId>,
+    /// The planted bugs (of the tablet this replica serves).
+    plants: Plants,
 }
 
 impl Replica {
     /// Open the log, reading from the segment that holds the entry after `frontier_index`.
     /// Returns the replica (not yet leader) and what the log held.
-    pub fn open(config: &LogConfig, frontier_index: u64) -> Result<(Replica, Recovery)> {
+    pub fn open(
+        config: &LogConfig,
+        frontier_index: u64,
+        plants: Plants,
+    ) -> Result<(Replica, Recovery)> {
         let (log, recovery) =
             Log::open(&config.disk, &config.dir, config.segment_bytes, frontier_index)?;
         let storage = MemStorage::new_with_conf_state(ConfState::from((vec![SELF_ID], vec![])));
@@ -137,7 +143,7 @@ impl Replica {
         };
         let logger = slog::Logger::root(slog::Discard, slog::o!());
         let node = RawNode::new(&raft_config, storage, &logger).map_err(raft_error)?;
-        Ok((Replica { node, log, crash_at: None, proposed: None }, recovery))
+        Ok((Replica { node, log, crash_at: None, proposed: None, plants }, recovery))
     }
 
     /// Become leader (one voter: at once), committing the recovered log with a new term's
@@ -195,7 +201,7 @@ impl Replica {
                 }
                 // New entries, term and vote must be durable before anything acts on them;
                 // a commit index alone need not be (it is recovered from the entries).
-                if ready.must_sync() && !(ours && planted(Plant::AckBeforeSync)) {
+                if ready.must_sync() && !(ours && self.plants.contains(Plant::AckBeforeSync)) {
                     self.log.sync()?;
                 }
                 if ours {

@@ -9,7 +9,7 @@
 //! the committed entries above F ([`crate::replay::plan_replay`]); then start Raft. After
 //! a flush, log segments wholly below min(F, last committed) + 1 are deleted.
 
-use crate::canary::{planted, Plant};
+use crate::canary::{Plant, Plants};
 use crate::db::{DocDb, Frontier, RawEntry};
 use crate::disk::{FaultConfig, SimDisk};
 use crate::document::Document;
@@ -40,6 +40,8 @@ pub struct Tablet {
     acks: Vec<OpId>,
     /// The entry of a write that failed after it was proposed: it may or may not survive.
     in_doubt: Option<OpId>,
+    /// The planted bugs, given at open.
+    plants: Plants,
 }
 
 /// What bootstrap found and did.
@@ -75,32 +77,32 @@ impl Tablet {
     pub fn open(dir: &Path) -> Result<Tablet> {
         let disk = SimDisk::new(0, FaultConfig::default());
         let log = LogConfig { disk, dir: "log".into(), segment_bytes: 8 << 20 };
-        Ok(Tablet::open_with_log(dir, None, &log, crate::canary::Plants::NONE)?.0)
+        Ok(Tablet::open_with_log(dir, None, &log, Plants::NONE)?.0)
     }
 
     /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
-    /// real file system when `env` is `None`), with its log as `log` says, and bootstrap.
+    /// real file system when `env` is `None`), with its log as `log` says and the bugs in
+    /// `plants` planted ([`Plants::NONE`]: none), and bootstrap.
     pub fn open_with_log(
         dir: &Path,
         env: Option<&rocksdb::Env>,
         log: &LogConfig,
-        _plants: crate::canary::Plants,
+        plants: Plants,
     ) -> Result<(Tablet, RestartReport)> {
         if env.is_none() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let db = DocDb::open_in(dir, env)?;
+        let db = DocDb::open_in(dir, env, plants)?;
         let mut frontier = db.opened_frontier();
-        let (replica, recovery) = Replica::open(log, frontier.op_id.index)?;
+        let (replica, recovery) = Replica::open(log, frontier.op_id.index, plants)?;
         let recovered_last = replica.log().last_op_id();
-        if planted(Plant::FrontierBeforeDurable) {
+        if plants.contains(Plant::FrontierBeforeDurable) {
             frontier.op_id = recovered_last; // believes every applied entry was flushed
         }
         let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
         let commit = replica.committed().index;
-        let plan =
-            plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::ReplayGap)?;
+        let plan = replay_plan(recovery.prev, &ops, frontier.op_id, commit, plants)?;
         let mut report = RestartReport {
             frontier,
             replayed: 0,
@@ -128,6 +130,7 @@ impl Tablet {
             down: None,
             acks: Vec::new(),
             in_doubt: None,
+            plants,
         };
         tablet.replica.start()?;
         Ok((tablet, report))
@@ -236,7 +239,12 @@ impl Tablet {
     /// Delete the log segments wholly below min(flushed frontier, last committed) + 1.
     pub fn gc_log(&mut self) -> Result<()> {
         self.check_up()?;
-        let bound = log_gc_bound(self.flushed, self.replica.committed());
+        let committed = self.replica.committed();
+        let bound = if self.plants.contains(Plant::LogGcPastFrontier) {
+            committed.index // by the last committed op alone, past the flushed frontier
+        } else {
+            log_gc_bound(self.flushed, committed)
+        };
         let removed = self.replica.gc_log(bound).inspect_err(|e| self.down = Some(e.clone()))?;
         crate::probe::add("log.gc_removed_segment", removed as u64);
         Ok(())
@@ -272,6 +280,28 @@ impl Tablet {
     pub fn history_cutoff(&self) -> HybridTime {
         self.db.history_cutoff()
     }
+}
+
+/// Which recovered entries bootstrap re-applies ([`plan_replay`]). The planted replay bugs
+/// live here, around the pure plan: starting one entry early or late is planning with the
+/// frontier one lower or one higher (a frontier the log does not reach stays as it is, so
+/// that the plan refuses it as it would unplanted, and it is never raised past the log).
+fn replay_plan(
+    prev: OpId,
+    ops: &[OpId],
+    frontier: OpId,
+    commit_index: u64,
+    plants: Plants,
+) -> Result<std::ops::Range<usize>> {
+    let last_index = ops.last().map_or(prev.index, |op| op.index);
+    let mut planned = frontier;
+    if plants.contains(Plant::ReplayOneEarly) && frontier.index <= last_index {
+        planned.index = frontier.index.saturating_sub(1);
+    }
+    if plants.contains(Plant::ReplayOneLate) && planned.index < last_index {
+        planned.index += 1;
+    }
+    plan_replay(prev, ops, planned, commit_index).map_err(Error::ReplayGap)
 }
 
 /// A Raft entry's payload: the hybrid time (8 bytes, big-endian) and the encoded batch.

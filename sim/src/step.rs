@@ -177,7 +177,8 @@ pub fn install_panic_hook() {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
             if let Some((seed, step)) = CURRENT.with(|c| c.get()) {
-                eprintln!("docsim: panic in seed {seed} at step {step}; reproduce: docsim run --seed {seed}");
+                let reproduce = format!("docsim run --seed {seed}");
+                eprintln!("docsim: panic in seed {seed} at step {step}; reproduce: {reproduce}");
             }
             default(info);
         }));

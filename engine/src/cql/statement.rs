@@ -468,9 +468,10 @@ fn read_rows(tablet: &Tablet, hash: &DocKey, ht: HybridTime) -> Result<Vec<(DocK
     let mut prefix = hash.encode();
     prefix.pop(); // the empty range group's `!`: keep the hashed group only
     let mut rows = Vec::new();
+    let read = tablet.db().read_config(ht, tablet.table_ttl_ms());
     for (doc, entries) in tablet.db().scan_documents(&prefix, ht)? {
         let root = DocPath::new(doc.clone(), vec![]);
-        if let Some(row) = read_subdocument(entries, &root, ht, tablet.table_ttl_ms()) {
+        if let Some(row) = read_subdocument(entries, &root, read) {
             rows.push((doc, row));
         }
     }

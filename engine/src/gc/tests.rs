@@ -13,18 +13,14 @@ fn run(
     cutoff_us: u64,
     rows: &[(&str, u64, bool, Option<u64>)],
 ) -> Vec<Verdict> {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(cutoff_us),
-        kind,
-        table_ttl_ms: None,
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(cutoff_us), kind, table_ttl_ms: None };
     let mut feed = GcFeed::new(params);
     rows.iter()
         .map(|(path, us, tombstone, ttl)| {
             let comps: Vec<&[u8]> = path.split('/').map(str::as_bytes).collect();
             let ttl = ttl.map_or(Ttl::Inherit, Ttl::from_ms);
-            feed.decide(&comps, t(*us), *tombstone, ttl)
+            feed.decide(&comps, t(*us), *tombstone, ttl).expect("in key order")
         })
         .collect()
 }
@@ -88,29 +84,40 @@ fn child_written_after_parent_expired_is_independent() {
 
 #[test]
 fn write_id_breaks_ties() {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(10),
-        kind: Full,
-        table_ttl_ms: None,
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10), kind: Full, table_ttl_ms: None };
     let mut feed = GcFeed::new(params);
     let ht = HybridTime::from_micros(5);
     // Marker w0 and child w1 in one batch: the child is newer than the marker and stays.
-    assert_eq!(feed.decide(&[b"d"], DocHybridTime::new(ht, 0), false, Ttl::Inherit), Keep);
-    assert_eq!(feed.decide(&[b"d", b"a"], DocHybridTime::new(ht, 1), false, Ttl::Inherit), Keep);
+    assert_eq!(feed.decide(&[b"d"], DocHybridTime::new(ht, 0), false, Ttl::Inherit), Ok(Keep));
+    let child = feed.decide(&[b"d", b"a"], DocHybridTime::new(ht, 1), false, Ttl::Inherit);
+    assert_eq!(child, Ok(Keep));
 }
 
 #[test]
 fn table_ttl_counts_from_each_entry() {
-    let params = GcParams {
-        cutoff_ht: HybridTime::from_micros(2500),
-        kind: Full,
-        table_ttl_ms: Some(1),
-        ignore_cutoff_bug: false,
-    };
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(2500), kind: Full, table_ttl_ms: Some(1) };
     let mut feed = GcFeed::new(params);
-    assert_eq!(feed.decide(&[b"d", b"a"], t(1000), false, Ttl::Inherit), Drop);
-    assert_eq!(feed.decide(&[b"d", b"b"], t(2000), false, Ttl::Inherit), Keep);
-    assert_eq!(feed.decide(&[b"d", b"c"], t(1000), false, Ttl::Never), Keep);
+    assert_eq!(feed.decide(&[b"d", b"a"], t(1000), false, Ttl::Inherit), Ok(Drop));
+    assert_eq!(feed.decide(&[b"d", b"b"], t(2000), false, Ttl::Inherit), Ok(Keep));
+    assert_eq!(feed.decide(&[b"d", b"c"], t(1000), false, Ttl::Never), Ok(Keep));
+}
+
+#[test]
+fn out_of_order_versions_are_an_error_not_a_panic() {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10), kind: Full, table_ttl_ms: None };
+    let mut feed = GcFeed::new(params);
+    assert_eq!(feed.decide(&[b"d", b"a"], t(5), false, Ttl::Inherit), Ok(Keep));
+    // An older version first, then a newer one of the same path: not key order.
+    let err = feed.decide(&[b"d", b"a"], t(7), false, Ttl::Inherit).unwrap_err();
+    assert_eq!(err, FeedError::OutOfOrder { previous: t(5), next: t(7) });
+    // The same version twice is out of order too.
+    let again = feed.decide(&[b"d", b"a"], t(5), false, Ttl::Inherit);
+    assert!(matches!(again, Err(FeedError::OutOfOrder { .. })));
+    assert_eq!(feed.decide(&[], t(1), false, Ttl::Inherit), Err(FeedError::NoComponents));
+    // The feed goes on: an older version in order is decided (hidden by the one at 5).
+    assert_eq!(feed.decide(&[b"d", b"a"], t(3), false, Ttl::Inherit), Ok(Drop));
+    assert!(err.to_string().contains("out of order"), "{err}");
 }
