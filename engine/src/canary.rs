@@ -28,11 +28,16 @@ pub enum Plant {
     LogGcPastFrontier,
     /// A write is acknowledged after the log append, before the sync.
     AckBeforeSync,
+    /// A read below the history cutoff fails as a storage error instead of as
+    /// `snapshot_too_old`: the message reads well, but a caller branching on the kind
+    /// retries the same read instead of reading at a newer time. Only an oracle that
+    /// compares error kinds catches it.
+    SnapshotErrorMislabelled,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 11] = [
+    pub const ALL: [Plant; 12] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -44,6 +49,7 @@ impl Plant {
         Plant::ReplayOneLate,
         Plant::LogGcPastFrontier,
         Plant::AckBeforeSync,
+        Plant::SnapshotErrorMislabelled,
     ];
 
     /// Whether only crashes can reveal the bug (torture must enable them to catch it).
@@ -72,6 +78,7 @@ impl Plant {
             Plant::ReplayOneLate => "replay-one-late",
             Plant::LogGcPastFrontier => "log-gc-past-frontier",
             Plant::AckBeforeSync => "ack-before-sync",
+            Plant::SnapshotErrorMislabelled => "snapshot-error-mislabelled",
         }
     }
 

@@ -177,7 +177,14 @@ impl DocDb {
         };
         if refused {
             crate::probe::hit("read.snapshot_too_old");
-            return Err(Error::SnapshotTooOld { read_ht, cutoff_ht: self.history_cutoff_ht });
+            let cutoff_ht = self.history_cutoff_ht;
+            if self.plants.contains(Plant::SnapshotErrorMislabelled) {
+                let why = format!(
+                    "snapshot too old: read at {read_ht} is below the history cutoff {cutoff_ht}"
+                );
+                return Err(Error::Storage(why));
+            }
+            return Err(Error::SnapshotTooOld { read_ht, cutoff_ht });
         }
         Ok(())
     }
