@@ -51,7 +51,7 @@ pub struct DocWrite {
 
 /// Documents as stored, scanned at one hybrid time, by encoded document key: a command
 /// that reads a key and then writes it at the same hybrid time (Redis) scans it once, and
-/// the batch builder's required-marker probes reuse the scan.
+/// the batch builder's required-marker lookups reuse the scan.
 #[derive(Default)]
 pub struct Scanned {
     ht: Option<HybridTime>,
@@ -84,7 +84,7 @@ impl Scanned {
 }
 
 /// Build the entries of one batch at `ht`, in write-id order. `scanned` holds documents
-/// already read at `ht` (or nothing); the required-marker probes add to it.
+/// already read at `ht` (or nothing); the required-marker lookups add to it.
 pub fn build_entries(
     db: &DocDb,
     writes: &[DocWrite],
@@ -100,7 +100,7 @@ pub fn build_entries(
         match mode {
             MarkerMode::Optional => batch.entries.extend(items),
             MarkerMode::Required if write.kind == WriteKind::Del => {
-                if batch.probe(&write.path)?.is_some() {
+                if batch.lookup(&write.path)?.is_some() {
                     batch.entries.extend(items);
                 } else {
                     crate::probe::hit("write.del_missing_skipped");
@@ -170,7 +170,7 @@ struct Pending<'a> {
 
 impl Pending<'_> {
     /// The subdocument at `path` as of the batch, counting entries already in it.
-    fn probe(&mut self, path: &DocPath) -> Result<Option<Document>> {
+    fn lookup(&mut self, path: &DocPath) -> Result<Option<Document>> {
         // Entries of this batch are at `ht` and newer than anything stored at `ht`'s
         // older versions: a read-time scan at `ht` keeps all that can matter.
         let stored = self.stored.entries(self.db, &path.doc_key, self.ht)?;
@@ -199,7 +199,7 @@ impl Pending<'_> {
     fn ensure_ancestors(&mut self, path: &DocPath) -> Result<()> {
         for depth in 0..path.subkeys.len() {
             let ancestor = DocPath::new(path.doc_key.clone(), path.subkeys[..depth].to_vec());
-            match self.probe(&ancestor)? {
+            match self.lookup(&ancestor)? {
                 Some(Document::Object(_)) => {}
                 Some(Document::Primitive(found)) => {
                     let conflict = TypeConflict { path: path.clone(), ancestor, found };

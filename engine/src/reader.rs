@@ -47,17 +47,22 @@ impl DocEntry {
     }
 }
 
-/// Where a path sits: colocated or not, on the table key or in the document.
+/// Counts the levels of a path (colocated table key, document root, each subkey) in one
+/// document's entries: how deep a path is, and how many leading levels two paths share.
 #[derive(Clone, Copy)]
-struct Shape {
+struct PathLevels {
+    /// Whether the document belongs to a colocated table (its table key is a level).
     colocated: bool,
 }
 
-impl Shape {
+impl PathLevels {
+    /// How many levels the path of an entry (on the table key, or `subkeys` below the
+    /// document root) has.
     fn levels(self, table_key: bool, subkeys: &[KeyEntry]) -> usize {
         usize::from(self.colocated) + usize::from(!table_key) + subkeys.len()
     }
 
+    /// How many leading levels the paths `a` and `b` (table key?, subkeys) share.
     fn shared(self, a: (bool, &[KeyEntry]), b: (bool, &[KeyEntry])) -> usize {
         let base = usize::from(self.colocated);
         let common = || a.1.iter().zip(b.1).take_while(|(x, y)| x == y).count();
@@ -91,9 +96,9 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
     read: ReadConfig,
 ) -> Option<Document> {
     let ReadConfig { read_ht, table_ttl_ms, plants } = read;
-    let shape = Shape { colocated: target.doc_key.colocation_id.is_some() };
+    let levels_of = PathLevels { colocated: target.doc_key.colocation_id.is_some() };
     let target_at = (target.doc_key.is_table_key(), target.subkeys.as_slice());
-    let target_levels = shape.levels(target_at.0, target_at.1);
+    let target_levels = levels_of.levels(target_at.0, target_at.1);
     let mut out: Option<Document> = None;
     // The levels of the last processed entry's path.
     let mut levels = Levels::new();
@@ -104,8 +109,8 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
             continue; // too new, or an older version of a path already decided
         }
         let at = (entry.table_key, entry.subkeys.as_slice());
-        let depth = shape.levels(at.0, at.1);
-        let with_target = shape.shared(at, target_at);
+        let depth = levels_of.levels(at.0, at.1);
+        let with_target = levels_of.shared(at, target_at);
         let in_subtree = with_target == target_levels;
         if !in_subtree && with_target < depth {
             continue; // neither an ancestor of the target nor inside it
@@ -115,7 +120,7 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
         }
         let shared = last.as_ref().map_or(0, |l| {
             let l: &DocEntry = l.borrow();
-            shape.shared((l.table_key, &l.subkeys), at)
+            levels_of.shared((l.table_key, &l.subkeys), at)
         });
         levels.align(shared.min(depth - 1), depth, |_| None);
         let exp = visible_by_time(&mut levels, entry.doc_ht, entry.value.ttl, plants);
