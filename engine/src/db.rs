@@ -112,7 +112,7 @@ impl DocDb {
             None => HybridTime::MIN,
             Some(raw) => HybridTime::from_raw(u64::from_be_bytes(
                 raw.try_into()
-                    .map_err(|_| Error::Storage("history cutoff record is not 8 bytes".into()))?,
+                    .map_err(|_| corrupt_record(HISTORY_CUTOFF_KEY, "not 8 bytes".into()))?,
             )),
         };
         let (op_id, ht) = match db.get(FRONTIER_KEY)? {
@@ -369,10 +369,10 @@ impl DocDb {
 /// all kept unchanged), as the compaction's result.
 fn filter_result(corrupt: &[String], failures: &[String]) -> Result<()> {
     if let Some(first) = corrupt.first() {
-        return Err(Error::Storage(format!(
-            "compaction kept {} undecodable entries; first: {first}",
-            corrupt.len()
-        )));
+        let reason =
+            format!("compaction kept {} undecodable entries; first: {first}", corrupt.len());
+        let error = crate::error::DecodeError::new("compacted entry", 0, reason);
+        return Err(Error::Corruption { error, key: None });
     }
     if let Some(first) = failures.first() {
         return Err(Error::CompactionFilter(format!(
@@ -499,13 +499,18 @@ fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {
     Error::Corruption { error, key: Some(crate::encoding::hex(key)) }
 }
 
+/// A metadata record (history cutoff, frontier) that does not decode.
+fn corrupt_record(key: &[u8], reason: String) -> Error {
+    with_key(key, crate::error::DecodeError::new("metadata record", 0, reason))
+}
+
 fn corrupt_key(key: &[u8], reason: &str) -> Error {
     with_key(key, crate::error::DecodeError::new("key", 0, reason))
 }
 
 fn decode_frontier(raw: &[u8]) -> Result<(crate::log::OpId, HybridTime)> {
     if raw.len() != 24 {
-        return Err(Error::Storage(format!("frontier record is {} bytes, not 24", raw.len())));
+        return Err(corrupt_record(FRONTIER_KEY, format!("{} bytes, not 24", raw.len())));
     }
     let v: [u64; 3] =
         std::array::from_fn(|i| u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8")));

@@ -8,7 +8,7 @@
 use crate::db::DocDb;
 use crate::document::Document;
 use crate::encoding::{DocKey, DocPath, Ttl, Value, ValueKind};
-use crate::error::{Error, Result, TypeConflict};
+use crate::error::{errinput, Error, Result, TypeConflict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{read_subdocument, DocEntry};
 use std::collections::btree_map::{BTreeMap, Entry};
@@ -28,8 +28,8 @@ pub enum MarkerMode {
 pub enum WriteKind {
     /// A primitive, or an object literal (which overwrites: a marker first).
     Set(Document),
-    /// An object literal's entries without a marker at the path itself (merge). Only an
-    /// object is meaningful here: a primitive writes nothing.
+    /// An object literal's entries without a marker at the path itself (merge). A
+    /// primitive is an invalid request.
     Extend(Document),
     /// An init marker.
     Obj,
@@ -95,6 +95,9 @@ pub fn build_entries(
 ) -> Result<Vec<(DocPath, Value)>> {
     let mut batch = Pending { db, ht, table_ttl_ms, entries: Vec::new(), stored: scanned };
     for write in writes {
+        if let WriteKind::Extend(Document::Primitive(p)) = &write.kind {
+            return errinput!("extend {} needs an object literal, not {p}", write.path);
+        }
         let ttl = write.ttl_us.map_or(Ttl::Inherit, |us| Ttl::from_ms(us / 1000));
         let items = expand(write, ttl);
         match mode {
@@ -132,7 +135,7 @@ pub fn expand(write: &DocWrite, ttl: Ttl) -> Vec<(DocPath, Value)> {
         WriteKind::Extend(Document::Object(map)) => {
             expand_children(&write.path, map, ttl, &mut out)
         }
-        WriteKind::Extend(Document::Primitive(_)) => {} // nothing below a primitive literal
+        WriteKind::Extend(Document::Primitive(_)) => {} // refused by `build_entries`
         WriteKind::Obj => out.push((write.path.clone(), value(ValueKind::Object))),
         WriteKind::Del => out.push((write.path.clone(), Value::tombstone())),
     }

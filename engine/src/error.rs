@@ -41,8 +41,11 @@ impl std::error::Error for DecodeError {}
 /// the primitive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TypeConflict {
+    /// The path the write was for.
     pub path: DocPath,
+    /// Its ancestor that holds a primitive.
     pub ancestor: DocPath,
+    /// The primitive there.
     pub found: Primitive,
 }
 
@@ -123,20 +126,35 @@ fn down_message(cause: &Option<Box<Error>>) -> String {
 /// The variant of an [`Error`], without its data: what callers and checkers compare.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ErrorKind {
+    /// Stored bytes do not decode.
     Corruption,
+    /// The request does not fit the data or schema.
     InvalidRequest,
+    /// A write below a primitive.
     TypeConflict,
+    /// Redis WRONGTYPE.
     WrongType,
+    /// No table of that name.
     NoSuchTable,
+    /// A table of that name exists.
     TableExists,
+    /// A read below the history cutoff.
     SnapshotTooOld,
+    /// An injected crash fired.
     Crashed,
+    /// The node or a tablet is down until restarted.
     Down,
+    /// The disk is full.
     DiskFull,
+    /// An I/O operation failed.
     Io,
+    /// The Raft log is corrupt.
     LogCorruption,
+    /// The log lacks entries bootstrap needs.
     ReplayGap,
+    /// The compaction filter could not judge entries.
     CompactionFilter,
+    /// RocksDB failed.
     Storage,
 }
 

@@ -56,7 +56,9 @@ pub struct NodeOptions {
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
 pub struct TabletDump<'a> {
+    /// The CQL table of the tablet (`None`: the document tablet).
     pub table: Option<&'a CqlTable>,
+    /// Every stored entry in key order, decoded, with its raw key and value.
     pub entries: Vec<RawEntry>,
 }
 

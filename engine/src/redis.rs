@@ -74,49 +74,28 @@ impl Expiry {
 /// One Redis command, typed. `Display` prints it as a command line that parses back.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Command {
-    Set {
-        key: String,
-        value: String,
-        expiry: Option<Expiry>,
-    },
-    Get {
-        key: String,
-    },
-    Del {
-        keys: Vec<String>,
-    },
-    Expire {
-        key: String,
-        secs: u64,
-    },
+    /// `SET k v [EX s | PX ms]`.
+    Set { key: String, value: String, expiry: Option<Expiry> },
+    /// `GET k`.
+    Get { key: String },
+    /// `DEL k ...`: the reply counts the keys that existed.
+    Del { keys: Vec<String> },
+    /// `EXPIRE k s`.
+    Expire { key: String, secs: u64 },
     /// `HSET` (or `HMSET` when `multi`, which replies `OK`).
-    HSet {
-        key: String,
-        fields: Vec<(String, String)>,
-        multi: bool,
-    },
-    HGet {
-        key: String,
-        field: String,
-    },
-    HDel {
-        key: String,
-        fields: Vec<String>,
-    },
-    HGetAll {
-        key: String,
-    },
-    SAdd {
-        key: String,
-        members: Vec<String>,
-    },
-    SRem {
-        key: String,
-        members: Vec<String>,
-    },
-    SMembers {
-        key: String,
-    },
+    HSet { key: String, fields: Vec<(String, String)>, multi: bool },
+    /// `HGET k f`.
+    HGet { key: String, field: String },
+    /// `HDEL k f ...`.
+    HDel { key: String, fields: Vec<String> },
+    /// `HGETALL k`.
+    HGetAll { key: String },
+    /// `SADD k m ...`: the reply counts the new members.
+    SAdd { key: String, members: Vec<String> },
+    /// `SREM k m ...`.
+    SRem { key: String, members: Vec<String> },
+    /// `SMEMBERS k`.
+    SMembers { key: String },
 }
 
 /// A Redis command line that does not parse (the reply text redis-server would give).
@@ -190,7 +169,8 @@ impl Command {
 
 /// An argument as a command line carries it: bare if it can be, else double-quoted.
 fn arg(text: &str) -> String {
-    let bare = !text.is_empty() && !text.starts_with('"') && !text.contains(char::is_whitespace);
+    let special = |c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '#');
+    let bare = !text.is_empty() && !text.contains(special);
     if bare {
         text.to_owned()
     } else {
@@ -232,8 +212,47 @@ impl std::fmt::Display for Command {
     }
 }
 
+impl Command {
+    /// The command's name, lower case (as Redis errors name it).
+    fn name(&self) -> &'static str {
+        match self {
+            Command::Set { .. } => "set",
+            Command::Get { .. } => "get",
+            Command::Del { .. } => "del",
+            Command::Expire { .. } => "expire",
+            Command::HSet { multi: false, .. } => "hset",
+            Command::HSet { multi: true, .. } => "hmset",
+            Command::HGet { .. } => "hget",
+            Command::HDel { .. } => "hdel",
+            Command::HGetAll { .. } => "hgetall",
+            Command::SAdd { .. } => "sadd",
+            Command::SRem { .. } => "srem",
+            Command::SMembers { .. } => "smembers",
+        }
+    }
+
+    /// Whether a list the command needs is empty (the parser never builds one; typed
+    /// callers can).
+    fn lacks_arguments(&self) -> bool {
+        match self {
+            Command::Del { keys } => keys.is_empty(),
+            Command::HSet { fields, .. } => fields.is_empty(),
+            Command::HDel { fields: items, .. }
+            | Command::SAdd { members: items, .. }
+            | Command::SRem { members: items, .. } => items.is_empty(),
+            _ => false,
+        }
+    }
+}
+
 /// Run one Redis command at `ht`.
 pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &Command) -> Result<Reply> {
+    if command.lacks_arguments() {
+        let name = command.name();
+        return Err(Error::InvalidRequest(format!(
+            "ERR wrong number of arguments for '{name}' command"
+        )));
+    }
     let mut view = CommandView { tablet, ht, scanned: Scanned::default() };
     match command {
         Command::Set { key, value, expiry } => {

@@ -17,8 +17,8 @@
 //!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
 //! - Wall-clock time is read in one place, `bench::Stopwatch` (a raw system call, since
 //!   madsim answers the libc clock with simulated time): for benchmarks and for the
-//!   reports' "where the time goes" by kind of step. It never steers a run or enters a
-//!   trace.
+//!   reports' "where the time goes" by kind of step and by part of the simulator (engine,
+//!   model, harness). It never steers a run or enters a trace.
 
 pub mod bench;
 mod convert;

@@ -217,7 +217,7 @@ fn shrink(dir: &Path) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let ops: Vec<docsim_workloads::Op> = match serde_json::from_str(&ops) {
+    let ops = match report::read_op_log(&ops) {
         Ok(ops) => ops,
         Err(e) => {
             eprintln!("docsim: {}: {e}", dir.join("ops.json").display());

@@ -101,7 +101,8 @@ pub fn write_run_report(
     std::fs::write(run_dir.join("repro.ds"), format!("{header}{}", f.reproducer))?;
     std::fs::write(run_dir.join("failure.txt"), failure_block(outcome, config, Some(&run_dir)))?;
     // For `docsim shrink`: the op log and what failed.
-    let ops = serde_json::to_string(&f.ops).map_err(std::io::Error::other)?;
+    let log = OpLog { format: OP_LOG_FORMAT, ops: f.ops.clone() };
+    let ops = serde_json::to_string(&log).map_err(std::io::Error::other)?;
     std::fs::write(run_dir.join("ops.json"), ops)?;
     let meta =
         RunMeta { seed: outcome.seed, plant: config.plant.map(|p| p.name().into()), kind: f.kind };
@@ -152,4 +153,31 @@ pub fn write_campaign(dir: &Path, report: &docsim_reports::CampaignReport) -> st
     std::fs::write(dir.join("campaign.html"), docsim_reports::to_html(report))?;
     std::fs::write(dir.join("campaign.xml"), docsim_reports::to_junit(report))?;
     Ok(())
+}
+
+/// The form of `ops.json`. 2: typed ops in the model's vocabulary, wrapped with this number
+/// (1, until the typed node: a bare list whose document ops were docscript lines).
+pub const OP_LOG_FORMAT: u32 = 2;
+
+/// `ops.json`: a failed run's ops, for `docsim shrink`.
+#[derive(serde::Serialize, serde::Deserialize)]
+pub struct OpLog {
+    pub format: u32,
+    pub ops: Vec<docsim_workloads::Op>,
+}
+
+/// Read an `ops.json`; an older form is named as such (rerun the seed to write it anew).
+pub fn read_op_log(text: &str) -> Result<Vec<docsim_workloads::Op>, String> {
+    #[derive(serde::Deserialize)]
+    struct Format {
+        format: Option<u32>,
+    }
+    let format = serde_json::from_str::<Format>(text).ok().and_then(|f| f.format).unwrap_or(1);
+    if format != OP_LOG_FORMAT {
+        return Err(format!(
+            "op log format {format}; this docsim reads format {OP_LOG_FORMAT}: rerun the seed \
+             (its reproduce command) to write it anew"
+        ));
+    }
+    serde_json::from_str::<OpLog>(text).map(|log| log.ops).map_err(|e| e.to_string())
 }

@@ -61,7 +61,8 @@ pub enum FailureKind {
     Select,
     /// A Redis reply differs (to a read, or to a write).
     Redis,
-    /// A write failed in the engine but not in the model.
+    /// A write (or a flush, compaction or crash arm) failed in the engine but not in the
+    /// model.
     EngineRefusedWrite,
     /// A write succeeded in the engine but the model refuses it.
     EngineAcceptedWrite,
@@ -276,6 +277,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
     let (_scratch, mut state) = new_state(config.plant);
+    crate::step::note_run(Some(crate::report::reproduce_command(&config, config.seed)));
     let mut outcome = RunOutcome::new(config.seed, knobs);
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
     while !pending.is_empty() || outcome.ops < config.ops {
@@ -304,6 +306,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
         }
     }
     outcome.finish(&state);
+    crate::step::note_run(None);
     outcome
 }
 
@@ -311,7 +314,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
 fn timed_step(state: &mut State, outcome: &mut RunOutcome, config: &RunConfig, op: &Op) -> bool {
     let watch = crate::bench::Stopwatch::start();
     let parts_before = state.parts;
-    crate::step::note_step(config.seed, outcome.steps);
+    crate::step::note_step(outcome.steps);
     let (line, result) = step_catching_panics(state, op);
     let seconds = watch.seconds();
     let spent = docsim_reports::StepTime { steps: 1, seconds };

@@ -160,13 +160,21 @@ fn error_line(e: &Error) -> String {
 }
 
 thread_local! {
-    /// The seed and step this thread is running, for the panic hook's message.
-    static CURRENT: std::cell::Cell<Option<(u64, usize)>> = const { std::cell::Cell::new(None) };
+    /// The step this thread is running, for the panic hook's message.
+    static CURRENT_STEP: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    /// The command that reproduces the run this thread is running.
+    static REPRODUCE: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
 }
 
-/// Note the seed and step about to run (cheap: the panic hook reads it).
-pub fn note_step(seed: u64, step: usize) {
-    CURRENT.with(|c| c.set(Some((seed, step))));
+/// Note the run this thread starts (its reproduce command), or `None` when it ended.
+pub fn note_run(reproduce: Option<String>) {
+    CURRENT_STEP.with(|c| c.set(None));
+    REPRODUCE.with(|r| *r.borrow_mut() = reproduce.unwrap_or_default());
+}
+
+/// Note the step about to run (cheap: the panic hook reads it).
+pub fn note_step(step: usize) {
+    CURRENT_STEP.with(|c| c.set(Some(step)));
 }
 
 /// Install (once per process) a panic hook that names the seed and step a simulation
@@ -176,9 +184,9 @@ pub fn install_panic_hook() {
     ONCE.call_once(|| {
         let default = std::panic::take_hook();
         std::panic::set_hook(Box::new(move |info| {
-            if let Some((seed, step)) = CURRENT.with(|c| c.get()) {
-                let reproduce = format!("docsim run --seed {seed}");
-                eprintln!("docsim: panic in seed {seed} at step {step}; reproduce: {reproduce}");
+            if let Some(step) = CURRENT_STEP.with(|c| c.get()) {
+                let reproduce = REPRODUCE.with(|r| r.borrow().clone());
+                eprintln!("docsim: panic at step {step}; reproduce: {reproduce}");
             }
             default(info);
         }));
@@ -192,6 +200,8 @@ pub fn step_catching_panics(
     op: &Op,
 ) -> (String, Result<Vec<String>, Box<Failure>>) {
     install_panic_hook();
+    state.mismatch_kind = None;
+    let ops_before = state.ops.len();
     let mut line = String::new();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         line = state.command(op).to_string();
@@ -206,8 +216,8 @@ pub fn step_catching_panics(
                 .or_else(|| payload.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "a panic without a message".into());
             let line = if line.is_empty() { format!("{op:?}") } else { line };
-            if state.script.last() != Some(&line) {
-                state.script.push(line.clone());
+            if state.ops.len() == ops_before {
+                state.script.push(line.clone()); // the panic came before `step` logged it
                 state.ops.push(op.clone());
             }
             state.mismatch_kind = Some(FailureKind::Panic);
@@ -224,13 +234,13 @@ pub fn step(state: &mut State, op: &Op, line: &str) -> Result<Vec<String>, Box<F
     state.ops.push(op.clone());
     let result = match op {
         Op::Restart => restart(state),
-        Op::Crash { at, torn } => Ok(crash(state, convert::crash_point(*at), *torn)),
+        Op::Crash { at, torn } => crash(state, convert::crash_point(*at), *torn),
         Op::Compact { cutoff, minor } => compact(state, convert::ht(*cutoff), *minor),
         Op::Flush => flush(state),
         _ if op.is_read() => check_read(state, op),
         _ => check_write(state, op),
     };
-    let acks = state.node.take_acks();
+    let acks = timed(&mut state.parts.engine_s, || state.node.take_acks());
     state.book.acked(acks);
     result.map_err(|(expected, actual)| Box::new(failure(state, op, line, expected, actual)))
 }
@@ -257,11 +267,16 @@ fn compact(state: &mut State, cutoff: HybridTime, minor: bool) -> Result<Vec<Str
         expect_agreed_error(state, &result);
         return Ok(lines); // a crash armed for after the flush cut it
     }
+    if result.is_err() {
+        // The model compacts without fail: a compaction error (a filter that could not
+        // judge entries, RocksDB, a down tablet) is the engine refusing an operation.
+        state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
+        return Err((Vec::new(), lines));
+    }
     state.docs.compacted(cutoff.raw());
     state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
     state.cutoff = state.cutoff.max(cutoff);
     recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
-    expect_agreed_error(state, &result);
     Ok(lines)
 }
 
@@ -279,8 +294,8 @@ fn after_flush(state: &mut State, result: &Result<(), Error>) -> bool {
     cut
 }
 
-/// A `crash` command: cut the power now, or arm a crash.
-fn crash(state: &mut State, at: Option<CrashPoint>, torn: bool) -> Vec<String> {
+/// A `crash` command: cut the power now, or arm a crash (which a running node accepts).
+fn crash(state: &mut State, at: Option<CrashPoint>, torn: bool) -> Result<Vec<String>, Mismatch> {
     state.book.ledger_seen = state.node.disk().ledger().len();
     let tear = if torn { Tear::FirstSector } else { Tear::None };
     let Some(point) = at else {
@@ -293,24 +308,24 @@ fn crash(state: &mut State, at: Option<CrashPoint>, torn: bool) -> Vec<String> {
         };
         state.book.crashed(stage);
         state.needs_restart = true;
-        return Vec::new();
+        return Ok(Vec::new());
     };
     if let Err(e) = timed(&mut state.parts.engine_s, || state.node.arm_crash(point, tear)) {
-        let lines = vec![error_line(&e)];
-        expect_agreed_error(state, &Err::<(), _>(e));
-        return lines;
+        state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
+        return Err((Vec::new(), vec![error_line(&e)]));
     }
     state.book.armed = Some(point);
-    Vec::new()
+    Ok(Vec::new())
 }
 
 /// Restart the node and check bootstrap against the book; then the recent reads again.
 fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
     state.needs_restart = false;
-    let acks = state.node.take_acks();
+    let node = &mut state.node;
+    let (acks, in_doubt, ids) = timed(&mut state.parts.engine_s, || {
+        (node.take_acks(), node.take_in_doubt(), node.tablet_ids())
+    });
     state.book.acked(acks);
-    let in_doubt = state.node.take_in_doubt();
-    let ids = state.node.tablet_ids();
     let outcome = timed(&mut state.parts.engine_s, || state.node.restart());
     let ledger = state.node.disk().ledger();
     let checked = state.book.restarted(&ids, &outcome, in_doubt, &ledger);
@@ -329,10 +344,12 @@ fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
 
 /// What the model says of a write: success (with the output lines it expects, where it
 /// knows them: a Redis reply) or its error.
-fn model_write(state: &mut State, op: &Op) -> Result<Option<Vec<String>>, ModelError> {
+fn model_write(
+    state: &mut State,
+    op: &Op,
+) -> Result<Option<docsim_models::redis::Reply>, ModelError> {
     if let Op::Redis { ht, op: redis } = op {
-        let reply = state.docs.redis(*ht, redis)?;
-        return Ok(Some(reply_lines(&convert::engine_reply(&reply))));
+        return state.docs.redis(*ht, redis).map(Some);
     }
     model_update(state, op).map(|()| None)
 }
@@ -413,6 +430,7 @@ fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
     let watch = crate::bench::Stopwatch::start();
     let model = model_write(state, op);
     state.parts.model_s += watch.seconds();
+    let model = model.map(|reply| reply.map(|r| reply_lines(&convert::engine_reply(&r))));
     let watch = crate::bench::Stopwatch::start();
     let engine = engine_write(state, op);
     state.parts.engine_s += watch.seconds();

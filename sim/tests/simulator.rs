@@ -34,6 +34,19 @@ fn fixed_seeds_pass_in_every_profile() {
     assert!(checked > 3_000, "the runs checked reads ({checked})");
 }
 
+/// The traces of a few seeds, pinned: a change of behaviour (of the engine, the model, the
+/// generator or the schedule) must show here, on purpose, with the new hashes in its commit.
+#[test]
+fn traces_are_pinned() {
+    let pinned =
+        [(1, 0xf2b9_f5bf_e7bf_1c9b), (2, 0x8d71_6601_0e56_7f7f), (0x2a, 0xc3a8_2324_3fbb_f214)];
+    for (seed, hash) in pinned {
+        let outcome = run(&config(seed, 800, None, None));
+        assert!(outcome.failure.is_none(), "seed {seed} passes");
+        assert_eq!(outcome.trace_hash, hash, "seed {seed}: trace hash {:016x}", outcome.trace_hash);
+    }
+}
+
 #[test]
 fn same_seed_same_trace() {
     for seed in [3, 17] {

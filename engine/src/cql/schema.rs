@@ -173,20 +173,22 @@ impl CqlTable {
 
     /// The table declared by parts: columns in declaration order with their types, the
     /// hash key, the clustering key with each column's order, `default_time_to_live` in
-    /// seconds (0: none). The same checks as `CREATE TABLE`.
+    /// seconds (0: none). The same checks as `CREATE TABLE`; a table that fails them is an
+    /// invalid request (there is no text to point into).
     pub fn declare(
         name: &str,
         columns: Vec<(String, CqlType)>,
         hash: Vec<String>,
         range: Vec<(String, SortOrder)>,
         default_ttl_s: Option<u64>,
-    ) -> Result<CqlTable> {
+    ) -> crate::error::Result<CqlTable> {
         let desc = range.iter().filter(|(_, o)| *o == SortOrder::Descending);
         let desc = desc.map(|(n, _)| n.clone()).collect();
         let range = range.into_iter().map(|(n, _)| n).collect();
         let ttl_ms = default_ttl_s.filter(|s| *s > 0).map(|s| s.saturating_mul(1000));
-        let end = Cursor::new("")?;
+        let end = Cursor::new("").expect("the empty text has no tokens");
         build(name.to_owned(), columns, hash, range, desc, ttl_ms, &end)
+            .map_err(|e| crate::error::Error::InvalidRequest(e.message))
     }
 
     /// The column named `name`.

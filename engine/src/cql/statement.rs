@@ -407,7 +407,9 @@ fn full_key(table: &CqlTable, conditions: &[Condition]) -> Result<DocKey> {
     doc_key(table, &key)
 }
 
-/// The hash key a SELECT names, and its conditions on clustering columns (column index).
+/// The key prefix a SELECT scans (its hash key and the clustering components its `=`
+/// conditions fix from the first on), and its conditions on clustering columns (by
+/// column index).
 type Selection = (DocKey, Vec<(usize, CmpOp, Primitive)>);
 
 fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
@@ -433,7 +435,24 @@ fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
             }
         }
     }
+    hash.range = leading_equalities(table, &ranges);
     Ok((hash, ranges))
+}
+
+/// The clustering components fixed by `=` conditions from the first clustering column on:
+/// rows outside them cannot match, so the scan is narrowed to their prefix (a full primary
+/// key reads one row). The conditions themselves are still applied to every row read.
+fn leading_equalities(table: &CqlTable, ranges: &[(usize, CmpOp, Primitive)]) -> Vec<KeyEntry> {
+    let mut fixed = Vec::new();
+    for (index, col) in table.range_columns().enumerate() {
+        let Some((_, _, value)) = ranges.iter().find(|(i, op, _)| *i == index && *op == CmpOp::Eq)
+        else {
+            break;
+        };
+        let ColumnKind::Range(order) = col.kind else { unreachable!("a range column") };
+        fixed.push(KeyEntry { value: value.clone(), order });
+    }
+    fixed
 }
 
 fn select(
@@ -462,11 +481,12 @@ fn select(
     Ok(out)
 }
 
-/// Every row of one hash key, in clustering order, read at `ht`.
-fn read_rows(tablet: &Tablet, hash: &DocKey, ht: HybridTime) -> Result<Vec<(DocKey, Document)>> {
+/// Every row whose key starts with `key` (a hash key and leading clustering components),
+/// in clustering order, read at `ht`.
+fn read_rows(tablet: &Tablet, key: &DocKey, ht: HybridTime) -> Result<Vec<(DocKey, Document)>> {
     tablet.db().check_read_time(ht)?;
-    let mut prefix = hash.encode();
-    prefix.pop(); // the empty range group's `!`: keep the hashed group only
+    let mut prefix = key.encode();
+    prefix.pop(); // the range group's closing `!`: every row with these leading components
     let mut rows = Vec::new();
     let read = tablet.db().read_config(ht, tablet.table_ttl_ms());
     for (doc, entries) in tablet.db().scan_documents(&prefix, ht)? {

@@ -39,10 +39,13 @@ impl ScriptOutcome {
 /// Why a command failed: the node refused it, or its CQL or Redis text does not parse.
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 pub enum CommandError {
+    /// The node refused the request.
     #[error("{0}")]
     Node(#[from] Error),
+    /// The CQL text does not parse.
     #[error("{0}")]
     Cql(#[from] cql::SyntaxError),
+    /// The Redis command line does not parse.
     #[error("{0}")]
     Redis(#[from] redis::SyntaxError),
 }
