@@ -92,6 +92,10 @@ enum Command {
         /// Write the campaign report (JSON, Markdown, HTML, JUnit XML) into this directory.
         #[arg(long)]
         report: Option<PathBuf>,
+        /// Fail the campaign if some coverage probe was never hit (CI's smoke must reach
+        /// every rare path it claims to test).
+        #[arg(long)]
+        require_all_probes: bool,
         #[command(flatten)]
         shape: ShapeArgs,
     },
@@ -196,8 +200,9 @@ fn main() -> ExitCode {
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),
-        Command::Torture { seeds, duration, jobs, shard, report, shape } => {
-            torture_command(seeds, duration, jobs, shard, report.as_deref(), &shape)
+        Command::Torture { seeds, duration, jobs, shard, report, require_all_probes, shape } => {
+            let coverage = Coverage { report_dir: report.as_deref(), require_all_probes };
+            torture_command(seeds, duration, jobs, shard, coverage, &shape)
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
@@ -373,12 +378,19 @@ fn print_totals(campaign_report: &docsim_reports::CampaignReport, jobs: usize) {
     println!("parts {}", t.part_breakdown());
 }
 
+/// What a torture campaign reports beyond its summary: the report files, and whether a
+/// probe never hit fails it.
+struct Coverage<'a> {
+    report_dir: Option<&'a Path>,
+    require_all_probes: bool,
+}
+
 fn torture_command(
     seeds: Option<(u64, u64)>,
     duration: Option<f64>,
     jobs: usize,
     shard: (u64, u64),
-    report_dir: Option<&Path>,
+    coverage: Coverage<'_>,
     shape: &ShapeArgs,
 ) -> ExitCode {
     let (first, end) = match (seeds, duration) {
@@ -409,18 +421,22 @@ fn torture_command(
     let campaign_report = torture(&campaign);
     print_totals(&campaign_report, jobs);
     let t = campaign_report.totals();
-    if let Some(dir) = report_dir {
+    if let Some(dir) = coverage.report_dir {
         match report::write_campaign(dir, &campaign_report) {
             Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
             Err(e) => eprintln!("docsim: cannot write the report: {e}"),
         }
-        let never = campaign_report.probes_never_hit();
-        if !never.is_empty() {
-            println!("probes never hit: {}", never.join(", "));
-        }
+    }
+    let never = campaign_report.probes_never_hit();
+    if !never.is_empty() {
+        println!("probes never hit: {}", never.join(", "));
+    }
+    let uncovered = coverage.require_all_probes && !never.is_empty();
+    if uncovered {
+        println!("FAIL coverage: {} probes never hit (--require-all-probes)", never.len());
     }
     let failed = campaign_report.runs.iter().filter(|r| r.failure.is_some()).map(|r| r.seed);
-    if t.failures == 0 {
+    if t.failures == 0 && !uncovered {
         println!("PASS");
         ExitCode::SUCCESS
     } else {
