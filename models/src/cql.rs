@@ -5,6 +5,13 @@
 //! writes the liveness column `sys(0)` first, then its columns in declaration order; a
 //! collection written whole is a marker then its elements; a null writes a tombstone. A
 //! row exists at R iff its liveness column or a non-empty column is visible at R.
+//!
+//! A **list** element is keyed by when and where it was written: the statement's physical
+//! time in microseconds × 1000 + its position in the literal (so appends sort after
+//! earlier elements, and a list reads back in that order). A **jsonb** value is a document:
+//! a JSON object a map keyed by its string keys, an array a map keyed by int64 positions
+//! from 0, an integer literal an int64, any other number a double; `j = j || {...}` writes
+//! the object's entries without a marker at the column (merge).
 
 use crate::doc::{Doc, DocId, Entry, Key, Model, ModelError, Scalar, Time, Ttl};
 use serde::{Deserialize, Serialize};
@@ -17,6 +24,45 @@ pub enum ColKind {
     Scalar,
     Map,
     Set,
+    List,
+    Jsonb,
+}
+
+/// A JSON value, for jsonb columns.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Json {
+    Null,
+    Bool(bool),
+    Int(i64),
+    /// The bit pattern of a finite double written with a fraction (`2.5`).
+    Double(u64),
+    Str(String),
+    Array(Vec<Json>),
+    /// Keys in the order written; a repeated key keeps the last value.
+    Object(Vec<(String, Json)>),
+}
+
+impl Json {
+    /// The document a jsonb column stores for this value.
+    pub fn doc(&self) -> Doc {
+        match self {
+            Json::Null => Doc::Leaf(Scalar::Null),
+            Json::Bool(b) => Doc::Leaf(Scalar::Bool(*b)),
+            Json::Int(v) => Doc::Leaf(Scalar::Int64(*v)),
+            Json::Double(bits) => Doc::Leaf(Scalar::Double(*bits)),
+            Json::Str(s) => Doc::Leaf(Scalar::Str(s.clone())),
+            Json::Array(items) => Doc::Object(
+                items
+                    .iter()
+                    .enumerate()
+                    .map(|(i, v)| (Key::of(Scalar::Int64(i as i64)), v.doc()))
+                    .collect(),
+            ),
+            Json::Object(items) => Doc::Object(
+                items.iter().map(|(k, v)| (Key::of(Scalar::Str(k.clone())), v.doc())).collect(),
+            ),
+        }
+    }
 }
 
 /// A table schema, as the model needs it.
@@ -62,6 +108,8 @@ pub enum CqlValue {
     Scalar(Scalar),
     Map(Vec<(Scalar, Scalar)>),
     Set(Vec<Scalar>),
+    List(Vec<Scalar>),
+    Json(Json),
 }
 
 /// One `SET` assignment of an UPDATE.
@@ -104,6 +152,10 @@ pub enum Cell {
     Scalar(Scalar),
     Map(Vec<(Scalar, Scalar)>),
     Set(Vec<Scalar>),
+    /// List elements in list order.
+    List(Vec<Scalar>),
+    /// A jsonb column's document.
+    Json(Doc),
 }
 
 /// What a statement returned.
@@ -137,24 +189,24 @@ impl Model {
                 let (doc, ttl) = (schema.doc(key), ttl_of(*ttl_s));
                 let liveness = vec![Key::of(Scalar::SystemColumn(0))];
                 out.push((doc.clone(), liveness, Entry::Value(Scalar::Null), ttl));
+                let at = At { doc: &doc, ttl, time };
                 for (name, _) in &schema.regular {
                     if let Some((_, v)) = values.iter().find(|(n, _)| n == name) {
-                        whole(schema, &doc, name, v, ttl, &mut out);
+                        whole(at, column(schema, name), v, &mut out);
                     }
                 }
             }
             CqlOp::Update { key, assigns, ttl_s } => {
                 let (doc, ttl) = (schema.doc(key), ttl_of(*ttl_s));
+                let at = At { doc: &doc, ttl, time };
                 for assign in assigns {
                     match assign {
-                        Assign::Whole(name, v) => whole(schema, &doc, name, v, ttl, &mut out),
+                        Assign::Whole(name, v) => whole(at, column(schema, name), v, &mut out),
                         Assign::MapPut(name, k, v) => {
                             let path = vec![column(schema, name), Key::of(k.clone())];
                             out.push((doc.clone(), path, Entry::Value(v.clone()), ttl));
                         }
-                        Assign::Add(name, v) => {
-                            elements(&doc, column(schema, name), v, ttl, &mut out)
-                        }
+                        Assign::Add(name, v) => elements(at, column(schema, name), v, &mut out),
                         Assign::Remove(name, keys) => {
                             for k in keys {
                                 let path = vec![column(schema, name), Key::of(k.clone())];
@@ -226,26 +278,70 @@ fn column(schema: &Schema, name: &str) -> Key {
     Key::of(Scalar::Column(schema.column_id(name)))
 }
 
-fn whole(schema: &Schema, doc: &DocId, name: &str, value: &CqlValue, ttl: Ttl, out: &mut Entries) {
-    let col = column(schema, name);
+/// Where and when a statement writes: the row, its TTL, its time.
+#[derive(Clone, Copy)]
+struct At<'a> {
+    doc: &'a DocId,
+    ttl: Ttl,
+    time: Time,
+}
+
+/// A column written whole: a value, a tombstone for null, or a marker then the elements
+/// of a collection or the entries of a jsonb document (overwrite).
+fn whole(at: At, col: Key, value: &CqlValue, out: &mut Entries) {
+    let doc = at.doc.clone();
     match value {
-        CqlValue::Null => out.push((doc.clone(), vec![col], Entry::Tombstone, Ttl::Inherit)),
-        CqlValue::Scalar(s) => out.push((doc.clone(), vec![col], Entry::Value(s.clone()), ttl)),
-        CqlValue::Map(_) | CqlValue::Set(_) => {
-            out.push((doc.clone(), vec![col.clone()], Entry::Marker, ttl));
-            elements(doc, col, value, ttl, out);
+        CqlValue::Null => out.push((doc, vec![col], Entry::Tombstone, Ttl::Inherit)),
+        CqlValue::Scalar(s) => out.push((doc, vec![col], Entry::Value(s.clone()), at.ttl)),
+        CqlValue::Json(json) => document(at, vec![col], &json.doc(), out),
+        CqlValue::Map(_) | CqlValue::Set(_) | CqlValue::List(_) => {
+            out.push((doc, vec![col.clone()], Entry::Marker, at.ttl));
+            elements(at, col, value, out);
         }
     }
 }
 
-fn elements(doc: &DocId, col: Key, value: &CqlValue, ttl: Ttl, out: &mut Entries) {
+/// A document written at `path`: a leaf, or a marker then its entries depth-first.
+fn document(at: At, path: Vec<Key>, doc: &Doc, out: &mut Entries) {
+    match doc {
+        Doc::Leaf(s) => out.push((at.doc.clone(), path, Entry::Value(s.clone()), at.ttl)),
+        Doc::Object(map) => {
+            out.push((at.doc.clone(), path.clone(), Entry::Marker, at.ttl));
+            children(at, &path, map, out);
+        }
+    }
+}
+
+fn children(at: At, path: &[Key], map: &BTreeMap<Key, Doc>, out: &mut Entries) {
+    for (k, v) in map {
+        let mut child = path.to_vec();
+        child.push(k.clone());
+        document(at, child, v, out);
+    }
+}
+
+/// The elements of a collection (or the entries of a jsonb object or array) under `col`,
+/// without a marker at `col` itself.
+fn elements(at: At, col: Key, value: &CqlValue, out: &mut Entries) {
+    let base = ((at.time >> 12) as i64).saturating_mul(1000);
     let items: Vec<(Scalar, Scalar)> = match value {
         CqlValue::Map(items) => items.clone(),
         CqlValue::Set(items) => items.iter().map(|s| (s.clone(), Scalar::Null)).collect(),
+        CqlValue::List(items) => items
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (Scalar::Int64(base + i as i64), v.clone()))
+            .collect(),
+        CqlValue::Json(json) => {
+            if let Doc::Object(map) = json.doc() {
+                children(at, std::slice::from_ref(&col), &map, out);
+            }
+            Vec::new()
+        }
         CqlValue::Null | CqlValue::Scalar(_) => Vec::new(),
     };
     for (k, v) in items {
-        out.push((doc.clone(), vec![col.clone(), Key::of(k)], Entry::Value(v), ttl));
+        out.push((at.doc.clone(), vec![col.clone(), Key::of(k)], Entry::Value(v), at.ttl));
     }
 }
 
@@ -311,6 +407,8 @@ fn cell(schema: &Schema, doc: &DocId, row: &BTreeMap<Key, Doc>, name: &str) -> C
         (ColKind::Set, Some(Doc::Object(m))) => {
             Cell::Set(m.keys().map(|k| k.scalar.clone()).collect())
         }
+        (ColKind::List, Some(Doc::Object(m))) => Cell::List(m.values().map(leaf).collect()),
+        (ColKind::Jsonb, Some(doc)) => Cell::Json(doc.clone()),
         _ => Cell::Null,
     }
 }

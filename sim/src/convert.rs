@@ -11,7 +11,7 @@ use docsim_engine::{
     CrashPoint as EngineCrashPoint, CrashStage, DocKey, DocPath, DocWrite as EngineWrite, Document,
     HybridTime, KeyEntry, Primitive, SortOrder, WriteKind,
 };
-use docsim_models::cql::{Assign, Cell, Cmp, CqlOp, CqlValue, Schema};
+use docsim_models::cql::{Assign, Cell, Cmp, CqlOp, CqlValue, Json, Schema};
 use docsim_models::redis::{RedisOp, Reply};
 use docsim_models::{Doc, DocId, Key, Scalar, Ttl, Write};
 use docsim_workloads::{CqlTableSpec, CrashPoint, DocWrite};
@@ -164,7 +164,45 @@ fn value(v: &CqlValue) -> Literal {
             Literal::Braces(items.iter().map(|(k, v)| (literal(k), Some(literal(v)))).collect())
         }
         CqlValue::Set(items) => Literal::Braces(items.iter().map(|e| (literal(e), None)).collect()),
+        CqlValue::List(items) => Literal::List(items.iter().map(literal).collect()),
+        CqlValue::Json(json) => Literal::Str(json_text(json)),
     }
+}
+
+/// A JSON value as the text a jsonb literal carries.
+fn json_text(json: &Json) -> String {
+    match json {
+        Json::Null => "null".into(),
+        Json::Bool(b) => b.to_string(),
+        Json::Int(v) => v.to_string(),
+        Json::Double(bits) => format!("{:?}", f64::from_bits(*bits)),
+        Json::Str(text) => json_string(text),
+        Json::Array(items) => {
+            format!("[{}]", items.iter().map(json_text).collect::<Vec<_>>().join(", "))
+        }
+        Json::Object(items) => {
+            let items: Vec<String> = items
+                .iter()
+                .map(|(k, v)| format!("{}: {}", json_string(k), json_text(v)))
+                .collect();
+            format!("{{{}}}", items.join(", "))
+        }
+    }
+}
+
+/// A JSON string literal.
+fn json_string(text: &str) -> String {
+    let mut out = String::from('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 fn key_names(s: &Schema) -> Vec<String> {
@@ -186,7 +224,8 @@ fn assignment(a: &Assign) -> Assignment {
             Assignment::Element { column: n.clone(), key: literal(k), value: literal(v) }
         }
         Assign::Add(n, v) => {
-            Assignment::Append { column: n.clone(), value: value(v), concat: false }
+            let concat = matches!(v, CqlValue::Json(_)); // jsonb merges with `||`
+            Assignment::Append { column: n.clone(), value: value(v), concat }
         }
         Assign::Remove(n, keys) => Assignment::Remove {
             column: n.clone(),
@@ -270,10 +309,9 @@ pub fn cell(c: &EngineCell) -> Cell {
         EngineCell::Map(items) => {
             Cell::Map(items.iter().map(|(k, v)| (scalar(k), scalar(v))).collect())
         }
-        EngineCell::Set(items) | EngineCell::List(items) => {
-            Cell::Set(items.iter().map(scalar).collect())
-        }
-        EngineCell::Json(d) => Cell::Scalar(Scalar::Str(d.to_string())),
+        EngineCell::Set(items) => Cell::Set(items.iter().map(scalar).collect()),
+        EngineCell::List(items) => Cell::List(items.iter().map(scalar).collect()),
+        EngineCell::Json(d) => Cell::Json(doc(d)),
     }
 }
 
@@ -286,6 +324,8 @@ pub fn engine_cell(c: &Cell) -> EngineCell {
             EngineCell::Map(items.iter().map(|(k, v)| (primitive(k), primitive(v))).collect())
         }
         Cell::Set(items) => EngineCell::Set(items.iter().map(primitive).collect()),
+        Cell::List(items) => EngineCell::List(items.iter().map(primitive).collect()),
+        Cell::Json(d) => EngineCell::Json(document(d)),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The generator: profiles, swarm knobs, and the next operation.
 
 use crate::op::{CqlTableSpec, DocWrite, Op};
-use docsim_models::cql::{Assign, Cmp, ColKind, CqlOp, CqlValue, Schema};
+use docsim_models::cql::{Assign, Cmp, ColKind, CqlOp, CqlValue, Json, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{Doc, DocId, Key, Markers, Scalar, Time, Ttl, Write};
 use rand::Rng;
@@ -377,27 +377,7 @@ impl Workload {
             }
             3 | 4 => {
                 let (name, kind) = s.regular[rng.random_range(0..s.regular.len())].clone();
-                let assign = match (kind, rng.random_range(0..4)) {
-                    (ColKind::Map, 0) => {
-                        let k = Scalar::Str(format!("p{}", rng.random_range(0..3)));
-                        Assign::MapPut(
-                            name.clone(),
-                            k,
-                            cql_scalar(rng, &map_value_type(&spec, &name)),
-                        )
-                    }
-                    (ColKind::Map | ColKind::Set, 1) => {
-                        Assign::Add(name.clone(), cql_value(rng, &spec, &name, false))
-                    }
-                    (ColKind::Set, 2) => {
-                        Assign::Remove(name.clone(), vec![Scalar::Int32(rng.random_range(0..4))])
-                    }
-                    (ColKind::Map, 2) => Assign::Remove(
-                        name.clone(),
-                        vec![Scalar::Str(format!("p{}", rng.random_range(0..3)))],
-                    ),
-                    _ => Assign::Whole(name.clone(), cql_value(rng, &spec, &name, true)),
-                };
+                let assign = update_assign(rng, &spec, name, kind);
                 CqlOp::Update { key, assigns: vec![assign], ttl_s }
             }
             5 => CqlOp::DeleteRow { key },
@@ -431,12 +411,8 @@ impl Workload {
         let names = spec.schema.hash.iter().chain(spec.schema.range.iter().map(|(n, _)| n));
         names
             .map(|n| {
-                let i = self.key_index(rng) as i64;
-                match column_type(spec, n) {
-                    "text" => Scalar::Str(format!("u{i}")),
-                    "bigint" => Scalar::Int64(i),
-                    _ => Scalar::Int32(i as i32),
-                }
+                let i = self.key_index(rng);
+                key_scalar(column_type(spec, n), i as usize)
             })
             .collect()
     }
@@ -479,8 +455,76 @@ fn cql_scalar(rng: &mut ChaCha8Rng, ty: &str) -> Scalar {
         "int" => Scalar::Int32(rng.random_range(-5..50)),
         "bigint" => Scalar::Int64(rng.random_range(-5..500)),
         "double" => double(f64::from(rng.random_range(-8i32..8)) / 4.0),
+        "timestamp" => Scalar::Timestamp(rng.random_range(-5..500i64) * 1_000_000),
         _ => Scalar::Bool(rng.random_bool(0.5)),
     }
+}
+
+/// One assignment of an UPDATE of column `name` (of shape `kind`).
+fn update_assign(rng: &mut ChaCha8Rng, spec: &CqlTableSpec, name: String, kind: ColKind) -> Assign {
+    match (kind, rng.random_range(0..4)) {
+        (ColKind::Map, 0) => {
+            let k = Scalar::Str(format!("p{}", rng.random_range(0..3)));
+            Assign::MapPut(name.clone(), k, cql_scalar(rng, &map_value_type(spec, &name)))
+        }
+        (ColKind::Map | ColKind::Set | ColKind::List, 1) => {
+            Assign::Add(name.clone(), cql_value(rng, spec, &name, false))
+        }
+        (ColKind::Jsonb, 1) => Assign::Add(name.clone(), CqlValue::Json(json_object(rng, 0))),
+        (ColKind::Set, 2) => {
+            Assign::Remove(name.clone(), vec![Scalar::Int32(rng.random_range(0..4))])
+        }
+        (ColKind::Map, 2) => {
+            Assign::Remove(name.clone(), vec![Scalar::Str(format!("p{}", rng.random_range(0..3)))])
+        }
+        _ => Assign::Whole(name.clone(), cql_value(rng, spec, &name, true)),
+    }
+}
+
+/// Key values of each CQL type, by key index: small ones first (the hot keys), then
+/// negative and boundary values (the extremes of the type, the empty string, quotes).
+fn key_scalar(ty: &str, i: usize) -> Scalar {
+    const INTS: [i64; 12] =
+        [0, 1, -1, 2, -2, i32::MIN as i64, i32::MAX as i64, 7, -7, 100, -100, 3];
+    const BIGS: [i64; 12] = [0, 1, -1, 2, -2, i64::MIN, i64::MAX, 7, -7, 1 << 40, -(1 << 40), 3];
+    const TEXTS: [&str; 12] =
+        ["u0", "u1", "", "u2", "é", "it's", "u3", "a b", "u4", "\"q\"", "u5", "Z"];
+    const DOUBLES: [f64; 12] =
+        [0.0, 1.5, -1.5, 2.25, -2.25, f64::MAX, f64::MIN, 1e-300, -1e-300, 0.5, -0.5, 3.0];
+    // Timestamps in whole milliseconds (CQL's unit), as far as microseconds reach.
+    const MILLIS: [i64; 6] = [0, 1, -1, 1_700_000_000_000, -(1 << 40), i64::MAX / 1000];
+    match ty {
+        "text" => Scalar::Str(TEXTS[i % TEXTS.len()].to_owned()),
+        "int" => Scalar::Int32(INTS[i % INTS.len()] as i32),
+        "bigint" => Scalar::Int64(BIGS[i % BIGS.len()]),
+        "double" => double(DOUBLES[i % DOUBLES.len()]),
+        "boolean" => Scalar::Bool(i % 2 == 1),
+        "timestamp" => Scalar::Timestamp(MILLIS[i % MILLIS.len()] * 1000),
+        other => unreachable!("{other} is not a key type the generator declares"),
+    }
+}
+
+/// A JSON value for a jsonb column: scalars, and below `depth` 2 arrays and objects.
+fn json_value(rng: &mut ChaCha8Rng, depth: usize) -> Json {
+    match rng.random_range(0..if depth < 2 { 8 } else { 5 }) {
+        0 => Json::Null,
+        1 => Json::Bool(rng.random_bool(0.5)),
+        2 => Json::Int(rng.random_range(-5..50)),
+        // Always with a fraction: an integral number is an int64 in jsonb.
+        3 => Json::Double((f64::from(rng.random_range(-8i32..8)) + 0.25).to_bits()),
+        4 => Json::Str(format!("s{}", rng.random_range(0..4))),
+        5 => Json::Array((0..rng.random_range(0..3)).map(|_| json_value(rng, depth + 1)).collect()),
+        _ => json_object(rng, depth),
+    }
+}
+
+/// A JSON object with up to three distinct keys.
+fn json_object(rng: &mut ChaCha8Rng, depth: usize) -> Json {
+    let mut items: BTreeMap<String, Json> = BTreeMap::new();
+    for _ in 0..rng.random_range(0..4) {
+        items.insert(format!("j{}", rng.random_range(0..4)), json_value(rng, depth + 1));
+    }
+    Json::Object(items.into_iter().collect())
 }
 
 fn cql_value(rng: &mut ChaCha8Rng, spec: &CqlTableSpec, name: &str, nullable: bool) -> CqlValue {
@@ -503,6 +547,13 @@ fn cql_value(rng: &mut ChaCha8Rng, spec: &CqlTableSpec, name: &str, nullable: bo
         items.dedup();
         return CqlValue::Set(items.into_iter().map(Scalar::Int32).collect());
     }
+    if ty.starts_with("list<") {
+        let items = (0..rng.random_range(0..4)).map(|_| Scalar::Int32(rng.random_range(-5..50)));
+        return CqlValue::List(items.collect());
+    }
+    if ty == "jsonb" {
+        return CqlValue::Json(json_value(rng, 0));
+    }
     CqlValue::Scalar(cql_scalar(rng, ty))
 }
 
@@ -512,6 +563,10 @@ fn col_kind(ty: &str) -> ColKind {
         ColKind::Map
     } else if ty.starts_with("set<") {
         ColKind::Set
+    } else if ty.starts_with("list<") {
+        ColKind::List
+    } else if ty == "jsonb" {
+        ColKind::Jsonb
     } else {
         ColKind::Scalar
     }
@@ -564,17 +619,27 @@ fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
     );
     // A random schema: one or two hash columns, up to two clustering columns (maybe DESC),
     // one to four regular columns.
-    let hash_types = ["text", "int", "bigint"];
-    let regular_types = ["text", "bigint", "double", "boolean", "map<text, bigint>", "set<int>"];
+    let key_types = ["text", "int", "bigint", "double", "boolean", "timestamp"];
+    let regular_types = [
+        "text",
+        "bigint",
+        "double",
+        "boolean",
+        "timestamp",
+        "map<text, bigint>",
+        "set<int>",
+        "list<int>",
+        "jsonb",
+    ];
     let mut cols: Vec<(String, String)> = Vec::new();
     let hash: Vec<String> = (0..rng.random_range(1..3)).map(|i| format!("h{i}")).collect();
     for h in &hash {
-        cols.push((h.clone(), hash_types[rng.random_range(0..3)].into()));
+        cols.push((h.clone(), key_types[rng.random_range(0..key_types.len())].into()));
     }
     let range: Vec<(String, bool)> =
         (0..rng.random_range(0..3)).map(|i| (format!("r{i}"), rng.random_bool(0.5))).collect();
     for (r, _) in &range {
-        cols.push((r.clone(), ["int", "bigint"][rng.random_range(0..2)].into()));
+        cols.push((r.clone(), key_types[rng.random_range(0..key_types.len())].into()));
     }
     for i in 0..rng.random_range(1..5) {
         cols.push((

@@ -11,7 +11,7 @@
 
 use crate::op::{DocWrite, Op};
 use docsim_models::cql::Cmp;
-use docsim_models::cql::{Assign, CqlOp, CqlValue};
+use docsim_models::cql::{Assign, CqlOp, CqlValue, Json};
 use docsim_models::redis::RedisOp;
 use docsim_models::{Doc, Scalar, Time, Ttl, Write};
 
@@ -226,6 +226,14 @@ fn value_variants(value: &CqlValue, len_min: usize) -> Vec<CqlValue> {
             (0..items.len()).map(|i| CqlValue::Set(without(items, i))).collect()
         }
         CqlValue::Set(_) => Vec::new(),
+        CqlValue::List(items) if items.len() > len_min => {
+            (0..items.len()).map(|i| CqlValue::List(without(items, i))).collect()
+        }
+        CqlValue::List(_) => Vec::new(),
+        CqlValue::Json(Json::Object(items)) if items.len() > len_min => {
+            (0..items.len()).map(|i| CqlValue::Json(Json::Object(without(items, i)))).collect()
+        }
+        CqlValue::Json(_) => Vec::new(),
     }
 }
 
