@@ -33,11 +33,19 @@ pub enum Plant {
     /// retries the same read instead of reading at a newer time. Only an oracle that
     /// compares error kinds catches it.
     SnapshotErrorMislabelled,
+    /// Expiry compares physical microseconds only: a read at the TTL boundary's
+    /// microsecond with a larger logical part still sees the value (rare: needs a read
+    /// within the microsecond an entry expires).
+    TtlBoundaryIgnoresLogical,
+    /// A child with its own TTL expires with its parent when the parent's TTL runs out
+    /// first (rare: needs a TTL'd object, a newer child with a longer TTL, and a read
+    /// between the two expiries).
+    OwnTtlDiesWithParent,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 12] = [
+    pub const ALL: [Plant; 14] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -50,6 +58,8 @@ impl Plant {
         Plant::LogGcPastFrontier,
         Plant::AckBeforeSync,
         Plant::SnapshotErrorMislabelled,
+        Plant::TtlBoundaryIgnoresLogical,
+        Plant::OwnTtlDiesWithParent,
     ];
 
     /// Whether only crashes can reveal the bug (torture must enable them to catch it).
@@ -79,6 +89,8 @@ impl Plant {
             Plant::LogGcPastFrontier => "log-gc-past-frontier",
             Plant::AckBeforeSync => "ack-before-sync",
             Plant::SnapshotErrorMislabelled => "snapshot-error-mislabelled",
+            Plant::TtlBoundaryIgnoresLogical => "ttl-boundary-ignores-logical",
+            Plant::OwnTtlDiesWithParent => "own-ttl-dies-with-parent",
         }
     }
 

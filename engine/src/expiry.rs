@@ -45,6 +45,16 @@ pub(crate) fn expires_at(
     Some(base.add_micros(ttl_ms.saturating_mul(1000)))
 }
 
+/// Of two explicit expirations of an entry written at `own_ht`, the one that runs out
+/// first (`None` never does). Used by a planted bug only.
+pub(crate) fn sooner(a: Expiration, b: Expiration, own_ht: HybridTime) -> Expiration {
+    match (expires_at(a, own_ht, None), expires_at(b, own_ht, None)) {
+        (Some(x), Some(y)) if y < x => b,
+        (None, Some(_)) => b,
+        _ => a,
+    }
+}
+
 /// Whether an entry with this expiration is expired at `read_ht`.
 pub(crate) fn is_expired(
     exp: Expiration,

@@ -131,6 +131,10 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
                 let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
                 expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
             }
+            if plants.contains(Plant::TtlBoundaryIgnoresLogical) && expired {
+                let at = HybridTime::new(read_ht.physical_us(), 0);
+                expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
+            }
             match &entry.value.kind {
                 _ if expired => {
                     crate::probe::hit("read.expired_hides_older");
@@ -176,6 +180,12 @@ fn visible_by_time(
         expiry::effective_expiration(ttl, doc_ht.ht, None)
     } else {
         expiry::effective_expiration(ttl, doc_ht.ht, ancestors())
+    };
+    let exp = if plants.contains(Plant::OwnTtlDiesWithParent) && ttl != Ttl::Inherit {
+        let inherited = expiry::effective_expiration(Ttl::Inherit, doc_ht.ht, ancestors());
+        expiry::sooner(exp, inherited, doc_ht.ht)
+    } else {
+        exp
     };
     let explicit = (ttl != Ttl::Inherit).then_some((doc_ht.ht, ttl));
     levels.record(doc_ht);

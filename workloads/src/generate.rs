@@ -220,8 +220,10 @@ impl Workload {
             1 => cutoff + rng.random_range(0..=span),
             _ => match self.recent.get(rng.random_range(0..self.recent.len().max(1))) {
                 Some((w, Some(ms))) if *ms > 0 => {
+                    // At the last visible moment, one logical tick after it (same
+                    // microsecond), or a microsecond after it.
                     let edge = add_micros(*w, ms * 1000);
-                    edge + rng.random_range(0..2) * (1 << 12)
+                    edge + [0, 1, 1 << 12][rng.random_range(0..3)]
                 }
                 Some((w, _)) => *w,
                 None => now,
