@@ -26,6 +26,14 @@
 //! which reads must be refused ([`ModelError::SnapshotTooOld`]).
 //!
 //! CQL rows ([`cql`]) and Redis keys ([`redis`]) are stated on top of the same documents.
+//! CQL key values order as DocDB's keys do (doubles numerically, not by bit pattern); a
+//! list element is keyed by its statement's physical time × 1000 + its position; a jsonb
+//! value is a document by the model's own JSON rule (see [`cql`]).
+//!
+//! The model's errors are typed ([`ModelError`]) and the simulator compares them with the
+//! engine's error kinds exactly: a read below the cutoff must fail as `snapshot_too_old`,
+//! a write below a primitive as `type_conflict`, a Redis command on the wrong type as
+//! `wrong_type` — not merely fail.
 
 pub mod cql;
 mod doc;
