@@ -238,7 +238,15 @@ fn decode_key_entry(input: &[u8], pos: usize) -> Result<(KeyEntry, usize), Decod
         K::Double => {
             let ordered = u64::from_be_bytes(fixed(8)?);
             let bits = if ordered >> 63 == 1 { ordered ^ (1 << 63) } else { !ordered };
-            (Primitive::Double(f64::from_bits(bits)), 8)
+            let d = f64::from_bits(bits);
+            if d.is_nan() && bits != f64::NAN.to_bits() {
+                // The engine writes one NaN; another would not re-encode to its own bytes.
+                return Err(err(
+                    body,
+                    format!("a NaN other than the canonical one ({bits:#018x})"),
+                ));
+            }
+            (Primitive::Double(d), 8)
         }
         K::String => decode_escaped_string(&input[body..], flip, body)?,
         K::ColumnId | K::SystemColumnId => {
