@@ -225,6 +225,11 @@ impl SimDisk {
         }
     }
 
+    /// Bytes the files hold now (volatile data included), as a full disk counts them.
+    pub fn used_bytes(&self) -> u64 {
+        self.state().used_bytes()
+    }
+
     /// Every fault injected so far, in order.
     pub fn ledger(&self) -> Vec<Fault> {
         self.state().ledger.clone()

@@ -12,10 +12,13 @@
 //! so a crash can only damage the unsynced tail of the newest segment. Hence opening the
 //! log distinguishes:
 //!
-//! - a **torn tail**: the newest segment ends inside a record (a crash tore an unsynced
-//!   append). Truncated at the last whole record, durably, and reported;
-//! - **corruption**: a whole record whose checksum fails, or a damaged sealed segment.
-//!   Never skipped: opening fails with the segment and offset.
+//! - a **torn tail**: the newest segment ends inside a record beyond its sync mark (a
+//!   crash tore an unsynced append). Truncated at the last whole record, durably, and
+//!   reported;
+//! - **corruption**: a whole record whose checksum fails, a damaged sealed segment, or a
+//!   record cut short below the newest segment's sync mark (`log/sync_mark.rs`: how far
+//!   it is known to be synced, e.g. a flipped length field). Never skipped: opening fails
+//!   with the segment and offset.
 //!
 //! Each segment's header carries the op id before its first entry and the hard state at
 //! its creation, so bootstrap can skip whole segments below the flushed frontier and log
@@ -26,10 +29,12 @@ use crate::error::{Error, Result};
 use std::fmt;
 
 mod record;
+mod sync_mark;
 #[cfg(test)]
 mod tests;
 
 use record::{Record, RecordError};
+use sync_mark::SyncMark;
 
 /// A Raft op id: the term and index of a log entry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -104,6 +109,8 @@ pub struct Log {
     segment_bytes: usize,
     segments: Vec<SegmentInfo>,
     hard_state: HardState,
+    /// How far the newest segment is durably known to be synced.
+    mark: SyncMark,
 }
 
 impl Log {
@@ -121,6 +128,7 @@ impl Log {
             segment_bytes,
             segments: Vec::new(),
             hard_state: HardState::default(),
+            mark: SyncMark::read(disk, dir)?,
         };
         let names = disk.list(&format!("{dir}/wal-"));
         if names.is_empty() {
@@ -148,7 +156,8 @@ impl Log {
                 log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes: 0 });
                 continue;
             } else {
-                log.read_segment(name, newest, &mut recovery)?
+                let synced = if newest { Some(log.mark.synced_len(seq)) } else { None };
+                log.read_segment(name, synced, &mut recovery)?
             };
             // The last entry read, if this segment added one (else its header's prev).
             let last = recovery.entries.last().filter(|e| e.op_id.index > prev.index);
@@ -169,8 +178,19 @@ impl Log {
     }
 
     /// Read one segment's records into `recovery`; returns the segment's valid length.
-    fn read_segment(&self, name: &str, newest: bool, recovery: &mut Recovery) -> Result<usize> {
+    /// `synced` is, for the newest segment, how far its sync mark says it is synced (a tail
+    /// cut short beyond it is torn); `None` for a sealed segment (nothing may be cut).
+    fn read_segment(
+        &self,
+        name: &str,
+        synced: Option<usize>,
+        recovery: &mut Recovery,
+    ) -> Result<usize> {
         let bytes = self.disk.read(name)?;
+        if let Some(synced) = synced.filter(|&synced| bytes.len() < synced) {
+            let why = format!("{} bytes, but its sync mark says {synced} were synced", bytes.len());
+            return Err(corrupt(name, bytes.len(), &why));
+        }
         let mut offset = 0;
         while offset < bytes.len() {
             match Record::decode(&bytes, offset) {
@@ -178,7 +198,7 @@ impl Log {
                     recovery.add(record, name, offset)?;
                     offset = next;
                 }
-                Err(RecordError::Incomplete) if newest => {
+                Err(RecordError::Incomplete) if synced.is_some_and(|synced| offset >= synced) => {
                     self.disk.truncate(name, offset)?;
                     self.disk.sync(name)?;
                     let dropped_bytes = bytes.len() - offset;
@@ -217,9 +237,14 @@ impl Log {
         Ok(())
     }
 
-    /// Make everything appended durable.
+    /// Make everything appended durable, then record how far (the sync mark).
     pub fn sync(&mut self) -> Result<()> {
-        self.disk.sync(&self.active().name)
+        let (name, seq, bytes) = {
+            let active = self.active();
+            (active.name.clone(), active.seq, active.bytes)
+        };
+        self.disk.sync(&name)?;
+        self.mark.write(&self.disk, &self.dir, seq, bytes)
     }
 
     /// Remove the segments whose entries are all below `keep_index`, oldest first; never
@@ -269,6 +294,7 @@ impl Log {
         self.disk.sync(&name)?;
         self.disk.sync_dir()?;
         let bytes = header.len();
+        self.mark.write(&self.disk, &self.dir, seq, bytes)?;
         self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes });
         Ok(())
     }
