@@ -1,5 +1,6 @@
 use super::*;
 use crate::disk::{FaultConfig, Tear};
+use sync_mark::SyncMark;
 
 fn entry(term: u64, index: u64, data: &[u8]) -> LogEntry {
     LogEntry { op_id: OpId::new(term, index), data: data.to_vec() }
@@ -150,4 +151,44 @@ fn a_record_is_length_crc32c_kind_payload() {
     assert_eq!(out.len(), 4 + 4 + 1 + len);
     let crc = u32::from_le_bytes(out[4..8].try_into().unwrap());
     assert_eq!(crc, crc32c_reference(&out[8..]), "the checksum covers kind and payload");
+}
+
+#[test]
+fn a_sync_mark_lost_mid_rewrite_falls_back_to_the_other_slot() {
+    let d = disk();
+    let mut mark = SyncMark::default();
+    mark.write(&d, "t", 1, 100).unwrap();
+    mark.write(&d, "t", 1, 200).unwrap();
+    // The power goes while the third mark rewrites slot b: the slot is emptied.
+    d.truncate("t/synced-b", 0).unwrap();
+    d.crash(Tear::None);
+    assert_eq!(SyncMark::read(&d, "t").unwrap(), SyncMark { counter: 2, seq: 1, len: 200 });
+}
+
+#[test]
+fn a_damaged_sync_mark_is_corruption() {
+    let d = disk();
+    let mut mark = SyncMark::default();
+    mark.write(&d, "t", 1, 100).unwrap();
+    let mut bytes = d.read("t/synced-b").unwrap();
+    bytes[17] ^= 4;
+    d.truncate("t/synced-b", 0).unwrap();
+    d.append("t/synced-b", &bytes).unwrap();
+    let err = SyncMark::read(&d, "t").unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
+}
+
+#[test]
+fn a_flipped_length_below_the_sync_mark_is_corruption_not_a_torn_tail() {
+    let d = disk();
+    let log = filled(&d, 3, 1 << 20);
+    let name = log.segments()[0].name.clone();
+    let mut bytes = d.read(&name).unwrap();
+    let last_record = bytes.len() - (9 + 16 + 40) - (9 + 24); // the last entry, then its hard state
+    bytes[last_record] ^= 0x40; // its length field: 56 -> 120, past the end of the file
+    d.truncate(&name, 0).unwrap();
+    d.append(&name, &bytes).unwrap();
+    d.sync(&name).unwrap();
+    let err = Log::open(&d, "t", 1 << 20, 0).map(|_| ()).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
 }
