@@ -184,7 +184,7 @@ impl SimDisk {
         Ok(())
     }
 
-    /// Cut `name` to `len` bytes; durable with the next [`SimDisk::sync`].
+    /// Cut `name` to `len` bytes, durably at once (the synced length shrinks with it).
     pub fn truncate(&self, name: &str, len: usize) -> Result<()> {
         let mut s = self.state();
         let file = s.files.get_mut(name);

@@ -156,7 +156,7 @@ impl Log {
                 log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes: 0 });
                 continue;
             } else {
-                let synced = if newest { Some(log.mark.synced_len(seq)) } else { None };
+                let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };
                 log.read_segment(name, synced, &mut recovery)?
             };
             // The last entry read, if this segment added one (else its header's prev).

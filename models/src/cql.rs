@@ -7,8 +7,12 @@
 //! row exists at R iff its liveness column or a non-empty column is visible at R.
 //!
 //! A **list** element is keyed by when and where it was written: the statement's physical
-//! time in microseconds × 1000 + its position in the literal (so appends sort after
-//! earlier elements, and a list reads back in that order). A **jsonb** value is a document:
+//! time in microseconds × 1000 + its position in the literal, so a list reads back in
+//! that order. This is the engine's own index rule restated, not an independent one: two
+//! list writes to one row within one microsecond collide (the later overwrites elements of
+//! the earlier) in both, so the checker cannot see it. YugabyteDB takes list indexes from a
+//! per-tablet monotonic counter; stating "an append goes after every live element" here,
+//! and fixing the engine to match, is open work. A **jsonb** value is a document:
 //! a JSON object a map keyed by its string keys, an array a map keyed by int64 positions
 //! from 0, an integer literal an int64, any other number a double; `j = j || {...}` writes
 //! the object's entries without a marker at the column (merge).

@@ -45,6 +45,10 @@ fn traces_are_pinned() {
         assert!(outcome.failure.is_none(), "seed {seed} passes");
         assert_eq!(outcome.trace_hash, hash, "seed {seed}: trace hash {:016x}", outcome.trace_hash);
     }
+    // A CQL-profile seed: lists, jsonb, every key type.
+    let cql = run(&config(3, 800, Some(Profile::Cql), None));
+    assert!(cql.failure.is_none(), "CQL seed 3 passes");
+    assert_eq!(cql.trace_hash, 0x7236_ed57_ec98_e57b, "CQL seed 3: {:016x}", cql.trace_hash);
 }
 
 #[test]

@@ -9,9 +9,12 @@
 //! ```
 //!
 //! The mark is written after every sync, alternately into two slot files, each rewritten
-//! whole in one append smaller than a sector: a crash leaves a slot either whole or
-//! empty, and the other slot intact. A non-empty slot whose checksum fails was damaged
-//! after it was synced: that is corruption, reported, never skipped.
+//! whole in one append smaller than a sector: on the simulated disk (whose truncate is
+//! durable at once and whose tears fall on sector boundaries) a crash leaves a slot either
+//! whole or empty, and the other slot intact. A non-empty slot whose checksum fails was
+//! damaged after it was synced: that is corruption, reported, never skipped. (On a real
+//! file system a torn in-place rewrite could leave other bytes; a checksum over each
+//! record's header, length included, would close the same gap without a second file.)
 
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
@@ -79,25 +82,37 @@ impl SyncMark {
 
     /// Durably record that segment `seq` is synced up to `len` bytes, in the slot the
     /// previous mark is not in.
+    /// The mark changes only once it is durable: a failed write leaves the previous one,
+    /// so a retry never rewrites the slot that holds the only durable mark.
     pub fn write(&mut self, disk: &SimDisk, dir: &str, seq: u64, len: usize) -> Result<()> {
-        *self = SyncMark { counter: self.counter + 1, seq, len: len as u64 };
-        let name = slot_name(dir, self.counter);
+        let next = SyncMark { counter: self.counter + 1, seq, len: len as u64 };
+        let name = slot_name(dir, next.counter);
         if disk.list(&name).is_empty() {
             disk.create(&name)?;
             disk.sync_dir()?;
         } else {
             disk.truncate(&name, 0)?;
         }
-        disk.append(&name, &self.encode())?;
-        disk.sync(&name)
+        disk.append(&name, &next.encode())?;
+        disk.sync(&name)?;
+        *self = next;
+        Ok(())
     }
 
-    /// How many bytes of segment `seq` (the newest) are known to be synced.
-    pub fn synced_len(&self, seq: u64) -> usize {
-        if self.seq == seq {
-            self.len as usize
-        } else {
-            0 // marked before this segment existed: only its header, checked on its own
+    /// How many bytes of segment `seq`, the newest in `dir`, are known to be synced. A mark
+    /// naming a newer segment means a synced segment is gone: corruption.
+    pub fn synced_len(&self, dir: &str, seq: u64) -> Result<usize> {
+        if self.seq > seq {
+            return Err(Error::LogCorruption {
+                segment: format!("{dir}/wal-{:08}", self.seq),
+                offset: 0,
+                reason: format!(
+                    "the sync mark names it (synced to {} bytes), but it is gone",
+                    self.len
+                ),
+            });
         }
+        // A mark from before this segment existed: only its header, checked on its own.
+        Ok(if self.seq == seq { self.len as usize } else { 0 })
     }
 }
