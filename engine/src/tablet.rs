@@ -42,6 +42,9 @@ pub struct Tablet {
     in_doubt: Option<OpId>,
     /// The planted bugs, given at open.
     plants: Plants,
+    /// The next CQL list index this tablet may hand out (in memory: see
+    /// [`Tablet::list_index_floor`]).
+    next_list_index: i64,
 }
 
 /// What bootstrap found and did.
@@ -131,6 +134,7 @@ impl Tablet {
             acks: Vec::new(),
             in_doubt: None,
             plants,
+            next_list_index: 0,
         };
         tablet.replica.start()?;
         Ok((tablet, report))
@@ -196,6 +200,21 @@ impl Tablet {
     ) -> Result<Option<Document>> {
         self.check_up()?;
         scanned.get(&self.db, path, read_ht, self.table_ttl_ms)
+    }
+
+    /// The first CQL list index a statement at `ht` may use: past every index this tablet
+    /// handed out since it opened, and at least `ht`'s microsecond × 1000 (so indexes also
+    /// grow with time across restarts, whose replay re-applies the logged indexes). Two
+    /// statements in one microsecond thus never collide; YugabyteDB's `ExtendList` takes
+    /// list indexes from the tablet's monotonic counter for the same reason.
+    pub(crate) fn list_index_floor(&self, ht: HybridTime) -> i64 {
+        let by_time = i64::try_from(ht.physical_us()).unwrap_or(i64::MAX / 1000) * 1000;
+        by_time.max(self.next_list_index)
+    }
+
+    /// A statement used the list indexes below `next`.
+    pub(crate) fn used_list_indexes(&mut self, next: i64) {
+        self.next_list_index = self.next_list_index.max(next);
     }
 
     /// The table default TTL in milliseconds.

@@ -6,16 +6,15 @@
 //! collection written whole is a marker then its elements; a null writes a tombstone. A
 //! row exists at R iff its liveness column or a non-empty column is visible at R.
 //!
-//! A **list** element is keyed by when and where it was written: the statement's physical
-//! time in microseconds × 1000 + its position in the literal, so a list reads back in
-//! that order. This is the engine's own index rule restated, not an independent one: two
-//! list writes to one row within one microsecond collide (the later overwrites elements of
-//! the earlier) in both, so the checker cannot see it. YugabyteDB takes list indexes from a
-//! per-tablet monotonic counter; stating "an append goes after every live element" here,
-//! and fixing the engine to match, is open work. A **jsonb** value is a document:
-//! a JSON object a map keyed by its string keys, an array a map keyed by int64 positions
-//! from 0, an integer literal an int64, any other number a double; `j = j || {...}` writes
-//! the object's entries without a marker at the column (merge).
+//! A **list** reads back in the order its elements were written: by the writing
+//! statement's hybrid time, then by position in the literal. An append therefore goes
+//! after every element written before it, however close in time (YugabyteDB takes list
+//! indexes from a per-tablet monotonic counter); a whole write replaces the list.
+//!
+//! A **jsonb** value is a document: a JSON object a map keyed by its string keys, an array
+//! a map keyed by int64 positions from 0, an integer literal an int64, any other number a
+//! double; `j = j || {...}` writes the object's entries without a marker at the column
+//! (merge).
 
 use crate::doc::{Doc, DocId, Entry, Key, Model, ModelError, Scalar, Time, Ttl};
 use serde::{Deserialize, Serialize};
@@ -327,14 +326,15 @@ fn children(at: At, path: &[Key], map: &BTreeMap<Key, Doc>, out: &mut Entries) {
 /// The elements of a collection (or the entries of a jsonb object or array) under `col`,
 /// without a marker at `col` itself.
 fn elements(at: At, col: Key, value: &CqlValue, out: &mut Entries) {
-    let base = ((at.time >> 12) as i64).saturating_mul(1000);
     let items: Vec<(Scalar, Scalar)> = match value {
         CqlValue::Map(items) => items.clone(),
         CqlValue::Set(items) => items.iter().map(|s| (s.clone(), Scalar::Null)).collect(),
+        // The model's own list keys: the write's hybrid time, then the position (zero-padded
+        // text sorts in that order). Only the order of the values is ever compared.
         CqlValue::List(items) => items
             .iter()
             .enumerate()
-            .map(|(i, v)| (Scalar::Int64(base + i as i64), v.clone()))
+            .map(|(i, v)| (Scalar::Str(format!("{:020}.{i:04}", at.time)), v.clone()))
             .collect(),
         CqlValue::Json(json) => {
             if let Doc::Object(map) = json.doc() {

@@ -248,3 +248,46 @@ fn redis_hashes_and_sets() {
     );
     assert_eq!(m.redis(t(1011), &RedisOp::Get { key: "s".into() }).unwrap(), Reply::Bulk(None));
 }
+
+/// A list reads back in write order: an append goes after the elements written before it,
+/// even within one microsecond (two hybrid times with the same physical part); a whole
+/// write replaces the list.
+#[test]
+fn cql_list_appends_keep_write_order() {
+    use cql::*;
+    let schema = Schema {
+        name: "t".into(),
+        hash: vec!["k".into()],
+        range: vec![],
+        regular: vec![("l".into(), ColKind::List)],
+        default_ttl_s: None,
+    };
+    let mut m = Model::new();
+    let key = vec![Scalar::Int32(1)];
+    let list = |items: &[i32]| CqlValue::List(items.iter().map(|&i| Scalar::Int32(i)).collect());
+    let insert =
+        CqlOp::Insert { key: key.clone(), values: vec![("l".into(), list(&[1, 2]))], ttl_s: None };
+    m.cql(t(1000), &schema, &insert).unwrap();
+    let append = |items| CqlOp::Update {
+        key: key.clone(),
+        assigns: vec![Assign::Add("l".into(), list(items))],
+        ttl_s: None,
+    };
+    m.cql(t(1000) + 1, &schema, &append(&[3])).unwrap();
+    m.cql(t(1000) + 2, &schema, &append(&[4, 5])).unwrap();
+    let select = |m: &mut Model| {
+        let op = CqlOp::Select { hash: key.clone(), range: None, columns: Some(vec!["l".into()]) };
+        m.cql(t(2000), &schema, &op).unwrap()
+    };
+    let ints = |items: &[i32]| items.iter().map(|&i| Scalar::Int32(i)).collect();
+    let row =
+        |items: &[i32]| CqlResult::Rows(vec![vec![("l".to_string(), Cell::List(ints(items)))]]);
+    assert_eq!(select(&mut m), row(&[1, 2, 3, 4, 5]));
+    let whole = CqlOp::Update {
+        key: key.clone(),
+        assigns: vec![Assign::Whole("l".into(), list(&[9]))],
+        ttl_s: None,
+    };
+    m.cql(t(1500), &schema, &whole).unwrap();
+    assert_eq!(select(&mut m), row(&[9]));
+}

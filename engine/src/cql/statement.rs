@@ -81,15 +81,18 @@ pub fn execute(
     ht: HybridTime,
     statement: &Statement,
 ) -> Result<Outcome> {
+    let lists = ListIndexes(std::cell::Cell::new(tablet.list_index_floor(ht)));
     let entries = match statement {
         Statement::Insert { columns, values, ttl_s, .. } => {
-            insert(table, columns, values, ttl(*ttl_s), ht)?
+            let stamp = Stamp { ttl: ttl(*ttl_s), lists: &lists };
+            insert(table, columns, values, stamp)?
         }
         Statement::Update { ttl_s, assignments, key, .. } => {
             let doc = full_key(table, key)?;
             let mut out = Vec::new();
+            let stamp = Stamp { ttl: ttl(*ttl_s), lists: &lists };
             for assignment in assignments {
-                apply_assign(table, &doc, assignment, Stamp { ht, ttl: ttl(*ttl_s) }, &mut out)?;
+                apply_assign(table, &doc, assignment, stamp, &mut out)?;
             }
             out
         }
@@ -98,8 +101,20 @@ pub fn execute(
             return select(table, tablet, columns.as_deref(), conditions, ht).map(Outcome::Rows)
         }
     };
+    tablet.used_list_indexes(lists.0.get());
     tablet.write(&entries.iter().collect(), ht)?;
     Ok(Outcome::Written)
+}
+
+/// The list indexes one statement hands out, in order, from the tablet's floor on.
+struct ListIndexes(std::cell::Cell<i64>);
+
+impl ListIndexes {
+    fn take(&self) -> i64 {
+        let index = self.0.get();
+        self.0.set(index.saturating_add(1));
+        index
+    }
 }
 
 /// A literal as error messages show it.
@@ -183,11 +198,11 @@ struct Target<'a> {
     name: &'a str,
 }
 
-/// The statement's hybrid time and `USING TTL`.
+/// The statement's `USING TTL`, and the list indexes it may use.
 #[derive(Clone, Copy)]
-struct Stamp {
-    ht: HybridTime,
+struct Stamp<'a> {
     ttl: Ttl,
+    lists: &'a ListIndexes,
 }
 
 type Entries = Vec<(DocPath, Value)>;
@@ -204,14 +219,14 @@ fn write_whole(t: Target<'_>, lit: &Literal, s: Stamp, out: &mut Entries) -> Res
         return Ok(());
     }
     // A collection or jsonb value (possibly a scalar jsonb) written whole: overwrite.
-    let kind = WriteKind::Set(nested_document(t.ty, lit, s.ht, t.name)?);
+    let kind = WriteKind::Set(nested_document(t.ty, lit, s.lists, t.name)?);
     out.extend(expand(&DocWrite { path: t.path, kind, ttl_us: None }, s.ttl));
     Ok(())
 }
 
 /// Entries adding elements to a collection (`m = m + {...}`, `l = l + [...]`, `||`).
 fn write_elements(t: Target<'_>, lit: &Literal, s: Stamp, out: &mut Entries) -> Result<()> {
-    match nested_document(t.ty, lit, s.ht, t.name)? {
+    match nested_document(t.ty, lit, s.lists, t.name)? {
         doc @ Document::Object(_) => {
             let write = DocWrite { path: t.path, kind: WriteKind::Extend(doc), ttl_us: None };
             out.extend(expand(&write, s.ttl));
@@ -222,7 +237,12 @@ fn write_elements(t: Target<'_>, lit: &Literal, s: Stamp, out: &mut Entries) -> 
 }
 
 /// A collection or jsonb literal as a document (keys in stored order).
-fn nested_document(ty: &CqlType, lit: &Literal, ht: HybridTime, what: &str) -> Result<Document> {
+fn nested_document(
+    ty: &CqlType,
+    lit: &Literal,
+    lists: &ListIndexes,
+    what: &str,
+) -> Result<Document> {
     let mut map = BTreeMap::new();
     match (ty, lit) {
         (CqlType::Map(kt, vt), Literal::Braces(items)) => {
@@ -247,9 +267,8 @@ fn nested_document(ty: &CqlType, lit: &Literal, ht: HybridTime, what: &str) -> R
             if items.len() >= 1000 {
                 return errinput!("{what}: at most 999 list elements per statement");
             }
-            let base = i64::try_from(ht.physical_us()).unwrap_or(i64::MAX / 1000) * 1000;
-            for (i, e) in items.iter().enumerate() {
-                let index = KeyEntry::asc(Primitive::Int64(base + i as i64));
+            for e in items {
+                let index = KeyEntry::asc(Primitive::Int64(lists.take()));
                 map.insert(index, Document::Primitive(primitive(et, e, what)?));
             }
         }
@@ -267,13 +286,8 @@ fn nested_document(ty: &CqlType, lit: &Literal, ht: HybridTime, what: &str) -> R
     Ok(Document::Object(map))
 }
 
-fn insert(
-    table: &CqlTable,
-    names: &[String],
-    lits: &[Literal],
-    ttl: Ttl,
-    ht: HybridTime,
-) -> Result<Entries> {
+fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) -> Result<Entries> {
+    let ttl = stamp.ttl;
     if names.len() != lits.len() {
         return errinput!("INSERT names {} columns but gives {} values", names.len(), lits.len());
     }
@@ -294,7 +308,7 @@ fn insert(
     for col in &table.columns {
         if let (ColumnKind::Regular(id), Some(lit)) = (col.kind, given.get(col.name.as_str())) {
             let target = Target { ty: &col.ty, path: column_path(&doc, id), name: &col.name };
-            write_whole(target, lit, Stamp { ht, ttl }, &mut out)?;
+            write_whole(target, lit, stamp, &mut out)?;
         }
     }
     Ok(out)
