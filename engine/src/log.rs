@@ -290,9 +290,18 @@ impl Log {
         let mut header = Vec::new();
         Record::Header { seq, prev, hard_state: self.hard_state }.encode(&mut header);
         self.disk.create(&name)?;
-        self.disk.append(&name, &header)?;
-        self.disk.sync(&name)?;
-        self.disk.sync_dir()?;
+        let durable = self
+            .disk
+            .append(&name, &header)
+            .and_then(|()| self.disk.sync(&name))
+            .and_then(|()| self.disk.sync_dir());
+        if let Err(e) = durable {
+            // Never leave a segment without its header: opening would take it for
+            // corruption. (Removing a file whose name never became durable is volatile
+            // too, but a crash drops that name anyway.)
+            let _ = self.disk.remove(&name);
+            return Err(e);
+        }
         let bytes = header.len();
         self.mark.write(&self.disk, &self.dir, seq, bytes)?;
         self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes });

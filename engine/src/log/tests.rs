@@ -192,3 +192,26 @@ fn a_flipped_length_below_the_sync_mark_is_corruption_not_a_torn_tail() {
     let err = Log::open(&d, "t", 1 << 20, 0).map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
 }
+
+#[test]
+fn a_roll_that_fails_leaves_no_segment_without_a_header() {
+    let d = disk();
+    let mut log = filled(&d, 3, 200); // about 200-byte segments
+    let mut next = 4;
+    while log.segments().last().unwrap().bytes < 200 {
+        log.append(&[entry(1, next, &[1; 40])], None).unwrap();
+        log.sync().unwrap();
+        next += 1;
+    }
+    let (segments, written) = (d.list("t/wal-").len(), next - 1);
+    let used = d.used_bytes();
+    // The next append rolls: room to seal the active segment, none for the new header.
+    d.set_faults(FaultConfig { capacity_bytes: Some(used + 8), ..FaultConfig::default() });
+    let err = log.append(&[entry(1, next, &[4; 40])], None).unwrap_err();
+    assert_eq!(err.kind(), crate::ErrorKind::DiskFull, "{err}");
+    assert_eq!(d.list("t/wal-").len(), segments, "the failed roll left no new segment");
+    d.set_faults(FaultConfig::default());
+    // Reopened without a power loss (a clean restart): the log is whole.
+    let (_, recovery) = Log::open(&d, "t", 200, 0).expect("no header-less segment");
+    assert_eq!(indexes(&recovery), (1..=written).collect::<Vec<u64>>());
+}
