@@ -237,7 +237,7 @@ fn shrink(dir: &Path) -> ExitCode {
         }
     };
     let plant = meta.plant.as_deref().and_then(Plant::from_name);
-    let Some(shrunk) = docsim::shrink::shrink(ops, meta.kind, plant) else {
+    let Some(shrunk) = docsim::shrink::shrink(ops, meta.kind, plant, meta.seed) else {
         println!("the run no longer fails with {:?}: nothing to shrink", meta.kind);
         return ExitCode::FAILURE;
     };

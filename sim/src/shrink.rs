@@ -22,12 +22,12 @@ pub struct Shrunk {
     pub runs: usize,
 }
 
-/// Shrink `ops`, which fail with `kind` (with `plant` switched on).
-pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>) -> Option<Shrunk> {
+/// Shrink `ops` of the run of `seed`, which fail with `kind` (with `plant` switched on).
+pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>, seed: u64) -> Option<Shrunk> {
     let mut runs = 0;
     let mut fails = |candidate: &[Op]| {
         runs += 1;
-        replay_ops(candidate, plant).filter(|f| f.kind == kind)
+        replay_ops(candidate, plant, seed).filter(|f| f.kind == kind)
     };
     let before = ops.len();
     let mut failure = fails(&ops)?;

@@ -127,6 +127,7 @@ const STREAM_WORKLOAD: u64 = 1;
 const STREAM_CLOCK: u64 = 2;
 const STREAM_SCHEDULE: u64 = 3;
 const STREAM_CRASHES: u64 = 4;
+const STREAM_DISK: u64 = 5;
 
 /// A physical clock over madsim's simulated time, with seeded skew: it may jump back.
 struct SimClock {
@@ -255,9 +256,12 @@ impl std::fmt::Display for Schedule {
     }
 }
 
-fn new_state(plant: Option<Plant>) -> (ScratchDir, State) {
+/// A run's state: its node in a scratch directory, with the planted bug, and the disk's
+/// random stream derived from the run's seed.
+fn new_state(plant: Option<Plant>, seed: u64) -> (ScratchDir, State) {
     let scratch = ScratchDir::new().expect("scratch directory");
-    let state = State::new(scratch.path(), Plants::of(plant));
+    let disk_seed = stream(seed, STREAM_DISK).random::<u64>();
+    let state = State::new(scratch.path(), Plants::of(plant), disk_seed);
     (scratch, state)
 }
 
@@ -276,7 +280,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     );
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
-    let (_scratch, mut state) = new_state(config.plant);
+    let (_scratch, mut state) = new_state(config.plant, config.seed);
     crate::step::note_run(Some(crate::report::reproduce_command(&config, config.seed)));
     let mut outcome = RunOutcome::new(config.seed, knobs);
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
@@ -425,8 +429,8 @@ fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 
 /// Run a fixed op list (no generation: the ops carry their times) through the same checks
 /// as a simulated run; the first failure, if any. The shrinker's oracle.
-pub fn replay_ops(ops: &[Op], plant: Option<Plant>) -> Option<Failure> {
-    let (_scratch, mut state) = new_state(plant);
+pub fn replay_ops(ops: &[Op], plant: Option<Plant>, seed: u64) -> Option<Failure> {
+    let (_scratch, mut state) = new_state(plant, seed);
     ops.iter().enumerate().find_map(|(i, op)| {
         step_catching_panics(&mut state, op).1.err().map(|mut f| {
             f.step = i;

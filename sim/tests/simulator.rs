@@ -168,8 +168,9 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
     for plant in Plant::ALL {
         let cfg = |seed| config(seed, 1_000, None, Some(plant));
         let failed = (0..SEEDS_BOUND).map(|seed| run(&cfg(seed))).find(|o| o.failure.is_some());
-        let failure = failed.and_then(|o| o.failure).expect("caught");
-        let shrunk = docsim::shrink::shrink(failure.ops.clone(), failure.kind, Some(plant))
+        let failed = failed.expect("caught");
+        let (seed, failure) = (failed.seed, failed.failure.expect("a failure"));
+        let shrunk = docsim::shrink::shrink(failure.ops.clone(), failure.kind, Some(plant), seed)
             .unwrap_or_else(|| panic!("{}: the failure replays", plant.name()));
         assert_eq!(shrunk.failure.kind, failure.kind, "same fingerprint");
         // A log-GC bug needs writes enough to fill three log segments (1 KiB each).
