@@ -154,17 +154,6 @@ impl Command {
             other => return syntax(format!("ERR unknown command '{}'", other.to_lowercase())),
         })
     }
-
-    /// Whether the command only reads.
-    pub fn is_read(&self) -> bool {
-        matches!(
-            self,
-            Command::Get { .. }
-                | Command::HGet { .. }
-                | Command::HGetAll { .. }
-                | Command::SMembers { .. }
-        )
-    }
 }
 
 /// An argument as a command line carries it: bare if it can be, else double-quoted.

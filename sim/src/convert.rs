@@ -112,11 +112,6 @@ pub fn write(w: &DocWrite) -> EngineWrite {
     EngineWrite { path: path(&w.doc, &w.path), kind, ttl_us }
 }
 
-/// A generated document write → the model's.
-pub fn model_write(w: &DocWrite) -> (DocId, Vec<Key>, Write, Ttl) {
-    (w.doc.clone(), w.path.clone(), w.write.clone(), w.ttl)
-}
-
 /// A generated crash point → the engine's (`None`: at once).
 pub fn crash_point(at: CrashPoint) -> Option<EngineCrashPoint> {
     match at {

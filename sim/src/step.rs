@@ -15,7 +15,7 @@ use docsim_engine::{CrashPoint, Error, ErrorKind, HybridTime, MarkerMode, Node, 
 use docsim_models::cql::{CqlOp, CqlResult, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{DocId, Key, Markers, Model, ModelError};
-use docsim_workloads::Op;
+use docsim_workloads::{DocWrite, Op};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Raft log segment size of simulated runs: small, so runs see segment rolls and log GC.
@@ -366,11 +366,9 @@ fn model_update(state: &mut State, op: &Op) -> Result<(), ModelError> {
             state.docs.set_table_ttl_ms(*ttl_ms);
             Ok(())
         }
-        Op::Write { ht, write } => {
-            state.docs.write_batch(*ht, state.markers, &[convert::model_write(write)])
-        }
+        Op::Write { ht, write } => state.docs.write_batch(*ht, state.markers, &[write.to_model()]),
         Op::Batch { ht, writes } => {
-            let writes: Vec<_> = writes.iter().map(convert::model_write).collect();
+            let writes: Vec<_> = writes.iter().map(DocWrite::to_model).collect();
             state.docs.write_batch(*ht, state.markers, &writes)
         }
         Op::Table(spec) => {
@@ -569,16 +567,15 @@ fn check_redis(
         (Ok(w), Ok(g)) => *w == convert::reply(g),
         _ => agree(&want, &got),
     };
-    let lines = |text: String| text.lines().map(str::to_owned).collect::<Vec<_>>();
     let want_lines = match &want {
-        Ok(r) => lines(convert::engine_reply(r).to_string()),
+        Ok(r) => reply_lines(&convert::engine_reply(r)),
         Err(m) => vec![expect_error(m)],
     };
     if same {
         expect_agreed_error(state, &got);
     }
     let got_lines = match &got {
-        Ok(r) => lines(r.to_string()),
+        Ok(r) => reply_lines(r),
         Err(e) => vec![error_line(e)],
     };
     verdict(same, want_lines, got_lines)

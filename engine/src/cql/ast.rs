@@ -109,11 +109,6 @@ impl Statement {
             | Statement::Select { table, .. } => table,
         }
     }
-
-    /// Whether the statement only reads.
-    pub fn is_read(&self) -> bool {
-        matches!(self, Statement::Select { .. })
-    }
 }
 
 impl fmt::Display for Literal {
