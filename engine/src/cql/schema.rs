@@ -168,7 +168,8 @@ impl CqlTable {
         c.expect(")")?;
         let (default_ttl_ms, desc) = parse_with(&mut c)?;
         c.finish()?;
-        build(name, decls, hash, range, desc, default_ttl_ms, &c)
+        // The schema checks point at the end of the statement.
+        build(name, decls, hash, range, desc, default_ttl_ms).map_err(|m| c.error(m))
     }
 
     /// The table declared by parts: columns in declaration order with their types, the
@@ -186,9 +187,8 @@ impl CqlTable {
         let desc = desc.map(|(n, _)| n.clone()).collect();
         let range = range.into_iter().map(|(n, _)| n).collect();
         let ttl_ms = default_ttl_s.filter(|s| *s > 0).map(|s| s.saturating_mul(1000));
-        let end = Cursor::new("").expect("the empty text has no tokens");
-        build(name.to_owned(), columns, hash, range, desc, ttl_ms, &end)
-            .map_err(|e| crate::error::Error::InvalidRequest(e.message))
+        build(name.to_owned(), columns, hash, range, desc, ttl_ms)
+            .map_err(crate::error::Error::InvalidRequest)
     }
 
     /// The column named `name`.
@@ -277,23 +277,20 @@ fn build(
     range: Vec<String>,
     desc: Vec<String>,
     default_ttl_ms: Option<u64>,
-    c: &Cursor<'_>,
-) -> Result<CqlTable> {
+) -> std::result::Result<CqlTable, String> {
     if hash.is_empty() {
-        return Err(c.error("a table needs a PRIMARY KEY"));
+        return Err("a table needs a PRIMARY KEY".into());
     }
     for key in hash.iter().chain(&range).chain(&desc) {
         let Some((_, ty)) = decls.iter().find(|(n, _)| n == key) else {
-            return Err(c.error(format!("key column {key} is not declared")));
+            return Err(format!("key column {key} is not declared"));
         };
         if ty.is_nested() {
-            return Err(c.error(format!("key column {key} cannot be a collection")));
+            return Err(format!("key column {key} cannot be a collection"));
         }
     }
     if let Some(d) = desc.iter().find(|d| !range.contains(d)) {
-        return Err(
-            c.error(format!("CLUSTERING ORDER names {d}, which is not a clustering column"))
-        );
+        return Err(format!("CLUSTERING ORDER names {d}, which is not a clustering column"));
     }
     let mut next_id = FIRST_COLUMN_ID;
     let mut columns = Vec::new();
