@@ -7,11 +7,14 @@ use crate::convert;
 use crate::durability::{Book, Snapshot};
 use crate::simulate::{Failure, FailureKind};
 use docsim_engine::canary::Plants;
-use docsim_engine::cql::{format_rows, Outcome as CqlOutcome};
+use docsim_engine::cql::{format_rows, CqlTable, Outcome as CqlOutcome, Statement};
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
 use docsim_engine::gc::CompactionKind;
+use docsim_engine::redis::Command as RedisCommand;
 use docsim_engine::script::{format_get, format_restart, Command};
-use docsim_engine::{CrashPoint, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions};
+use docsim_engine::{
+    CrashPoint, DocPath, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions,
+};
 use docsim_models::cql::{CqlOp, CqlResult, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{DocId, Key, Markers, Model, ModelError};
@@ -86,41 +89,67 @@ impl State {
         }
     }
 
-    /// The op as a docscript command (printed by the engine's printer).
-    pub fn command(&self, op: &Op) -> Command {
+    /// The op in the engine's types, converted once (see [`Request`]).
+    pub fn request(&self, op: &Op) -> Request {
         let ht = convert::ht;
-        match op {
-            Op::Markers(m) => Command::Markers(marker_mode(*m)),
-            Op::DefaultTtl { ttl_ms } => Command::DefaultTtl(ttl_ms.map(|ms| ms * 1000)),
+        let (command, typed) = match op {
+            Op::Markers(m) => (Command::Markers(marker_mode(*m)), Typed::None),
+            Op::DefaultTtl { ttl_ms } => {
+                (Command::DefaultTtl(ttl_ms.map(|ms| ms * 1000)), Typed::None)
+            }
             Op::Write { ht: t, write } => {
-                Command::Write { write: convert::write(write), ht: ht(*t) }
+                (Command::Write { write: convert::write(write), ht: ht(*t) }, Typed::None)
             }
             Op::Batch { ht: t, writes } => {
-                Command::Batch { ht: ht(*t), writes: writes.iter().map(convert::write).collect() }
+                let writes = writes.iter().map(convert::write).collect();
+                (Command::Batch { ht: ht(*t), writes }, Typed::None)
             }
             Op::Get { ht: t, doc, path } => {
-                Command::Get { path: convert::path(doc, path), ht: ht(*t) }
+                (Command::Get { path: convert::path(doc, path), ht: ht(*t) }, Typed::None)
             }
             Op::Table(spec) => {
                 let table = convert::table(spec).expect("generated tables are valid");
-                Command::Table(table.to_string())
+                (Command::Table(table.to_string()), Typed::Table(table))
             }
             Op::Cql { ht: t, table, op } => {
                 let (schema, _) = self.tables.get(table).expect("declared table");
-                let statement = convert::statement(schema, op).to_string();
-                Command::Cql { ht: ht(*t), statement }
+                let statement = convert::statement(schema, op);
+                (
+                    Command::Cql { ht: ht(*t), statement: statement.to_string() },
+                    Typed::Cql(statement),
+                )
             }
             Op::Redis { ht: t, op } => {
-                Command::Redis { ht: ht(*t), command: convert::redis(op).to_string() }
+                let redis = convert::redis(op);
+                (Command::Redis { ht: ht(*t), command: redis.to_string() }, Typed::Redis(redis))
             }
-            Op::Flush => Command::Flush,
+            Op::Flush => (Command::Flush, Typed::None),
             Op::Compact { cutoff, minor } => {
-                Command::Compact { cutoff: ht(*cutoff), minor: *minor }
+                (Command::Compact { cutoff: ht(*cutoff), minor: *minor }, Typed::None)
             }
-            Op::Crash { at, torn } => Command::Crash { at: convert::crash_point(*at), torn: *torn },
-            Op::Restart => Command::Restart,
-        }
+            Op::Crash { at, torn } => {
+                (Command::Crash { at: convert::crash_point(*at), torn: *torn }, Typed::None)
+            }
+            Op::Restart => (Command::Restart, Typed::None),
+        };
+        Request { command, typed }
     }
+}
+
+/// An op in the engine's types, converted once per step: the docscript command the trace
+/// and the reproducer print (it already holds typed document writes and paths), with the
+/// typed table, CQL statement or Redis command the node runs where the command holds
+/// their text.
+pub struct Request {
+    pub command: Command,
+    typed: Typed,
+}
+
+enum Typed {
+    None,
+    Table(CqlTable),
+    Cql(Statement),
+    Redis(RedisCommand),
 }
 
 fn marker_mode(m: Markers) -> MarkerMode {
@@ -205,8 +234,9 @@ pub fn step_catching_panics(
     let ops_before = state.ops.len();
     let mut line = String::new();
     let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        line = state.command(op).to_string();
-        step(state, op, &line)
+        let request = state.request(op);
+        line = request.command.to_string();
+        step(state, op, &request, &line)
     }));
     match outcome {
         Ok(result) => (line, result),
@@ -230,7 +260,12 @@ pub fn step_catching_panics(
 }
 
 /// Execute one op on the engine and the model; `Ok` carries the engine's output lines.
-pub fn step(state: &mut State, op: &Op, line: &str) -> Result<Vec<String>, Box<Failure>> {
+pub fn step(
+    state: &mut State,
+    op: &Op,
+    request: &Request,
+    line: &str,
+) -> Result<Vec<String>, Box<Failure>> {
     state.script.push(line.to_owned());
     state.ops.push(op.clone());
     let result = match op {
@@ -238,8 +273,8 @@ pub fn step(state: &mut State, op: &Op, line: &str) -> Result<Vec<String>, Box<F
         Op::Crash { at, torn } => crash(state, convert::crash_point(*at), *torn),
         Op::Compact { cutoff, minor } => compact(state, convert::ht(*cutoff), *minor),
         Op::Flush => flush(state),
-        _ if op.is_read() => check_read(state, op),
-        _ => check_write(state, op),
+        _ if op.is_read() => check_read(state, op, request),
+        _ => check_write(state, op, request),
     };
     let acks = timed(&mut state.parts.engine_s, || state.node.take_acks());
     state.book.acked(acks);
@@ -391,38 +426,27 @@ fn reply_lines(reply: &docsim_engine::redis::Reply) -> Vec<String> {
 }
 
 /// The engine's side of a write: the lines it prints (a Redis reply), or its error.
-fn engine_write(state: &mut State, op: &Op) -> Result<Vec<String>, Error> {
-    if let Op::Redis { ht, op: redis } = op {
-        let reply = state.node.redis(convert::ht(*ht), &convert::redis(redis))?;
-        return Ok(reply_lines(&reply));
+fn engine_write(state: &mut State, request: &Request) -> Result<Vec<String>, Error> {
+    let (node, markers) = (&mut state.node, marker_mode(state.markers));
+    match (&request.command, &request.typed) {
+        (Command::Redis { ht, .. }, Typed::Redis(redis)) => {
+            return node.redis(*ht, redis).map(|reply| reply_lines(&reply))
+        }
+        (Command::Markers(_), _) => {} // the marker mode travels with each write
+        (Command::DefaultTtl(ttl_us), _) => node.set_default_ttl(ttl_us.map(|us| us / 1000))?,
+        (Command::Write { write, ht }, _) => {
+            node.write(*ht, std::slice::from_ref(write), markers)?
+        }
+        (Command::Batch { ht, writes }, _) => node.write(*ht, writes, markers)?,
+        (Command::Table(_), Typed::Table(table)) => node.create_table(table.clone())?,
+        (Command::Cql { ht, .. }, Typed::Cql(statement)) => node.cql(*ht, statement).map(|_| ())?,
+        (other, _) => unreachable!("not a write: {other}"),
     }
-    engine_update(state, op).map(|()| Vec::new())
-}
-
-/// The engine's side of a write that prints nothing.
-fn engine_update(state: &mut State, op: &Op) -> Result<(), Error> {
-    let node = &mut state.node;
-    match op {
-        Op::Markers(_) => Ok(()), // the marker mode travels with each write
-        Op::DefaultTtl { ttl_ms } => node.set_default_ttl(*ttl_ms),
-        Op::Write { ht, write } => {
-            node.write(convert::ht(*ht), &[convert::write(write)], marker_mode(state.markers))
-        }
-        Op::Batch { ht, writes } => {
-            let writes: Vec<_> = writes.iter().map(convert::write).collect();
-            node.write(convert::ht(*ht), &writes, marker_mode(state.markers))
-        }
-        Op::Table(spec) => node.create_table(convert::table(spec).expect("valid table")),
-        Op::Cql { ht, table, op: cql } => {
-            let (schema, _) = state.tables.get(table).expect("declared table");
-            node.cql(convert::ht(*ht), &convert::statement(schema, cql)).map(|_| ())
-        }
-        other => unreachable!("not a write: {other:?}"),
-    }
+    Ok(Vec::new())
 }
 
 /// Writes: engine and model must both succeed, or both refuse with the same kind of error.
-fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<String>, Mismatch> {
     let armed_in_write = matches!(state.book.armed, Some(CrashPoint::Write(_)));
     let before =
         armed_in_write.then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
@@ -431,7 +455,7 @@ fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
     state.parts.model_s += watch.seconds();
     let model = model.map(|reply| reply.map(|r| reply_lines(&convert::engine_reply(&r))));
     let watch = crate::bench::Stopwatch::start();
-    let engine = engine_write(state, op);
+    let engine = engine_write(state, request);
     state.parts.engine_s += watch.seconds();
     let lines = match &engine {
         Ok(lines) => lines.clone(),
@@ -464,17 +488,23 @@ fn check_write(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
 }
 
 /// Reads: the engine's answer must equal the model's.
-fn check_read(state: &mut State, op: &Op) -> Result<Vec<String>, Mismatch> {
+fn check_read(state: &mut State, op: &Op, request: &Request) -> Result<Vec<String>, Mismatch> {
     state.checked_reads += 1;
     state.recent_reads.push_back(op.clone());
     if state.recent_reads.len() > RECENT_READS {
         state.recent_reads.pop_front();
     }
-    match op {
-        Op::Get { ht, doc, path } => check_get(state, doc, path, convert::ht(*ht)),
-        Op::Cql { ht, table, op: cql } => check_select(state, convert::ht(*ht), table, cql),
-        Op::Redis { ht, op: redis } => check_redis(state, convert::ht(*ht), redis),
-        other => unreachable!("not a read: {other:?}"),
+    match (op, &request.command, &request.typed) {
+        (Op::Get { doc, path: subkeys, .. }, Command::Get { path, ht }, _) => {
+            check_get(state, (doc, subkeys), path, *ht)
+        }
+        (Op::Cql { table, op: cql, .. }, Command::Cql { ht, .. }, Typed::Cql(statement)) => {
+            check_select(state, *ht, (table, cql), statement)
+        }
+        (Op::Redis { op: redis, .. }, Command::Redis { ht, .. }, Typed::Redis(command)) => {
+            check_redis(state, *ht, redis, command)
+        }
+        (other, ..) => unreachable!("not a read: {other:?}"),
     }
 }
 
@@ -487,20 +517,20 @@ fn verdict(same: bool, want: Vec<String>, got: Vec<String>) -> Result<Vec<String
     }
 }
 
+/// A document read: the model's (document, path below it), the engine's path.
 fn check_get(
     state: &mut State,
-    doc: &DocId,
-    subkeys: &[Key],
+    (doc, subkeys): (&DocId, &[Key]),
+    path: &DocPath,
     ht: HybridTime,
 ) -> Result<Vec<String>, Mismatch> {
     let want = timed(&mut state.parts.model_s, || state.docs.read(doc, subkeys, ht.raw()));
-    let path = convert::path(doc, subkeys);
-    let got = timed(&mut state.parts.engine_s, || state.node.get(&path, ht));
+    let got = timed(&mut state.parts.engine_s, || state.node.get(path, ht));
     let same = match (&want, &got) {
         (Ok(w), Ok(g)) => *w == g.as_ref().map(convert::doc),
         _ => agree(&want, &got),
     };
-    let show = |d: Option<docsim_engine::Document>| format_get(&path, ht, d.as_ref());
+    let show = |d: Option<docsim_engine::Document>| format_get(path, ht, d.as_ref());
     let want_line = match &want {
         Ok(d) => show(d.as_ref().map(convert::document)),
         Err(m) => expect_error(m),
@@ -512,16 +542,16 @@ fn check_get(
     verdict(same, vec![want_line], vec![got_line])
 }
 
+/// A SELECT: the model's (table, op), the engine's statement.
 fn check_select(
     state: &mut State,
     ht: HybridTime,
-    table: &str,
-    cql: &CqlOp,
+    (table, cql): (&str, &CqlOp),
+    statement: &Statement,
 ) -> Result<Vec<String>, Mismatch> {
     let (schema, model) = state.tables.get_mut(table).expect("declared table");
     let want = timed(&mut state.parts.model_s, || model.cql(ht.raw(), schema, cql));
-    let statement = convert::statement(schema, cql);
-    let got = timed(&mut state.parts.engine_s, || state.node.cql(ht, &statement));
+    let got = timed(&mut state.parts.engine_s, || state.node.cql(ht, statement));
     let same = match (&want, &got) {
         (Ok(CqlResult::Rows(w)), Ok(CqlOutcome::Rows(g))) => {
             let g: Vec<Vec<_>> = g
@@ -555,14 +585,15 @@ fn check_select(
     verdict(same, want_lines, got_lines)
 }
 
+/// A Redis read: the model's op, the engine's command.
 fn check_redis(
     state: &mut State,
     ht: HybridTime,
     redis: &RedisOp,
+    command: &RedisCommand,
 ) -> Result<Vec<String>, Mismatch> {
     let want = timed(&mut state.parts.model_s, || state.docs.redis(ht.raw(), redis));
-    let command = convert::redis(redis);
-    let got = timed(&mut state.parts.engine_s, || state.node.redis(ht, &command));
+    let got = timed(&mut state.parts.engine_s, || state.node.redis(ht, command));
     let same = match (&want, &got) {
         (Ok(w), Ok(g)) => *w == convert::reply(g),
         _ => agree(&want, &got),
@@ -587,9 +618,9 @@ fn recheck(state: &mut State, cutoff: HybridTime) -> Result<(), Mismatch> {
     let reads: Vec<Op> =
         state.recent_reads.iter().filter(|op| read_time(op) >= Some(cutoff)).cloned().collect();
     for read in reads {
-        let line = state.command(&read).to_string();
-        state.script.push(line);
-        check_read(state, &read)?;
+        let request = state.request(&read);
+        state.script.push(request.command.to_string());
+        check_read(state, &read, &request)?;
     }
     Ok(())
 }
@@ -698,7 +729,7 @@ mod tests {
                     let model = (spec.schema.clone(), Model::new());
                     state.tables.insert(spec.schema.name.clone(), model);
                 }
-                let command = state.command(&op);
+                let command = state.request(&op).command;
                 let line = command.to_string();
                 assert_eq!(parse_line(&line, 1), Ok(Some(command.clone())), "{line}");
                 match (&op, &command) {
