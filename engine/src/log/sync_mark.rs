@@ -68,14 +68,23 @@ impl SyncMark {
     }
 
     /// The newest mark of the log in `dir` (the default, all zero, if none was written).
+    /// Creates the slot files that do not exist yet, durably, so writing a mark never has
+    /// to look for them.
     pub fn read(disk: &SimDisk, dir: &str) -> Result<SyncMark> {
         let mut newest = SyncMark::default();
-        for name in disk.list(&format!("{dir}/synced-")) {
-            if let Some(mark) = SyncMark::decode(&disk.read(&name)?, &name)? {
+        let mut created = false;
+        for name in [slot_name(dir, 0), slot_name(dir, 1)] {
+            if disk.list(&name).is_empty() {
+                disk.create(&name)?;
+                created = true;
+            } else if let Some(mark) = SyncMark::decode(&disk.read(&name)?, &name)? {
                 if mark.counter > newest.counter {
                     newest = mark;
                 }
             }
+        }
+        if created {
+            disk.sync_dir()?;
         }
         Ok(newest)
     }
@@ -87,12 +96,7 @@ impl SyncMark {
     pub fn write(&mut self, disk: &SimDisk, dir: &str, seq: u64, len: usize) -> Result<()> {
         let next = SyncMark { counter: self.counter + 1, seq, len: len as u64 };
         let name = slot_name(dir, next.counter);
-        if disk.list(&name).is_empty() {
-            disk.create(&name)?;
-            disk.sync_dir()?;
-        } else {
-            disk.truncate(&name, 0)?;
-        }
+        disk.truncate(&name, 0)?; // both slots exist: `read` created them
         disk.append(&name, &next.encode())?;
         disk.sync(&name)?;
         *self = next;

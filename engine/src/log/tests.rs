@@ -156,7 +156,7 @@ fn a_record_is_length_crc32c_kind_payload() {
 #[test]
 fn a_sync_mark_lost_mid_rewrite_falls_back_to_the_other_slot() {
     let d = disk();
-    let mut mark = SyncMark::default();
+    let mut mark = SyncMark::read(&d, "t").unwrap(); // as opening the log does
     mark.write(&d, "t", 1, 100).unwrap();
     mark.write(&d, "t", 1, 200).unwrap();
     // The power goes while the third mark rewrites slot b: the slot is emptied.
@@ -168,7 +168,7 @@ fn a_sync_mark_lost_mid_rewrite_falls_back_to_the_other_slot() {
 #[test]
 fn a_damaged_sync_mark_is_corruption() {
     let d = disk();
-    let mut mark = SyncMark::default();
+    let mut mark = SyncMark::read(&d, "t").unwrap(); // as opening the log does
     mark.write(&d, "t", 1, 100).unwrap();
     let mut bytes = d.read("t/synced-b").unwrap();
     bytes[17] ^= 4;
