@@ -14,6 +14,17 @@ fn t(us: u64) -> Time {
     us << 12
 }
 
+/// Table `t` with hash key `k`, these clustering columns (descending?) and regular columns.
+fn table_t(range: &[(&str, bool)], regular: &[(&str, cql::ColKind)]) -> cql::Schema {
+    cql::Schema {
+        name: "t".into(),
+        hash: vec!["k".into()],
+        range: range.iter().map(|(n, desc)| (n.to_string(), *desc)).collect(),
+        regular: regular.iter().map(|(n, kind)| (n.to_string(), *kind)).collect(),
+        default_ttl_s: None,
+    }
+}
+
 fn leaf(v: i64) -> Doc {
     Doc::Leaf(Scalar::Int64(v))
 }
@@ -146,13 +157,7 @@ fn required_markers_refuse_writing_under_a_primitive() {
 #[test]
 fn cql_double_clustering_keys_order_numerically() {
     use cql::*;
-    let schema = Schema {
-        name: "t".into(),
-        hash: vec!["k".into()],
-        range: vec![("r".into(), false)],
-        regular: vec![],
-        default_ttl_s: None,
-    };
+    let schema = table_t(&[("r", false)], &[]);
     let mut m = Model::new();
     let key = |r: f64| vec![Scalar::Int32(1), Scalar::Double(r.to_bits())];
     for r in [2.0, -1.5, 0.5, -0.0, f64::NEG_INFINITY] {
@@ -177,13 +182,7 @@ fn cql_double_clustering_keys_order_numerically() {
 #[test]
 fn cql_row_existence() {
     use cql::*;
-    let schema = Schema {
-        name: "t".into(),
-        hash: vec!["k".into()],
-        range: vec![],
-        regular: vec![("v".into(), ColKind::Scalar)],
-        default_ttl_s: None,
-    };
+    let schema = table_t(&[], &[("v", ColKind::Scalar)]);
     let mut m = Model::new();
     let key = |s: &str| vec![Scalar::Str(s.into())];
     let v = |s: &str| CqlValue::Scalar(Scalar::Str(s.into()));
@@ -255,13 +254,7 @@ fn redis_hashes_and_sets() {
 #[test]
 fn cql_list_appends_keep_write_order() {
     use cql::*;
-    let schema = Schema {
-        name: "t".into(),
-        hash: vec!["k".into()],
-        range: vec![],
-        regular: vec![("l".into(), ColKind::List)],
-        default_ttl_s: None,
-    };
+    let schema = table_t(&[], &[("l", ColKind::List)]);
     let mut m = Model::new();
     let key = vec![Scalar::Int32(1)];
     let list = |items: &[i32]| CqlValue::List(items.iter().map(|&i| Scalar::Int32(i)).collect());
