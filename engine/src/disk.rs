@@ -8,7 +8,8 @@
 //! - A **crash** drops everything volatile: unsynced appends vanish, files created since
 //!   the last directory sync vanish, files removed since then come back (with their synced
 //!   contents). The last unsynced write of a file may instead be **torn** at sector
-//!   granularity: a prefix of whole 512-byte sectors of it reached the platter.
+//!   granularity: a prefix of whole 512-byte sectors of it reached the platter (or all of
+//!   it did, unsynced).
 //! - Optional **bit flips** in durable data at crash time, and injected **I/O errors** on
 //!   append and sync, and a **capacity** (disk full). Every injected fault is written to the
 //!   [`Fault`] ledger, so a checker can tell injected corruption from a bug.
@@ -44,7 +45,8 @@ pub struct FaultConfig {
 /// An injected fault, as the ledger records it.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Fault {
-    /// A crash kept `kept_bytes` of `unsynced_bytes` unsynced bytes at the end of `file`.
+    /// A crash kept `kept_bytes` of `unsynced_bytes` unsynced bytes at the end of `file`
+    /// (all of them when the tear fell past the tail's last sector boundary).
     Torn { file: String, kept_bytes: usize, unsynced_bytes: usize },
     /// A crash flipped bit `bit` of byte `offset` of `file` (durable data).
     BitFlip { file: String, offset: usize, bit: u8 },
@@ -76,8 +78,20 @@ pub enum Tear {
     Random,
     /// Keep no unsynced byte.
     None,
-    /// Keep the first sector boundary past the synced length (a docscript `crash torn`).
-    FirstSector,
+    /// Keep the unsynced tail up to its `k`-th sector boundary (0: the first past the
+    /// synced length); when the tail has no `k`-th boundary inside it, keep all of it (the
+    /// write reached the platter whole, though never synced). docscript `crash torn` is
+    /// `Sector(0)`, `crash torn=k` is `Sector(k)`.
+    Sector(u32),
+}
+
+/// Which disk operation an armed I/O error fails.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum IoTarget {
+    /// The next append, to any file.
+    NextAppend,
+    /// The next sync, of any file.
+    NextSync,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -96,6 +110,8 @@ struct DiskState {
     rng: ChaCha8Rng,
     config: FaultConfig,
     ledger: Vec<Fault>,
+    /// An armed, one-shot I/O error (see [`SimDisk::arm_io_error`]).
+    armed: Option<IoTarget>,
 }
 
 /// A shared handle on one simulated disk.
@@ -112,6 +128,7 @@ impl SimDisk {
             rng: ChaCha8Rng::seed_from_u64(seed),
             config,
             ledger: Vec::new(),
+            armed: None,
         })))
     }
 
@@ -136,7 +153,9 @@ impl SimDisk {
             return Err(Error::Io(format!("cannot append to {name}: no such file")));
         }
         let chance = s.config.write_error_per_mille;
-        if chance > 0 && s.rng.random_range(0..1000) < chance {
+        let armed = s.armed == Some(IoTarget::NextAppend);
+        if armed || chance > 0 && s.rng.random_range(0..1000) < chance {
+            s.armed = s.armed.filter(|_| !armed);
             s.ledger.push(Fault::WriteError { file: name.to_owned() });
             return Err(Error::Io(format!("I/O error writing {name} (injected)")));
         }
@@ -155,7 +174,9 @@ impl SimDisk {
     pub fn sync(&self, name: &str) -> Result<()> {
         let mut s = self.state();
         let chance = s.config.sync_error_per_mille;
-        if chance > 0 && s.rng.random_range(0..1000) < chance {
+        let armed = s.armed == Some(IoTarget::NextSync);
+        if armed || chance > 0 && s.rng.random_range(0..1000) < chance {
+            s.armed = s.armed.filter(|_| !armed);
             s.ledger.push(Fault::SyncError { file: name.to_owned() });
             return Err(Error::Io(format!("I/O error syncing {name} (injected)")));
         }
@@ -235,9 +256,55 @@ impl SimDisk {
         self.state().ledger.clone()
     }
 
+    /// How many faults were injected so far (the ledger's length).
+    pub fn ledger_len(&self) -> usize {
+        self.state().ledger.len()
+    }
+
     /// Change the fault rates (e.g. none while a checker reads back).
     pub fn set_faults(&self, config: FaultConfig) {
         self.state().config = config;
+    }
+
+    /// Arm an I/O error for the next append or the next sync (one shot; docscript
+    /// `fault io-error next-append|next-sync`).
+    pub fn arm_io_error(&self, target: IoTarget) {
+        self.state().armed = Some(target);
+    }
+
+    /// Leave `free_bytes` of space: the capacity becomes what the files hold now plus
+    /// that (docscript `fault disk-full <bytes>`). `None` lifts the limit.
+    pub fn set_free_bytes(&self, free_bytes: Option<u64>) {
+        let mut s = self.state();
+        s.config.capacity_bytes = free_bytes.map(|free| s.used_bytes() + free);
+    }
+
+    /// Disarm an armed I/O error and lift the capacity (docscript `fault clear`).
+    pub fn clear_faults(&self) {
+        let mut s = self.state();
+        s.armed = None;
+        s.config.capacity_bytes = None;
+    }
+
+    /// Flip bit `bit` of byte `offset` of `name`, which must lie in its synced data (data
+    /// rotting on the platter; docscript `fault flip <file> <offset> bit=<b>`).
+    pub fn flip(&self, name: &str, offset: usize, bit: u8) -> Result<()> {
+        let mut s = self.state();
+        let file = s.files.get_mut(name);
+        let file = file.ok_or_else(|| Error::Io(format!("cannot flip {name}: no such file")))?;
+        if offset >= file.synced_len || bit > 7 {
+            let synced = file.synced_len;
+            let why = format!("byte {offset} bit {bit} is not synced data ({synced} bytes are)");
+            return Err(Error::Io(format!("cannot flip {name}: {why}")));
+        }
+        file.data[offset] ^= 1 << bit;
+        s.ledger.push(Fault::BitFlip { file: name.to_owned(), offset, bit });
+        Ok(())
+    }
+
+    /// How many bytes of `name` are durable (`None`: no such file).
+    pub fn synced_len(&self, name: &str) -> Option<usize> {
+        self.state().files.get(name).map(|f| f.synced_len)
     }
 }
 
@@ -254,15 +321,21 @@ impl DiskState {
         let first = synced / SECTOR_BYTES + 1;
         let last = len.saturating_sub(1) / SECTOR_BYTES;
         let boundaries = if len > synced && first <= last { last - first + 1 } else { 0 };
-        let keep_sectors = match tear {
-            _ if boundaries == 0 => None,
+        // The bytes kept: a prefix of whole sectors, or (a tear past the last boundary)
+        // the whole unsynced write, which reached the platter though never synced.
+        let kept = match tear {
+            _ if len == synced => None,
             Tear::None => None,
-            Tear::FirstSector => Some(first),
+            Tear::Sector(k) if (k as usize) < boundaries => {
+                Some((first + k as usize) * SECTOR_BYTES)
+            }
+            Tear::Sector(_) => Some(len),
+            Tear::Random if boundaries == 0 => None,
             Tear::Random => (chance > 0 && self.rng.random_range(0..100) < chance)
-                .then(|| first + self.rng.random_range(0..boundaries)),
+                .then(|| (first + self.rng.random_range(0..boundaries)) * SECTOR_BYTES),
         };
-        let kept_len = keep_sectors.map_or(synced, |sectors| sectors * SECTOR_BYTES);
-        if keep_sectors.is_some() {
+        let kept_len = kept.unwrap_or(synced);
+        if kept.is_some() {
             let (kept_bytes, unsynced_bytes) = (kept_len - synced, len - synced);
             self.ledger.push(Fault::Torn { file: name.to_owned(), kept_bytes, unsynced_bytes });
         }
@@ -344,7 +417,7 @@ mod tests {
         d.append("f", &[1; 100]).unwrap();
         d.sync("f").unwrap();
         d.append("f", &[2; 2000]).unwrap();
-        d.crash(Tear::FirstSector);
+        d.crash(Tear::Sector(0));
         assert_eq!(d.read("f").unwrap().len(), SECTOR_BYTES);
         assert_eq!(
             d.ledger(),

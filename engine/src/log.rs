@@ -21,8 +21,9 @@
 //!   with the segment and offset.
 //!
 //! Each segment's header carries the op id before its first entry and the hard state at
-//! its creation, so bootstrap can skip whole segments below the flushed frontier and log
-//! GC can delete whole segments without losing the hard state.
+//! its creation, so bootstrap can skip whole segments below the flushed frontier (it still
+//! checks their records: damage anywhere in the log fails the open) and log GC can delete
+//! whole segments without losing the hard state.
 
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
@@ -151,9 +152,13 @@ impl Log {
             let (seq, prev, _) = headers[i];
             let newest = i + 1 == names.len();
             let bytes = if i < start {
-                // Skipped: its entries are all at or below the frontier.
+                // Skipped: its entries are all at or below the frontier, so none is kept —
+                // but its records are checked all the same (a damaged segment is corruption
+                // whether or not this bootstrap needs it: peers or a later GC bound might).
+                let mut scratch = Recovery { prev, ..Recovery::default() };
+                let bytes = log.read_segment(name, None, &mut scratch)?;
                 let last = prevs[i + 1];
-                log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes: 0 });
+                log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes });
                 continue;
             } else {
                 let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };

@@ -116,14 +116,16 @@ impl Node {
         }
     }
 
+    /// The directory of tablet `id`'s Raft log on the node's simulated disk.
+    pub fn log_dir(id: &TabletId) -> String {
+        format!("{}/log", tablet_dir(id))
+    }
+
     fn open_tablet(&self, id: &TabletId) -> Result<(Tablet, RestartReport)> {
-        let sub = match id {
-            TabletId::Docs => "docs".to_owned(),
-            TabletId::Table(table) => format!("table-{table}"),
-        };
+        let sub = tablet_dir(id);
         let log = LogConfig {
             disk: self.options.disk.clone(),
-            dir: format!("{sub}/log"),
+            dir: Node::log_dir(id),
             segment_bytes: self.options.segment_bytes,
         };
         let dir = self.dir.join(&sub);
@@ -364,5 +366,14 @@ impl Node {
         docs.chain(tables)
             .map(|(table, tablet)| Ok(TabletDump { table, entries: tablet.dump()? }))
             .collect()
+    }
+}
+
+/// Tablet `id`'s directory (RocksDB's files under the node's directory; its log under
+/// the same name on the simulated disk).
+fn tablet_dir(id: &TabletId) -> String {
+    match id {
+        TabletId::Docs => "docs".to_owned(),
+        TabletId::Table(table) => format!("table-{table}"),
     }
 }

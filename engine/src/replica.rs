@@ -193,15 +193,18 @@ impl Replica {
             let entries: Vec<LogEntry> = ready.entries().iter().map(to_log_entry).collect();
             let hs =
                 ready.hs().map(|hs| HardState { term: hs.term, vote: hs.vote, commit: hs.commit });
-            if !entries.is_empty() || hs.is_some() {
+            // New entries, term and vote must be durable before anything acts on them. A
+            // commit index alone is not written at all: one voter recovers it from the
+            // entries (`committed_index`). So a write appends its entry once, and after the
+            // entry is durable the only disk write left is its sync mark's (a rewrite of the
+            // same size): what an I/O error or a full disk cuts is always before the sync.
+            if ready.must_sync() {
                 self.log.append(&entries, hs)?;
                 let ours = proposed.is_some_and(|p| entries.iter().any(|e| e.op_id == p));
                 if ours {
                     self.maybe_crash(CrashStage::AfterAppend)?;
                 }
-                // New entries, term and vote must be durable before anything acts on them;
-                // a commit index alone need not be (it is recovered from the entries).
-                if ready.must_sync() && !(ours && self.plants.contains(Plant::AckBeforeSync)) {
+                if !(ours && self.plants.contains(Plant::AckBeforeSync)) {
                     self.log.sync()?;
                 }
                 if ours {

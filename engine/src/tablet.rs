@@ -57,10 +57,24 @@ pub struct RestartReport {
     /// The first and last of them.
     pub first: Option<OpId>,
     pub last: Option<OpId>,
-    /// The last entry in the log before the new term began.
-    pub recovered_last: OpId,
+    /// The torn tail bootstrap cut off the newest segment, if any.
     pub truncated: Option<Truncation>,
+    /// Whole segments not re-read because all their entries are at or below the frontier.
     pub segments_skipped: usize,
+}
+
+impl RestartReport {
+    /// Every field, as docscript's `expect restart` extension states it: the contract's
+    /// line without its colon, then `truncated=<segment>@<offset>+<bytes>` (or `none`) and
+    /// `skipped=<segments>`.
+    pub fn full(&self) -> String {
+        let line = self.to_string().replacen("restart:", "restart", 1);
+        let truncated = match &self.truncated {
+            Some(t) => format!("{}@{}+{}", t.segment, t.offset, t.dropped_bytes),
+            None => "none".to_owned(),
+        };
+        format!("{line} truncated={truncated} skipped={}", self.segments_skipped)
+    }
 }
 
 impl fmt::Display for RestartReport {
@@ -98,7 +112,12 @@ impl Tablet {
         }
         let db = DocDb::open_in(dir, env, plants)?;
         let mut frontier = db.opened_frontier();
-        let (replica, recovery) = Replica::open(log, frontier.op_id.index, plants)?;
+        let (replica, recovery) =
+            Replica::open(log, frontier.op_id.index, plants).inspect_err(|e| {
+                if matches!(e, Error::LogCorruption { .. }) {
+                    crate::probe::hit("log.corruption_refused");
+                }
+            })?;
         let recovered_last = replica.log().last_op_id();
         if plants.contains(Plant::FrontierBeforeDurable) {
             frontier.op_id = recovered_last; // believes every applied entry was flushed
@@ -111,7 +130,6 @@ impl Tablet {
             replayed: 0,
             first: None,
             last: None,
-            recovered_last,
             truncated: recovery.truncated.clone(),
             segments_skipped: recovery.segments_skipped,
         };
@@ -177,6 +195,9 @@ impl Tablet {
                 Ok(())
             }
             Err(e) => {
+                if matches!(e, Error::Io(_) | Error::DiskFull { .. }) {
+                    crate::probe::hit("disk.write_failed_tablet_down");
+                }
                 self.in_doubt = self.replica.last_proposed();
                 self.down = Some(e.clone());
                 Err(e)

@@ -1,21 +1,32 @@
 //! The simulator's own account of durability, kept apart from the engine: which writes
-//! each tablet acknowledged (by op id), which entry was in doubt when the power went, and
-//! what the simulator flushed. From it alone, at every restart, it derives what bootstrap
-//! must report — the flushed frontier, how many entries it re-applies, the first and the
-//! last — and compares.
+//! each tablet acknowledged (by op id), which write was cut and how, what the simulator
+//! flushed, and what the disk did (its fault ledger, and the log files' framing read as
+//! an fsck would: `log_files.rs`). From these alone, at every restart, it derives every
+//! field of what bootstrap must report — the flushed frontier, how many entries it
+//! re-applies, the first and the last, the torn tail it cuts off, the segments it skips —
+//! or the corruption it must refuse to start with, and compares.
 //!
 //! Rules (one voter, writes acknowledged after sync, commit and apply):
 //! - A flush makes every applied entry durable in RocksDB: the frontier becomes the last
 //!   one applied, and nothing at or below it may be replayed.
 //! - Every acknowledged entry above the frontier must be replayed, in order.
 //! - A write cut by a crash is *in doubt*. Cut after its sync (or after apply) its entry
-//!   is durable and committed: it must come back. Cut after the append, before the sync,
-//!   it may come back only if the disk's fault ledger shows a torn write that kept it.
-//!   Otherwise it must not; the model then rolls back to before the write.
+//!   is durable: it must come back. Cut after the append, before the sync, it comes back
+//!   exactly when the crash tore the log's unsynced tail (ledger: `Torn`, bytes kept) and
+//!   the bytes kept hold its whole record. A write cut by an injected I/O error or a full
+//!   disk never comes back: the engine appends a write's entry once, before its one sync,
+//!   so the fault fell before the entry was durable, and the node then loses power.
+//!   A write that does not come back is rolled back in the model.
+//! - A torn tail's bytes past its last whole record are cut off: `truncated`.
+//! - Bootstrap skips the oldest segments whose successor starts at or below the frontier.
+//! - A flipped bit in a log file must fail the restart with `LogCorruption` naming the
+//!   file and the record that holds the byte (the sync-mark slot files: offset 0). With
+//!   one replica that ends the run, as expected.
 
+use crate::log_files::{entry_op_id, record_holding, segment_prev_index, whole_records};
 use docsim_engine::disk::Fault;
-use docsim_engine::script::format_restart;
-use docsim_engine::{CrashPoint, CrashStage, Error, Frontier, OpId, RestartReport, TabletId};
+use docsim_engine::script::format_restart_full;
+use docsim_engine::{CrashStage, Error, Frontier, OpId, RestartReport, TabletId, Truncation};
 use docsim_models::cql::Schema;
 use docsim_models::Model;
 use std::collections::BTreeMap;
@@ -26,6 +37,15 @@ pub struct Snapshot {
     pub tables: BTreeMap<String, (Schema, Model)>,
 }
 
+/// How a write was cut before its acknowledgement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut {
+    /// A crash at this stage of the write.
+    Crash(CrashStage),
+    /// An injected I/O error or a full disk failed it.
+    DiskFault,
+}
+
 #[derive(Default)]
 struct TabletBook {
     /// Entries with writes above the frontier, in order.
@@ -34,14 +54,22 @@ struct TabletBook {
     flushed: OpId,
 }
 
+/// What the disk held when the power came back: each tablet's log segments, by name,
+/// read before bootstrap touched them.
+pub type LogFiles = BTreeMap<TabletId, Vec<(String, Vec<u8>)>>;
+
 /// What the simulator knows about durability.
 #[derive(Default)]
 pub struct Book {
     tablets: BTreeMap<TabletId, TabletBook>,
     /// Where a crash is armed to cut the power.
-    pub armed: Option<CrashPoint>,
-    /// The stage a write was cut at, and the models before it.
-    in_doubt: Option<(CrashStage, Snapshot)>,
+    pub armed: Option<docsim_engine::CrashPoint>,
+    /// A disk fault armed for the next write (it lives for one write).
+    pub fault_armed: bool,
+    /// How the last write was cut, and the models before it.
+    in_doubt: Option<(Cut, Snapshot)>,
+    /// A flipped bit the next restart must refuse: the file and the offset it must name.
+    corrupt: Option<(String, usize)>,
     /// Fault-ledger length when the last crash was armed or cut the power.
     pub ledger_seen: usize,
     pub crashes: u64,
@@ -55,6 +83,14 @@ pub struct Book {
 
 /// What a restart's check found wrong: expected and actual output lines.
 pub type Mismatch = (Vec<String>, Vec<String>);
+
+/// What a restart that passed its check leaves to do.
+pub struct Settled {
+    /// The models to restore: the in-doubt write did not survive.
+    pub restore: Option<Snapshot>,
+    /// The restart refused a corrupt log, as the book predicted: the run ends.
+    pub ended: bool,
+}
 
 impl Book {
     /// Writes acknowledged by the engine.
@@ -75,83 +111,177 @@ impl Book {
         }
     }
 
-    /// A write was cut at `stage`; `before` holds the models before it.
-    pub fn cut(&mut self, stage: CrashStage, before: Snapshot) {
-        self.in_doubt = Some((stage, before));
+    /// A write was cut (`cut`); `before` holds the models before it.
+    pub fn cut(&mut self, cut: Cut, before: Snapshot) {
+        self.in_doubt = Some((cut, before));
     }
 
-    /// The power went off at `stage` (`idle`, `after-flush` or a write stage).
+    /// Whether the write in doubt was cut by a disk fault.
+    pub fn cut_by_disk_fault(&self) -> bool {
+        matches!(self.in_doubt, Some((Cut::DiskFault, _)))
+    }
+
+    /// The power went off at `stage` (`idle`, `after-flush`, a write stage, ...).
     pub fn crashed(&mut self, stage: &str) {
         self.crashes += 1;
         *self.crash_stages.entry(format!("crash.{stage}")).or_default() += 1;
         self.armed = None;
     }
 
+    /// Bit `bit` of byte `offset` of `file` (whose bytes are `bytes`, before the flip) is
+    /// about to flip: the next restart must refuse the log there.
+    pub fn flipping(&mut self, file: &str, bytes: &[u8], offset: usize) {
+        let record = if file.contains("/wal-") { record_holding(bytes, offset) } else { Some(0) };
+        let record = record.expect("flips land in synced data, which is whole records");
+        self.corrupt = Some((file.to_owned(), record));
+    }
+
     /// Check a restart of the tablets `ids` (in the node's order) that gave `outcome`.
-    /// `in_doubt` is the engine's in-doubt entry, `ledger` the disk's faults. Returns the
-    /// models to restore when the in-doubt write is not to survive.
+    /// `in_doubt` is the engine's in-doubt entry (which op id it proposed), `ledger` the
+    /// disk's faults, `files` the log files as they were before bootstrap.
     pub fn restarted(
         &mut self,
         ids: &[TabletId],
         outcome: &Result<Vec<(TabletId, RestartReport)>, Error>,
         in_doubt: Vec<(TabletId, OpId)>,
         ledger: &[Fault],
-    ) -> Result<Option<Snapshot>, Mismatch> {
+        files: &LogFiles,
+    ) -> Result<Settled, Mismatch> {
         self.restarts += 1;
-        let reports = outcome.as_deref().unwrap_or_default();
-        let restore = self.settle_in_doubt(reports, in_doubt, ledger);
-        let want: Vec<String> =
-            ids.iter().map(|id| format_restart(id, &self.expected(id))).collect();
+        let torn = torn_tails(&ledger[self.ledger_seen.min(ledger.len())..], files);
+        let restore = self.settle_in_doubt(in_doubt, &torn);
+        if let Some((file, offset)) = self.corrupt.take() {
+            return refused(outcome, &file, offset).map(|()| Settled { restore, ended: true });
+        }
+        let want: Vec<String> = ids
+            .iter()
+            .map(|id| format_restart_full(id, &self.expected(id, &torn, files)))
+            .collect();
         let got: Vec<String> = match outcome {
-            Ok(reports) => reports.iter().map(|(n, r)| format_restart(n, r)).collect(),
+            Ok(reports) => reports.iter().map(|(id, r)| format_restart_full(id, r)).collect(),
             Err(e) => vec![format!("error: {e}")],
         };
-        for (name, report) in reports {
+        for (id, report) in outcome.as_deref().unwrap_or_default() {
             self.replayed += report.replayed as u64;
-            let expected = self.tablets.get(name).map_or(0, |b| b.unflushed.len());
+            let expected = self.tablets.get(id).map_or(0, |b| b.unflushed.len());
             self.expected_replayed += expected as u64;
         }
         if want != got {
             return Err((want, got));
         }
-        Ok(restore)
+        Ok(Settled { restore, ended: false })
     }
 
-    /// What bootstrap must report for `name`.
-    fn expected(&self, id: &TabletId) -> RestartReport {
+    /// Every field bootstrap must report for `id`.
+    fn expected(&self, id: &TabletId, torn: &[TornTail], files: &LogFiles) -> RestartReport {
         let book = self.tablets.get(id);
         let unflushed = book.map(|b| b.unflushed.as_slice()).unwrap_or_default();
+        let flushed = book.map_or(OpId::default(), |b| b.flushed);
+        let segments = files.get(id).map(Vec::as_slice).unwrap_or_default();
+        let truncated = torn.iter().find(|t| segments.iter().any(|(name, _)| *name == t.file));
         RestartReport {
-            frontier: Frontier {
-                op_id: book.map_or(OpId::default(), |b| b.flushed),
-                ..Default::default()
-            },
+            frontier: Frontier { op_id: flushed, ..Default::default() },
             replayed: unflushed.len(),
             first: unflushed.first().copied(),
             last: unflushed.last().copied(),
-            recovered_last: OpId::default(),
-            truncated: None,
-            segments_skipped: 0,
+            truncated: truncated.and_then(TornTail::truncation),
+            segments_skipped: segments_skipped(segments, flushed.index),
         }
     }
 
-    /// Decide whether the cut write is to survive: it must if it was durable; it may if a
-    /// torn write kept it. Returns the models before it when it is not to survive.
+    /// Decide whether the cut write survives (module rules). Returns the models before it
+    /// when it does not.
     fn settle_in_doubt(
         &mut self,
-        reports: &[(TabletId, RestartReport)],
         in_doubt: Vec<(TabletId, OpId)>,
-        ledger: &[Fault],
+        torn: &[TornTail],
     ) -> Option<Snapshot> {
-        let (stage, before) = self.in_doubt.take()?;
+        let (cut, before) = self.in_doubt.take()?;
         let Some((tablet, op)) = in_doubt.into_iter().next() else { return Some(before) };
-        let report = reports.iter().find(|(t, _)| *t == tablet).map(|(_, r)| r);
-        let in_log = report.is_some_and(|r| r.recovered_last.index >= op.index);
-        let torn = ledger[self.ledger_seen..].iter().any(|f| matches!(f, Fault::Torn { .. }));
-        if stage != CrashStage::AfterAppend || (torn && in_log) {
+        let survives = match cut {
+            Cut::Crash(CrashStage::AfterSync | CrashStage::AfterApply) => true,
+            Cut::Crash(CrashStage::AfterAppend) => torn.iter().any(|t| t.kept_entry == Some(op)),
+            Cut::DiskFault => false,
+        };
+        if survives {
             self.acked(vec![(tablet, op)]);
             return None;
         }
         Some(before)
+    }
+}
+
+/// A log file's unsynced tail, torn by a crash: what the ledger and the file say of it.
+struct TornTail {
+    file: String,
+    /// Where the kept bytes begin (the synced length) and how many there are.
+    start: usize,
+    kept_bytes: usize,
+    /// The bytes of the kept tail in whole records.
+    whole_bytes: usize,
+    /// The op id of the entry whose record the kept bytes hold whole, first in the tail.
+    kept_entry: Option<OpId>,
+}
+
+impl TornTail {
+    fn truncation(&self) -> Option<Truncation> {
+        (self.whole_bytes < self.kept_bytes).then(|| Truncation {
+            segment: self.file.clone(),
+            offset: self.start + self.whole_bytes,
+            dropped_bytes: self.kept_bytes - self.whole_bytes,
+        })
+    }
+}
+
+/// The torn tails the ledger's `Torn` faults since the last crash left in `files`.
+fn torn_tails(faults: &[Fault], files: &LogFiles) -> Vec<TornTail> {
+    let find = |name: &str| files.values().flatten().find(|(n, _)| n == name).map(|(_, b)| b);
+    let mut tails = Vec::new();
+    for fault in faults {
+        let Fault::Torn { file, kept_bytes, .. } = fault else { continue };
+        let Some(bytes) = find(file) else { continue }; // a sync-mark slot: none are torn
+        let start = bytes.len() - kept_bytes;
+        let records = whole_records(&bytes[start..]);
+        let whole_bytes = records.iter().map(|(_, size)| size).sum();
+        let kept_entry = records.first().and_then(|(at, _)| entry_op_id(bytes, start + at));
+        let kept_entry = kept_entry.map(|(term, index)| OpId::new(term, index));
+        tails.push(TornTail {
+            file: file.clone(),
+            start,
+            kept_bytes: *kept_bytes,
+            whole_bytes,
+            kept_entry,
+        });
+    }
+    tails
+}
+
+/// How many of `segments` (oldest first) bootstrap skips: all before the newest one
+/// whose header's previous index is at or below the frontier's.
+fn segments_skipped(segments: &[(String, Vec<u8>)], frontier_index: u64) -> usize {
+    let prevs = segments.iter().map(|(_, bytes)| segment_prev_index(bytes).unwrap_or(u64::MAX));
+    prevs.collect::<Vec<_>>().iter().rposition(|prev| *prev <= frontier_index).unwrap_or(0)
+}
+
+/// A restart that must refuse the log at `offset` of `file`.
+fn refused(
+    outcome: &Result<Vec<(TabletId, RestartReport)>, Error>,
+    file: &str,
+    offset: usize,
+) -> Result<(), Mismatch> {
+    match outcome {
+        Err(Error::LogCorruption { segment, offset: at, .. })
+            if segment == file && *at == offset =>
+        {
+            Ok(())
+        }
+        Ok(reports) => {
+            let got = reports.iter().map(|(id, r)| format_restart_full(id, r)).collect();
+            Err((vec![format!("error: log_corruption in {file} at offset {offset}")], got))
+        }
+        Err(e) => {
+            let want = format!("error: log_corruption in {file} at offset {offset}");
+            Err((vec![want], vec![format!("error: {e}")]))
+        }
     }
 }

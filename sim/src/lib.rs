@@ -23,6 +23,7 @@
 pub mod bench;
 mod convert;
 mod durability;
+mod log_files;
 pub mod report;
 pub mod shrink;
 pub mod simulate;

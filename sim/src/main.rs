@@ -374,6 +374,9 @@ fn print_totals(campaign_report: &docsim_reports::CampaignReport, jobs: usize) {
         "crashes {}  restarts {}  replayed {}  expected above frontiers {}",
         t.crashes, t.restarts, t.replayed, t.expected_replayed
     );
+    let faults: Vec<String> =
+        campaign_report.fault_totals().iter().map(|(kind, n)| format!("{kind} {n}")).collect();
+    println!("faults  {}", faults.join("  "));
     println!("time  {}", t.time_breakdown());
     println!("parts {}", t.part_breakdown());
 }

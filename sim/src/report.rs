@@ -157,7 +157,7 @@ pub fn write_campaign(dir: &Path, report: &docsim_reports::CampaignReport) -> st
 
 /// The form of `ops.json`. 2: typed ops in the model's vocabulary, wrapped with this number
 /// (1, until the typed node: a bare list whose document ops were docscript lines).
-pub const OP_LOG_FORMAT: u32 = 2;
+pub const OP_LOG_FORMAT: u32 = 3;
 
 /// `ops.json`: a failed run's ops, for `docsim shrink`.
 #[derive(serde::Serialize, serde::Deserialize)]

@@ -10,7 +10,7 @@ use crate::step::{step_catching_panics, State};
 use crate::ScratchDir;
 use docsim_engine::canary::{Plant, Plants};
 use docsim_engine::{HybridClock, HybridTime, PhysicalClock};
-use docsim_workloads::{CrashPoint, Op, Profile, Workload};
+use docsim_workloads::{CrashPoint, DiskFault, Op, Profile, Workload};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
@@ -128,6 +128,7 @@ const STREAM_CLOCK: u64 = 2;
 const STREAM_SCHEDULE: u64 = 3;
 const STREAM_CRASHES: u64 = 4;
 const STREAM_DISK: u64 = 5;
+const STREAM_FAULTS: u64 = 6;
 
 /// A physical clock over madsim's simulated time, with seeded skew: it may jump back.
 struct SimClock {
@@ -233,7 +234,8 @@ impl Crashes {
             return Vec::new();
         }
         let torn = self.rng.random_range(0..2u32) == 1;
-        let crash = |at| Op::Crash { at, torn };
+        // Which sector boundary a torn crash keeps is the disk-fault stream's to draw.
+        let crash = |at| Op::Crash { at, tear: torn.then_some(0) };
         const IN_WRITE: [CrashPoint; 3] =
             [CrashPoint::AfterAppend, CrashPoint::AfterSync, CrashPoint::AfterApply];
         match self.rng.random_range(0..7u32) {
@@ -243,6 +245,100 @@ impl Crashes {
             5 => vec![Op::Flush, crash(CrashPoint::Now)],
             _ => vec![Op::Compact { cutoff: cutoff.raw(), minor: false }, crash(CrashPoint::Now)],
         }
+    }
+}
+
+/// Disk faults beyond power loss, drawn from their own stream by swarm: one seed in four
+/// injects none, the others a few kinds at a rate of their own (most seeds few faults,
+/// some many).
+struct DiskFaults {
+    rng: ChaCha8Rng,
+    /// Per 10k steps, the chance of arming an I/O fault for the next write.
+    io_per_10k: u32,
+    /// The I/O faults this seed arms.
+    io_kinds: Vec<IoKind>,
+    /// A torn crash keeps its tail up to a sector boundary in `0..=max_sector`.
+    max_sector: u32,
+    /// The chance (in %) that an immediate crash comes with a bit flip in synced log data.
+    flip_percent: u32,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum IoKind {
+    Append,
+    Sync,
+    Full,
+}
+
+impl DiskFaults {
+    fn new(mut rng: ChaCha8Rng) -> DiskFaults {
+        let on = rng.random_range(0..4u32) != 0;
+        let io_on = on && rng.random_range(0..3u32) != 0;
+        let io_per_10k = if io_on { swarm_rate(&mut rng, 4, 128) } else { 0 };
+        let mut io_kinds: Vec<IoKind> = [IoKind::Append, IoKind::Sync, IoKind::Full]
+            .into_iter()
+            .filter(|_| rng.random_range(0..2u32) == 1)
+            .collect();
+        if io_kinds.is_empty() {
+            io_kinds.push([IoKind::Append, IoKind::Sync, IoKind::Full][rng.random_range(0..3)]);
+        }
+        let max_sector = if on { rng.random_range(0..8) } else { 0 };
+        let flip_on = on && rng.random_range(0..4u32) == 0;
+        let flip_percent = if flip_on { rng.random_range(1..30) } else { 0 };
+        DiskFaults { rng, io_per_10k, io_kinds, max_sector, flip_percent }
+    }
+
+    /// The sector boundary a torn crash keeps.
+    fn tear_sector(&mut self) -> u32 {
+        self.rng.random_range(0..=self.max_sector)
+    }
+
+    /// An I/O fault for the next write, or nothing.
+    fn next_io(&mut self) -> Option<Op> {
+        if self.rng.random_range(0..10_000u32) >= self.io_per_10k {
+            return None;
+        }
+        Some(Op::Fault(match self.io_kinds[self.rng.random_range(0..self.io_kinds.len())] {
+            IoKind::Append => DiskFault::AppendError,
+            IoKind::Sync => DiskFault::SyncError,
+            // Little room: most writes hit it, some fit and the fault is lifted unfired.
+            IoKind::Full => DiskFault::DiskFull { free_bytes: self.rng.random_range(0..200) },
+        }))
+    }
+
+    /// A bit flip in synced data of some log file (weighted by synced bytes), or nothing.
+    fn flip(&mut self, disk: &docsim_engine::disk::SimDisk) -> Option<Op> {
+        if self.rng.random_range(0..100) >= self.flip_percent {
+            return None;
+        }
+        let files: Vec<(String, usize)> = disk
+            .list("")
+            .into_iter()
+            .filter_map(|name| disk.synced_len(&name).map(|len| (name, len)))
+            .filter(|(_, len)| *len > 0)
+            .collect();
+        let total: usize = files.iter().map(|(_, len)| len).sum();
+        if total == 0 {
+            return None;
+        }
+        let (mut at, bit) = (self.rng.random_range(0..total), self.rng.random_range(0..8u8));
+        for (file, len) in files {
+            if at < len {
+                return Some(Op::Fault(DiskFault::Flip { file, offset: at, bit }));
+            }
+            at -= len;
+        }
+        unreachable!("`at` is below the total")
+    }
+}
+
+impl std::fmt::Display for DiskFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "io={}/10k {:?} tear<={} flip={}%",
+            self.io_per_10k, self.io_kinds, self.max_sector, self.flip_percent
+        )
     }
 }
 
@@ -270,11 +366,12 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let mut clock_rng = stream(config.seed, STREAM_CLOCK);
     let mut schedule = Schedule::new(stream(config.seed, STREAM_SCHEDULE));
     let mut crashes = Crashes::new(stream(config.seed, STREAM_CRASHES));
+    let mut faults = DiskFaults::new(stream(config.seed, STREAM_FAULTS));
     let mut workload = Workload::new(&mut workload_rng, config.profile);
     let step_mean_us = clock_rng.random_range(20..400u64);
     let jitter_us = clock_rng.random_range(0..50u64);
     let knobs = format!(
-        "{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule} crash={}/10k",
+        "{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule} crash={}/10k {faults}",
         workload.knobs(),
         crashes.per_10k
     );
@@ -284,13 +381,20 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     crate::step::note_run(Some(crate::report::reproduce_command(&config, config.seed)));
     let mut outcome = RunOutcome::new(config.seed, knobs);
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
-    while !pending.is_empty() || outcome.ops < config.ops {
-        if pending.is_empty() && !state.needs_restart {
-            pending.extend(crashes.next(state.cutoff));
+    let mut flipped = false;
+    while !state.ended && (!pending.is_empty() || outcome.ops < config.ops) {
+        let idle = state.queued.is_empty() && !state.needs_restart && !state.book.fault_armed;
+        if pending.is_empty() && idle {
+            pending.extend(next_faults(&mut crashes, &mut faults, state.cutoff));
         }
-        let next = if state.needs_restart { None } else { pending.pop_front() };
+        let next = match state.queued.pop_front() {
+            Some(op) => Some(op),
+            // While the power is off, a bit of synced log data may rot (once).
+            None if state.needs_restart && !flipped => Some(flip_or_restart(&mut faults, &state)),
+            None if state.needs_restart => Some(Op::Restart),
+            None => pending.pop_front(),
+        };
         let op = match next {
-            _ if state.needs_restart => Op::Restart,
             Some(op) => op,
             None => {
                 let step_us = clock_rng.random_range(1..=2 * step_mean_us);
@@ -302,6 +406,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
                 })
             }
         };
+        flipped = matches!(op, Op::Fault(DiskFault::Flip { .. }));
         if matches!(op, Op::Compact { .. }) {
             outcome.compactions += 1;
         }
@@ -312,6 +417,36 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     outcome.finish(&state);
     crate::step::note_run(None);
     outcome
+}
+
+/// The next crash group, or else an I/O fault for the next write, or nothing. A torn
+/// crash keeps its tail up to a sector boundary the fault stream draws.
+fn next_faults(crashes: &mut Crashes, faults: &mut DiskFaults, cutoff: HybridTime) -> Vec<Op> {
+    let mut group = crashes.next(cutoff);
+    if group.is_empty() {
+        group.extend(faults.next_io());
+    }
+    for op in &mut group {
+        if let Op::Crash { tear: Some(sector), .. } = op {
+            *sector = faults.tear_sector();
+        }
+    }
+    group
+}
+
+/// Before a restart, a bit flip in the disk's synced log data if the fault stream draws
+/// one (chosen now, from the disk as the crash left it), else the restart. Not after a
+/// torn crash: the bytes a tear kept are durable but not all whole records, and a flip
+/// there is a torn tail, not corruption.
+fn flip_or_restart(faults: &mut DiskFaults, state: &State) -> Op {
+    let disk = state.node.disk();
+    let torn = disk.ledger()[state.book.ledger_seen..]
+        .iter()
+        .any(|f| matches!(f, docsim_engine::disk::Fault::Torn { .. }));
+    match faults.flip(disk) {
+        Some(flip) if !torn => flip,
+        _ => Op::Restart,
+    }
 }
 
 /// Run one step, record its trace line and its time; returns whether to go on.
@@ -361,6 +496,9 @@ impl RunOutcome {
         for fault in state.node.disk().ledger() {
             *self.faults.entry(fault.kind().to_owned()).or_default() += 1;
         }
+        if state.ended {
+            self.faults.insert("ended-by-refused-corrupt-log".to_owned(), 1);
+        }
     }
 }
 
@@ -385,6 +523,7 @@ fn step_kind(op: &Op) -> &'static str {
     match op {
         Op::Restart => "restart",
         Op::Crash { .. } => "crash",
+        Op::Fault(_) => "fault",
         Op::Flush => "flush",
         Op::Compact { .. } => "compaction",
         _ if op.is_read() => "read",

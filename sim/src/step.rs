@@ -4,21 +4,23 @@
 //! carry, through the engine's own printer.
 
 use crate::convert;
-use crate::durability::{Book, Snapshot};
+use crate::durability::{Book, Cut, LogFiles, Snapshot};
 use crate::simulate::{Failure, FailureKind};
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{format_rows, CqlTable, Outcome as CqlOutcome, Statement};
-use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
+use docsim_engine::disk::{Fault, FaultConfig, IoTarget, SimDisk, Tear};
 use docsim_engine::gc::CompactionKind;
 use docsim_engine::redis::Command as RedisCommand;
-use docsim_engine::script::{format_get, format_restart, Command};
+use docsim_engine::script::{
+    format_get, format_restart, format_restart_full, Command, FaultCommand,
+};
 use docsim_engine::{
-    CrashPoint, DocPath, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions,
+    CrashPoint, DocPath, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions, TabletId,
 };
 use docsim_models::cql::{CqlOp, CqlResult, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{DocId, Key, Markers, Model, ModelError};
-use docsim_workloads::{DocWrite, Op};
+use docsim_workloads::{DiskFault, DocWrite, Op};
 use std::collections::{BTreeMap, VecDeque};
 
 /// Raft log segment size of simulated runs: small, so runs see segment rolls and log GC.
@@ -51,6 +53,10 @@ pub struct State {
     pub book: Book,
     /// A crash took the node down: the next step is a `restart`.
     pub needs_restart: bool,
+    /// Ops the simulator must run next, before anything else (a fault's aftermath).
+    pub queued: VecDeque<Op>,
+    /// The run is over as expected (a restart refused a log the book knew was corrupt).
+    pub ended: bool,
     docs: Model,
     tables: BTreeMap<String, (Schema, Model)>,
     markers: Markers,
@@ -77,6 +83,8 @@ impl State {
             node: Node::new(dir, options).expect("in-memory RocksDB environment"),
             book: Book::default(),
             needs_restart: false,
+            queued: VecDeque::new(),
+            ended: false,
             docs: Model::new(),
             tables: BTreeMap::new(),
             markers: Markers::Optional,
@@ -127,9 +135,10 @@ impl State {
             Op::Compact { cutoff, minor } => {
                 (Command::Compact { cutoff: ht(*cutoff), minor: *minor }, Typed::None)
             }
-            Op::Crash { at, torn } => {
-                (Command::Crash { at: convert::crash_point(*at), torn: *torn }, Typed::None)
+            Op::Crash { at, tear } => {
+                (Command::Crash { at: convert::crash_point(*at), tear: *tear }, Typed::None)
             }
+            Op::Fault(fault) => (Command::Fault(fault_command(fault)), Typed::None),
             Op::Restart => (Command::Restart, Typed::None),
         };
         Request { command, typed }
@@ -270,7 +279,8 @@ pub fn step(
     state.ops.push(op.clone());
     let result = match op {
         Op::Restart => restart(state),
-        Op::Crash { at, torn } => crash(state, convert::crash_point(*at), *torn),
+        Op::Crash { at, tear } => crash(state, convert::crash_point(*at), *tear),
+        Op::Fault(fault) => inject(state, fault, request),
         Op::Compact { cutoff, minor } => compact(state, convert::ht(*cutoff), *minor),
         Op::Flush => flush(state),
         _ if op.is_read() => check_read(state, op, request),
@@ -331,13 +341,18 @@ fn after_flush(state: &mut State, result: &Result<(), Error>) -> bool {
 }
 
 /// A `crash` command: cut the power now, or arm a crash (which a running node accepts).
-fn crash(state: &mut State, at: Option<CrashPoint>, torn: bool) -> Result<Vec<String>, Mismatch> {
-    state.book.ledger_seen = state.node.disk().ledger().len();
-    let tear = if torn { Tear::FirstSector } else { Tear::None };
+fn crash(
+    state: &mut State,
+    at: Option<CrashPoint>,
+    tear: Option<u32>,
+) -> Result<Vec<String>, Mismatch> {
+    state.book.ledger_seen = state.node.disk().ledger_len();
+    let tear = tear.map_or(Tear::None, Tear::Sector);
     let Some(point) = at else {
         timed(&mut state.parts.engine_s, || state.node.crash(tear));
         let previous = state.ops.iter().rev().nth(1);
         let stage = match previous {
+            _ if state.book.cut_by_disk_fault() => "after-disk-fault",
             Some(Op::Flush) => "after-log-gc",
             Some(Op::Compact { .. }) => "after-compaction",
             _ => "idle",
@@ -354,6 +369,56 @@ fn crash(state: &mut State, at: Option<CrashPoint>, torn: bool) -> Result<Vec<St
     Ok(Vec::new())
 }
 
+/// The docscript `fault` command of a fault.
+fn fault_command(fault: &DiskFault) -> FaultCommand {
+    match fault {
+        DiskFault::AppendError => FaultCommand::IoError(IoTarget::NextAppend),
+        DiskFault::SyncError => FaultCommand::IoError(IoTarget::NextSync),
+        DiskFault::DiskFull { free_bytes } => FaultCommand::DiskFull { free_bytes: *free_bytes },
+        DiskFault::Clear => FaultCommand::Clear,
+        DiskFault::Flip { file, offset, bit } => {
+            FaultCommand::Flip { file: file.clone(), offset: *offset, bit: *bit }
+        }
+    }
+}
+
+/// A `fault` command: arm an I/O fault for the next write, lift it, or flip a bit of
+/// synced data (which the book notes first: the next restart must refuse it).
+fn inject(
+    state: &mut State,
+    fault: &DiskFault,
+    request: &Request,
+) -> Result<Vec<String>, Mismatch> {
+    let Command::Fault(command) = &request.command else { unreachable!("a fault's request") };
+    let disk = state.node.disk().clone();
+    if let DiskFault::Flip { file, offset, .. } = fault {
+        state.book.flipping(file, &disk.read(file).unwrap_or_default(), *offset);
+    }
+    state.book.fault_armed = match fault {
+        DiskFault::AppendError | DiskFault::SyncError | DiskFault::DiskFull { .. } => true,
+        DiskFault::Clear => false,
+        DiskFault::Flip { .. } => state.book.fault_armed,
+    };
+    match timed(&mut state.parts.engine_s, || command.inject(&disk)) {
+        Ok(()) => Ok(Vec::new()),
+        Err(e) => {
+            state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
+            Err((Vec::new(), vec![error_line(&e)]))
+        }
+    }
+}
+
+/// Each tablet's log segments as the disk holds them now (before bootstrap reads them).
+fn log_files(disk: &SimDisk, ids: &[TabletId]) -> LogFiles {
+    ids.iter()
+        .map(|id| {
+            let names = disk.list(&format!("{}/wal-", Node::log_dir(id)));
+            let files = names.into_iter().map(|n| (n.clone(), disk.read(&n).unwrap_or_default()));
+            (id.clone(), files.collect())
+        })
+        .collect()
+}
+
 /// Restart the node and check bootstrap against the book; then the recent reads again.
 fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
     state.needs_restart = false;
@@ -362,16 +427,30 @@ fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
         (node.take_acks(), node.take_in_doubt(), node.tablet_ids())
     });
     state.book.acked(acks);
+    let files = log_files(state.node.disk(), &ids);
     let outcome = timed(&mut state.parts.engine_s, || state.node.restart());
     let ledger = state.node.disk().ledger();
-    let checked = state.book.restarted(&ids, &outcome, in_doubt, &ledger);
+    let checked = state.book.restarted(&ids, &outcome, in_doubt, &ledger, &files);
     let lines = match &outcome {
         Ok(reports) => reports.iter().map(|(id, r)| format_restart(id, r)).collect(),
         Err(e) => vec![error_line(e)],
     };
-    if let Some(before) = checked? {
+    let settled = checked?;
+    if let Some(before) = settled.restore {
         state.docs = before.docs;
         state.tables = before.tables;
+    }
+    match &outcome {
+        Ok(reports) => {
+            let full =
+                reports.iter().map(|(id, r)| format!("expect {}", format_restart_full(id, r)));
+            state.script.extend(full);
+        }
+        Err(e) => state.script.push(format!("expect error: {}", e.kind())),
+    }
+    if settled.ended {
+        state.ended = true;
+        return Ok(lines);
     }
     let cutoff = state.cutoff;
     recheck(state, cutoff)?;
@@ -448,8 +527,9 @@ fn engine_write(state: &mut State, request: &Request) -> Result<Vec<String>, Err
 /// Writes: engine and model must both succeed, or both refuse with the same kind of error.
 fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<String>, Mismatch> {
     let armed_in_write = matches!(state.book.armed, Some(CrashPoint::Write(_)));
-    let before =
-        armed_in_write.then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
+    let fault_armed = state.book.fault_armed.then(|| state.node.disk().ledger_len());
+    let before = (armed_in_write || fault_armed.is_some())
+        .then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
     let watch = crate::bench::Stopwatch::start();
     let model = model_write(state, op);
     state.parts.model_s += watch.seconds();
@@ -461,8 +541,16 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
         Ok(lines) => lines.clone(),
         Err(e) => vec![error_line(e)],
     };
+    if let Some(seen) = fault_armed {
+        state.book.fault_armed = false; // an armed disk fault lives for one write
+        if let Some(kind) = fired_fault(state.node.disk(), seen) {
+            let before = before.expect("taken while a fault was armed");
+            return disk_fault_cut(state, (&model, &engine), kind, lines, before);
+        }
+        state.queued.push_back(Op::Fault(DiskFault::Clear));
+    }
     if let (Err(Error::Crashed(CrashPoint::Write(stage))), Some(before)) = (&engine, before) {
-        state.book.cut(*stage, before);
+        state.book.cut(Cut::Crash(*stage), before);
         state.book.crashed(stage.name());
         state.needs_restart = true;
         return match &model {
@@ -484,6 +572,39 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
         }
         (Ok(_), _) => Err((Vec::new(), lines)),
         (Err(m), _) => Err((vec![expect_error(m)], lines)),
+    }
+}
+
+/// The error kind the I/O fault that fired since the ledger held `seen` faults must give,
+/// if one fired.
+fn fired_fault(disk: &SimDisk, seen: usize) -> Option<ErrorKind> {
+    disk.ledger()[seen..].iter().find_map(|fault| match fault {
+        Fault::WriteError { .. } | Fault::SyncError { .. } => Some(ErrorKind::Io),
+        Fault::DiskFull { .. } => Some(ErrorKind::DiskFull),
+        _ => None,
+    })
+}
+
+/// A write that an injected I/O error or a full disk failed: the engine must report it
+/// (by kind), the write is in doubt (the book rules it lost), and the node loses power
+/// before anything else runs: the fault is lifted, then the crash, then the restart.
+fn disk_fault_cut<R>(
+    state: &mut State,
+    (model, engine): (&Result<R, ModelError>, &Result<Vec<String>, Error>),
+    kind: ErrorKind,
+    lines: Vec<String>,
+    before: Snapshot,
+) -> Result<Vec<String>, Mismatch> {
+    state.book.cut(Cut::DiskFault, before);
+    let crash = Op::Crash { at: docsim_workloads::CrashPoint::Now, tear: None };
+    state.queued.extend([Op::Fault(DiskFault::Clear), crash]);
+    match (model, engine) {
+        (Err(m), _) => Err((vec![expect_error(m)], lines)),
+        (Ok(_), Err(e)) if e.kind() == kind => {
+            expect_agreed_error(state, engine);
+            Ok(lines)
+        }
+        (Ok(_), _) => Err((vec![format!("error: {kind}")], lines)),
     }
 }
 

@@ -48,6 +48,31 @@ pub enum CrashPoint {
     AfterFlush,
 }
 
+/// A disk fault, exact so that a reproducer replays it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum DiskFault {
+    /// The next append to any log file fails with an I/O error.
+    AppendError,
+    /// The next sync of any log file fails with an I/O error.
+    SyncError,
+    /// The disk holds only `free_bytes` more than it holds now.
+    DiskFull {
+        /// Bytes left.
+        free_bytes: u64,
+    },
+    /// Disarm an I/O error not yet fired and lift the capacity.
+    Clear,
+    /// Flip bit `bit` of byte `offset` of the log file `file` (synced data).
+    Flip {
+        /// The file's name on the simulated disk.
+        file: String,
+        /// The byte.
+        offset: usize,
+        /// The bit, 0 to 7.
+        bit: u8,
+    },
+}
+
 /// One operation. Times are the model's raw hybrid times (`physical_us << 12 | logical`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
@@ -111,13 +136,16 @@ pub enum Op {
         /// A minor compaction (not bottommost).
         minor: bool,
     },
-    /// Cut the power at `at`; `torn` tears the last unsynced append.
+    /// Cut the power at `at`; `tear` tears the last unsynced append.
     Crash {
         /// When the power goes.
         at: CrashPoint,
-        /// Whether each file keeps its unsynced tail up to the first sector boundary.
-        torn: bool,
+        /// `Some(k)`: each file keeps its unsynced tail up to its `k`-th sector boundary
+        /// (clamped to the last one inside the tail); `None`: no unsynced byte survives.
+        tear: Option<u32>,
     },
+    /// Inject a disk fault (docscript `fault ...`).
+    Fault(DiskFault),
     /// Restart after a crash: replay what the log holds above the persisted frontier.
     Restart,
 }

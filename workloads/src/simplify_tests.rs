@@ -254,7 +254,8 @@ fn reads_and_node_ops_have_no_variants() {
         Op::DefaultTtl { ttl_ms: Some(5) },
         Op::Flush,
         Op::Compact { cutoff: HT, minor: false },
-        Op::Crash { at: CrashPoint::AfterApply, torn: true },
+        Op::Crash { at: CrashPoint::AfterApply, tear: Some(2) },
+        Op::Fault(crate::DiskFault::AppendError),
         Op::Restart,
     ];
     for op in ops {

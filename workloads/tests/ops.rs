@@ -80,8 +80,15 @@ fn node_ops_round_trip_through_serde() {
     let ops = [
         Op::Flush,
         Op::Compact { cutoff: 5 << 12 | 3, minor: true },
-        Op::Crash { at: CrashPoint::AfterSync, torn: true },
-        Op::Crash { at: CrashPoint::Now, torn: false },
+        Op::Crash { at: CrashPoint::AfterSync, tear: Some(0) },
+        Op::Crash { at: CrashPoint::Now, tear: None },
+        Op::Fault(docsim_workloads::DiskFault::SyncError),
+        Op::Fault(docsim_workloads::DiskFault::DiskFull { free_bytes: 17 }),
+        Op::Fault(docsim_workloads::DiskFault::Flip {
+            file: "docs/log/wal-1".into(),
+            offset: 9,
+            bit: 7,
+        }),
         Op::Restart,
         Op::DefaultTtl { ttl_ms: None },
     ];

@@ -43,7 +43,7 @@ fn a_torn_tail_is_truncated_durably_and_reported() {
     let d = disk();
     let mut log = filled(&d, 2, 1 << 20);
     log.append(&[entry(1, 3, &[7; 3000])], None).unwrap();
-    d.crash(Tear::FirstSector);
+    d.crash(Tear::Sector(0));
     let (_, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
     assert_eq!(indexes(&recovery), [1, 2]);
     let cut = recovery.truncated.expect("a torn tail");

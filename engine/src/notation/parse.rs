@@ -161,6 +161,17 @@ impl<'a> Parser<'a> {
         })
     }
 
+    /// The next run of non-blank characters (a file name), consumed.
+    pub fn token(&mut self) -> Option<&'a str> {
+        self.skip_ws();
+        let rest = self.rest();
+        let len = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        (len > 0).then(|| {
+            self.pos += len;
+            &rest[..len]
+        })
+    }
+
     fn digits(&mut self) -> &'a str {
         let rest = self.rest();
         let len = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());

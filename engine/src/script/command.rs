@@ -1,9 +1,11 @@
 //! docscript commands: one per line, parsed with line/column errors and printed back as
 //! the same text (reproducers and traces are docscript).
 
+use crate::disk::{IoTarget, SimDisk};
 use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
 use crate::document::Document;
 use crate::encoding::DocPath;
+use crate::error::Error;
 use crate::hybrid_time::HybridTime;
 use crate::notation::{format_duration_us, PResult, Parser};
 use crate::replica::CrashPoint;
@@ -39,11 +41,13 @@ pub enum Command {
     Flush,
     /// `compact [minor] cutoff=T`.
     Compact { cutoff: HybridTime, minor: bool },
-    /// `crash [torn]` (power loss now: `at` is `None`), or `crash at <point> [torn]` (a
-    /// docsim extension: power loss at that stage of the next write, or after the next
-    /// flush). `torn` keeps the first sector boundary of each file's unsynced tail,
-    /// tearing the last append.
-    Crash { at: Option<CrashPoint>, torn: bool },
+    /// `crash [torn[=<k>]]` (power loss now: `at` is `None`), or `crash at <point>
+    /// [torn[=<k>]]` (a docsim extension: power loss at that stage of the next write, or
+    /// after the next flush). `torn=k` keeps each file's unsynced tail up to its `k`-th
+    /// sector boundary (`torn` is `torn=0`, the first), tearing the last append.
+    Crash { at: Option<CrashPoint>, tear: Option<u32> },
+    /// `fault ...` (docsim extension): a disk fault, injected exactly.
+    Fault(FaultCommand),
     /// `restart`.
     Restart,
     /// `log` (a docsim extension): one line per Raft log segment of each tablet.
@@ -59,6 +63,20 @@ pub enum Command {
     /// with that kind of error (`snapshot_too_old`, ...), `expect error` with any.
     /// Reproducers use it to fail by themselves.
     Expect(String),
+}
+
+/// A docscript `fault` command: one disk fault, exact so that reproducers replay it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FaultCommand {
+    /// `fault io-error next-append|next-sync`: the next append (or sync) of any log file
+    /// fails with an I/O error, once.
+    IoError(IoTarget),
+    /// `fault disk-full <bytes>`: the disk holds only `bytes` more than it holds now.
+    DiskFull { free_bytes: u64 },
+    /// `fault clear`: disarm an I/O error not yet fired and lift the disk's capacity.
+    Clear,
+    /// `fault flip <file> <offset> bit=<b>`: flip one bit of a log file's synced data.
+    Flip { file: String, offset: usize, bit: u8 },
 }
 
 /// The line without its `#` comment (a `#` inside a quoted string is text).
@@ -121,6 +139,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "compact" => parse_compact(&mut p)?,
         "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
+        "fault" => Command::Fault(parse_fault(&mut p)?),
         "restart" => Command::Restart,
         "log" => Command::Log,
         "table" => Command::Table(p.take_rest()),
@@ -219,11 +238,7 @@ fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
     if p.eat_word("at") {
         p.skip_ws();
         let pos = p.pos();
-        let mut name = p.word().unwrap_or_default().to_owned();
-        while p.rest().starts_with('-') {
-            p.expect("-")?;
-            name = format!("{name}-{}", p.word().unwrap_or_default());
-        }
+        let name = hyphenated(p);
         at = match CrashPoint::from_name(&name) {
             Some(point) => Some(point),
             None => {
@@ -232,8 +247,85 @@ fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
             }
         };
     }
-    let torn = p.eat_word("torn");
-    Ok(Command::Crash { at, torn })
+    let tear =
+        if p.eat_word("torn") { Some(if p.eat("=") { sector_count(p)? } else { 0 }) } else { None };
+    Ok(Command::Crash { at, tear })
+}
+
+fn sector_count(p: &mut Parser<'_>) -> PResult<u32> {
+    let at = p.pos();
+    let k = p.unsigned()?;
+    u32::try_from(k).map_err(|_| p.error_at(at, format!("sector {k} is out of range")))
+}
+
+/// A word that may hold hyphens (`next-append`).
+fn hyphenated(p: &mut Parser<'_>) -> String {
+    let mut name = p.word().unwrap_or_default().to_owned();
+    while p.rest().starts_with('-') {
+        p.eat("-");
+        name = format!("{name}-{}", p.word().unwrap_or_default());
+    }
+    name
+}
+
+fn parse_fault(p: &mut Parser<'_>) -> PResult<FaultCommand> {
+    p.skip_ws();
+    let at = p.pos();
+    match hyphenated(p).as_str() {
+        "io-error" => {
+            p.skip_ws();
+            let at = p.pos();
+            match hyphenated(p).as_str() {
+                "next-append" => Ok(FaultCommand::IoError(IoTarget::NextAppend)),
+                "next-sync" => Ok(FaultCommand::IoError(IoTarget::NextSync)),
+                _ => Err(p.error_at(at, "expected `next-append` or `next-sync`")),
+            }
+        }
+        "disk-full" => Ok(FaultCommand::DiskFull { free_bytes: p.unsigned()? }),
+        "clear" => Ok(FaultCommand::Clear),
+        "flip" => {
+            let Some(file) = p.token() else {
+                return Err(p.error(format!("expected a log file name, found {}", p.found())));
+            };
+            let file = file.to_owned();
+            let offset_at = p.pos();
+            let offset = usize::try_from(p.unsigned()?)
+                .map_err(|_| p.error_at(offset_at, "offset out of range"))?;
+            p.expect("bit")?;
+            p.expect("=")?;
+            let bit_at = p.pos();
+            let bit = p.unsigned()?;
+            let bit = u8::try_from(bit).ok().filter(|b| *b < 8);
+            let bit = bit.ok_or_else(|| p.error_at(bit_at, "a bit is 0 to 7"))?;
+            Ok(FaultCommand::Flip { file, offset, bit })
+        }
+        _ => Err(p.error_at(at, "expected a fault: io-error, disk-full, clear or flip")),
+    }
+}
+
+impl FaultCommand {
+    /// Inject the fault into `disk`.
+    pub fn inject(&self, disk: &SimDisk) -> Result<(), Error> {
+        match self {
+            FaultCommand::IoError(target) => disk.arm_io_error(*target),
+            FaultCommand::DiskFull { free_bytes } => disk.set_free_bytes(Some(*free_bytes)),
+            FaultCommand::Clear => disk.clear_faults(),
+            FaultCommand::Flip { file, offset, bit } => disk.flip(file, *offset, *bit)?,
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for FaultCommand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FaultCommand::IoError(IoTarget::NextAppend) => f.write_str("io-error next-append"),
+            FaultCommand::IoError(IoTarget::NextSync) => f.write_str("io-error next-sync"),
+            FaultCommand::DiskFull { free_bytes } => write!(f, "disk-full {free_bytes}"),
+            FaultCommand::Clear => f.write_str("clear"),
+            FaultCommand::Flip { file, offset, bit } => write!(f, "flip {file} {offset} bit={bit}"),
+        }
+    }
 }
 
 impl fmt::Display for DocWrite {
@@ -283,16 +375,18 @@ impl fmt::Display for Command {
             Command::Flush => f.write_str("flush"),
             Command::Compact { cutoff, minor: false } => write!(f, "compact cutoff={cutoff}"),
             Command::Compact { cutoff, minor: true } => write!(f, "compact minor cutoff={cutoff}"),
-            Command::Crash { at, torn } => {
+            Command::Crash { at, tear } => {
                 f.write_str("crash")?;
                 if let Some(point) = at {
                     write!(f, " at {point}")?;
                 }
-                if *torn {
-                    f.write_str(" torn")?;
+                match tear {
+                    None => Ok(()),
+                    Some(0) => f.write_str(" torn"),
+                    Some(k) => write!(f, " torn={k}"),
                 }
-                Ok(())
             }
+            Command::Fault(fault) => write!(f, "fault {fault}"),
             Command::Restart => f.write_str("restart"),
             Command::Log => f.write_str("log"),
             Command::Table(stmt) => write!(f, "table {stmt}"),

@@ -16,6 +16,7 @@ use crate::node::{Node, NodeOptions, TabletId};
 use crate::notation::{format_duration_us, Subkey};
 use crate::redis;
 use crate::tablet::RestartReport;
+use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
@@ -78,6 +79,8 @@ struct Last {
     cursor: usize,
     /// The kind of error the command failed with, if it failed.
     error: Option<&'static str>,
+    /// A `restart`'s reports in full, one per tablet; `expect restart` takes them in turn.
+    restarts: VecDeque<String>,
 }
 
 /// Run `text` with its tablets under `dir`, writing the output to `out`.
@@ -106,7 +109,12 @@ pub fn run_script(
             }
             Ok(None) => {}
             Ok(Some(Command::Expect(want))) => {
-                if let Err(complaint) = check_expect(&mut last, &want, &mut outcome) {
+                let checked = if want.starts_with("restart ") {
+                    check_restart(&mut last, &want)
+                } else {
+                    check_expect(&mut last, &want, &mut outcome)
+                };
+                if let Err(complaint) = checked {
                     writeln!(out, "error: line {}: {complaint}", i + 1)?;
                     outcome.failed_commands += 1;
                 }
@@ -122,10 +130,21 @@ pub fn run_script(
                 out.write_all(printed.as_bytes())?;
                 last.lines = printed.lines().map(str::to_owned).collect();
                 last.cursor = 0;
+                last.restarts = std::mem::take(&mut runner.restarts);
             }
         }
     }
     Ok(outcome)
+}
+
+/// Check one `expect restart <report>` against the previous restart's next tablet report,
+/// every field of it ([`format_restart_full`]).
+fn check_restart(last: &mut Last, want: &str) -> Result<(), String> {
+    match last.restarts.pop_front() {
+        Some(got) if got == want => Ok(()),
+        Some(got) => Err(format!("expected `{want}`, got `{got}`")),
+        None => Err(format!("expected `{want}`, but no restart report is left to check")),
+    }
 }
 
 /// Check one `expect` line against the previous command's next output line. An error
@@ -157,6 +176,8 @@ fn check_expect(last: &mut Last, want: &str, outcome: &mut ScriptOutcome) -> Res
 pub struct Runner {
     node: Node,
     markers: MarkerMode,
+    /// The last restart's reports in full, for `expect restart`.
+    restarts: VecDeque<String>,
 }
 
 /// Raft log segment size of script runs: small, so that scripts see several segments.
@@ -169,7 +190,8 @@ impl Runner {
         let disk = SimDisk::new(0, FaultConfig::default());
         let options =
             NodeOptions { in_memory: false, disk, segment_bytes: SCRIPT_SEGMENT_BYTES, plants };
-        Ok(Runner { node: Node::new(dir, options)?, markers: MarkerMode::Optional })
+        let node = Node::new(dir, options)?;
+        Ok(Runner { node, markers: MarkerMode::Optional, restarts: VecDeque::new() })
     }
 
     /// Execute one command, appending its output lines to `out`.
@@ -198,12 +220,14 @@ impl Runner {
                 node.compact(*cutoff, kind)?
             }
             Command::Expect(_) => {} // checked by the script loop
-            Command::Crash { at: None, torn } => node.crash(tear(*torn)),
-            Command::Crash { at: Some(point), torn } => node.arm_crash(*point, tear(*torn))?,
-            Command::Restart => node
-                .restart()?
-                .iter()
-                .for_each(|(id, report)| line(out, format_restart(id, report))),
+            Command::Crash { at: None, tear: k } => node.crash(tear(*k)),
+            Command::Crash { at: Some(point), tear: k } => node.arm_crash(*point, tear(*k))?,
+            Command::Fault(fault) => fault.inject(node.disk())?,
+            Command::Restart => {
+                let reports = node.restart()?;
+                reports.iter().for_each(|(id, report)| line(out, format_restart(id, report)));
+                self.restarts = reports.iter().map(|(id, r)| format_restart_full(id, r)).collect();
+            }
             Command::Log => {
                 for (id, segments) in node.log_segments()? {
                     segments.iter().for_each(|s| line(out, format_segment(&id, s)));
@@ -224,13 +248,9 @@ impl Runner {
     }
 }
 
-/// `crash ... torn` keeps the first sector boundary of each file's unsynced tail.
-fn tear(torn: bool) -> Tear {
-    if torn {
-        Tear::FirstSector
-    } else {
-        Tear::None
-    }
+/// `crash ... torn=k` keeps each file's unsynced tail up to its `k`-th sector boundary.
+fn tear(k: Option<u32>) -> Tear {
+    k.map_or(Tear::None, Tear::Sector)
 }
 
 fn dump(node: &Node, style: DumpStyle, out: &mut String) -> Result<(), Error> {
@@ -254,6 +274,15 @@ pub fn format_restart(id: &TabletId, report: &RestartReport) -> String {
     match id {
         TabletId::Docs => report.to_string(),
         TabletId::Table(table) => format!("{report} table={table}"),
+    }
+}
+
+/// A restart report with every field ([`RestartReport::full`]), as `expect restart`
+/// states it, ` table=<name>` appended for a CQL table's tablet.
+pub fn format_restart_full(id: &TabletId, report: &RestartReport) -> String {
+    match id {
+        TabletId::Docs => report.full(),
+        TabletId::Table(table) => format!("{} table={table}", report.full()),
     }
 }
 
