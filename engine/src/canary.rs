@@ -41,11 +41,23 @@ pub enum Plant {
     /// first (rare: needs a TTL'd object, a newer child with a longer TTL, and a read
     /// between the two expiries).
     OwnTtlDiesWithParent,
+    /// Opening the log takes a tail cut inside a record's 9-byte header for corruption and
+    /// refuses to start, though a crash tore it (rare: needs a tear whose sector boundary
+    /// falls within the few header bytes of a record).
+    TornHeaderIsCorruption,
+    /// Bootstrap does not check the records of the segments it skips below the frontier:
+    /// a flipped bit there goes unnoticed (rare: needs a crash after a flush before its log
+    /// GC, and a flip landing in a skipped segment).
+    SkippedSegmentsUnchecked,
+    /// Log GC also removes the segment whose last entry is the first one bootstrap needs
+    /// (needs a segment ending exactly one past the flushed frontier, a GC, then a crash
+    /// before the next flush).
+    GcTakesFirstNeededSegment,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 14] = [
+    pub const ALL: [Plant; 17] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -60,7 +72,21 @@ impl Plant {
         Plant::SnapshotErrorMislabelled,
         Plant::TtlBoundaryIgnoresLogical,
         Plant::OwnTtlDiesWithParent,
+        Plant::TornHeaderIsCorruption,
+        Plant::SkippedSegmentsUnchecked,
+        Plant::GcTakesFirstNeededSegment,
     ];
+
+    /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
+    /// it in hundreds of seeds, not tens, and its reproducer is longer than a dozen ops.
+    pub fn rare(self) -> bool {
+        matches!(
+            self,
+            Plant::TornHeaderIsCorruption
+                | Plant::SkippedSegmentsUnchecked
+                | Plant::GcTakesFirstNeededSegment
+        )
+    }
 
     /// Whether only crashes can reveal the bug (torture must enable them to catch it).
     pub fn needs_crashes(self) -> bool {
@@ -71,6 +97,9 @@ impl Plant {
                 | Plant::ReplayOneLate
                 | Plant::LogGcPastFrontier
                 | Plant::AckBeforeSync
+                | Plant::TornHeaderIsCorruption
+                | Plant::SkippedSegmentsUnchecked
+                | Plant::GcTakesFirstNeededSegment
         )
     }
 
@@ -91,6 +120,9 @@ impl Plant {
             Plant::SnapshotErrorMislabelled => "snapshot-error-mislabelled",
             Plant::TtlBoundaryIgnoresLogical => "ttl-boundary-ignores-logical",
             Plant::OwnTtlDiesWithParent => "own-ttl-dies-with-parent",
+            Plant::TornHeaderIsCorruption => "torn-header-is-corruption",
+            Plant::SkippedSegmentsUnchecked => "skipped-segments-unchecked",
+            Plant::GcTakesFirstNeededSegment => "gc-takes-first-needed-segment",
         }
     }
 

@@ -25,6 +25,7 @@
 //! checks their records: damage anywhere in the log fails the open) and log GC can delete
 //! whole segments without losing the hard state.
 
+use crate::canary::{Plant, Plants};
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
 use std::fmt;
@@ -112,6 +113,8 @@ pub struct Log {
     hard_state: HardState,
     /// How far the newest segment is durably known to be synced.
     mark: SyncMark,
+    /// The planted bugs (of the tablet this log serves).
+    plants: Plants,
 }
 
 impl Log {
@@ -122,6 +125,7 @@ impl Log {
         dir: &str,
         segment_bytes: usize,
         from_index: u64,
+        plants: Plants,
     ) -> Result<(Log, Recovery)> {
         let mut log = Log {
             disk: disk.clone(),
@@ -130,6 +134,7 @@ impl Log {
             segments: Vec::new(),
             hard_state: HardState::default(),
             mark: SyncMark::read(disk, dir)?,
+            plants,
         };
         let names = disk.list(&format!("{dir}/wal-"));
         if names.is_empty() {
@@ -156,7 +161,11 @@ impl Log {
                 // but its records are checked all the same (a damaged segment is corruption
                 // whether or not this bootstrap needs it: peers or a later GC bound might).
                 let mut scratch = Recovery { prev, ..Recovery::default() };
-                let bytes = log.read_segment(name, None, &mut scratch)?;
+                let bytes = if log.plants.contains(Plant::SkippedSegmentsUnchecked) {
+                    disk.read(name)?.len()
+                } else {
+                    log.read_segment(name, None, &mut scratch)?
+                };
                 let last = prevs[i + 1];
                 log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes });
                 continue;
@@ -202,6 +211,12 @@ impl Log {
                 Ok((record, next)) => {
                     recovery.add(record, name, offset)?;
                     offset = next;
+                }
+                Err(RecordError::Incomplete)
+                    if self.plants.contains(Plant::TornHeaderIsCorruption)
+                        && bytes.len() - offset < record::HEADER_BYTES =>
+                {
+                    return Err(corrupt(name, offset, "a record header cut short"));
                 }
                 Err(RecordError::Incomplete) if synced.is_some_and(|synced| offset >= synced) => {
                     self.disk.truncate(name, offset)?;
@@ -255,9 +270,11 @@ impl Log {
     /// Remove the segments whose entries are all below `keep_index`, oldest first; never
     /// the active segment. Returns how many went.
     pub fn gc(&mut self, keep_index: u64) -> Result<usize> {
+        // The planted bug reaches one entry too far: the segment ending at `keep_index`.
+        let reach = u64::from(self.plants.contains(Plant::GcTakesFirstNeededSegment));
         let removable = self.segments[..self.segments.len() - 1]
             .iter()
-            .take_while(|s| s.last.index < keep_index)
+            .take_while(|s| s.last.index < keep_index + reach)
             .count();
         for segment in self.segments.drain(..removable) {
             self.disk.remove(&segment.name)?;

@@ -113,7 +113,7 @@ impl Replica {
         plants: Plants,
     ) -> Result<(Replica, Recovery)> {
         let (log, recovery) =
-            Log::open(&config.disk, &config.dir, config.segment_bytes, frontier_index)?;
+            Log::open(&config.disk, &config.dir, config.segment_bytes, frontier_index, plants)?;
         let storage = MemStorage::new_with_conf_state(ConfState::from((vec![SELF_ID], vec![])));
         {
             let mut core = storage.wl();

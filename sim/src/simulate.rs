@@ -9,7 +9,7 @@
 use crate::step::{step_catching_panics, State};
 use crate::ScratchDir;
 use docsim_engine::canary::{Plant, Plants};
-use docsim_engine::{HybridClock, HybridTime, PhysicalClock};
+use docsim_engine::{HybridClock, HybridTime, PhysicalClock, TabletId};
 use docsim_workloads::{CrashPoint, DiskFault, Op, Profile, Workload};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -385,7 +385,10 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     while !state.ended && (!pending.is_empty() || outcome.ops < config.ops) {
         let idle = state.queued.is_empty() && !state.needs_restart && !state.book.fault_armed;
         if pending.is_empty() && idle {
-            pending.extend(next_faults(&mut crashes, &mut faults, state.cutoff));
+            // The node opens its document tablet at first use, which writes to the disk:
+            // an I/O fault is armed only once it is open, so that the next write fires it.
+            let docs_open = state.node.tablet_ids().contains(&TabletId::Docs);
+            pending.extend(next_faults(&mut crashes, &mut faults, state.cutoff, docs_open));
         }
         let next = match state.queued.pop_front() {
             Some(op) => Some(op),
@@ -421,10 +424,15 @@ async fn simulate(config: RunConfig) -> RunOutcome {
 
 /// The next crash group, or else an I/O fault for the next write, or nothing. A torn
 /// crash keeps its tail up to a sector boundary the fault stream draws.
-fn next_faults(crashes: &mut Crashes, faults: &mut DiskFaults, cutoff: HybridTime) -> Vec<Op> {
+fn next_faults(
+    crashes: &mut Crashes,
+    faults: &mut DiskFaults,
+    cutoff: HybridTime,
+    io_allowed: bool,
+) -> Vec<Op> {
     let mut group = crashes.next(cutoff);
     if group.is_empty() {
-        group.extend(faults.next_io());
+        group.extend(faults.next_io().filter(|_| io_allowed));
     }
     for op in &mut group {
         if let Op::Crash { tear: Some(sector), .. } = op {

@@ -4,7 +4,8 @@
 use super::{HardState, LogEntry, OpId};
 use std::fmt;
 
-const HEADER_BYTES: usize = 9;
+/// Bytes before a record's payload: length, checksum, kind.
+pub(super) const HEADER_BYTES: usize = 9;
 const KIND_HEADER: u8 = 1;
 const KIND_ENTRY: u8 = 2;
 const KIND_HARD_STATE: u8 = 3;

@@ -1,4 +1,5 @@
 use super::*;
+use crate::canary::Plants;
 use crate::disk::{FaultConfig, Tear};
 use sync_mark::SyncMark;
 
@@ -12,7 +13,7 @@ fn disk() -> SimDisk {
 
 /// A log with entries 1.1..=1.n, synced, in segments of about `segment_bytes`.
 fn filled(disk: &SimDisk, n: u64, segment_bytes: usize) -> Log {
-    let (mut log, _) = Log::open(disk, "t", segment_bytes, 0).unwrap();
+    let (mut log, _) = Log::open(disk, "t", segment_bytes, 0, Plants::NONE).unwrap();
     for i in 1..=n {
         let hs = HardState { term: 1, vote: 1, commit: i };
         log.append(&[entry(1, i, &[i as u8; 40])], Some(hs)).unwrap();
@@ -31,7 +32,7 @@ fn synced_entries_and_the_hard_state_survive_a_crash() {
     let mut log = filled(&d, 5, 1 << 20);
     log.append(&[entry(1, 6, b"unsynced")], None).unwrap();
     d.crash(Tear::None);
-    let (log, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let (log, recovery) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
     assert_eq!(indexes(&recovery), [1, 2, 3, 4, 5]);
     assert_eq!(recovery.hard_state, HardState { term: 1, vote: 1, commit: 5 });
     assert_eq!(log.last_op_id(), OpId::new(1, 5));
@@ -44,12 +45,12 @@ fn a_torn_tail_is_truncated_durably_and_reported() {
     let mut log = filled(&d, 2, 1 << 20);
     log.append(&[entry(1, 3, &[7; 3000])], None).unwrap();
     d.crash(Tear::Sector(0));
-    let (_, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let (_, recovery) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
     assert_eq!(indexes(&recovery), [1, 2]);
     let cut = recovery.truncated.expect("a torn tail");
     assert_eq!(cut.offset + cut.dropped_bytes, crate::disk::SECTOR_BYTES);
     d.crash(Tear::None); // the truncation itself was made durable
-    let (_, again) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let (_, again) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
     assert_eq!((indexes(&again), again.truncated), (vec![1, 2], None));
 }
 
@@ -64,7 +65,7 @@ fn a_bad_checksum_in_the_synced_log_is_an_error_naming_segment_and_offset() {
     d.remove(&name).unwrap();
     d.create(&name).unwrap();
     d.append(&name, &bytes).unwrap();
-    let err = Log::open(&d, "t", 1 << 20, 0).err().expect("corruption").to_string();
+    let err = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).err().expect("corruption").to_string();
     assert!(err.contains("log corruption in t/wal-00000001 at byte"), "{err}");
 }
 
@@ -75,7 +76,7 @@ fn segments_below_the_frontier_are_skipped_and_gc_removes_whole_segments_only() 
     let segments = log.segments().to_vec();
     assert!(segments.len() >= 5, "{segments:?}");
     let frontier = 12;
-    let (_, recovery) = Log::open(&d, "t", 200, frontier).unwrap();
+    let (_, recovery) = Log::open(&d, "t", 200, frontier, Plants::NONE).unwrap();
     let first = recovery.entries[0].op_id.index;
     assert!(first <= frontier + 1 && recovery.segments_skipped > 0, "{first}");
     assert_eq!(*indexes(&recovery).last().unwrap(), 20);
@@ -84,7 +85,7 @@ fn segments_below_the_frontier_are_skipped_and_gc_removes_whole_segments_only() 
     assert!(log.segments().iter().all(|s| s.last.index >= frontier));
     assert!(log.segments()[0].prev.index < frontier, "never past the bound");
     d.crash(Tear::None);
-    let (_, after) = Log::open(&d, "t", 200, frontier).unwrap();
+    let (_, after) = Log::open(&d, "t", 200, frontier, Plants::NONE).unwrap();
     assert_eq!(*indexes(&after).last().unwrap(), 20);
 }
 
@@ -102,12 +103,12 @@ fn first_segment_to_read_is_the_newest_starting_at_or_below_the_frontier() {
 #[test]
 fn a_new_leader_overwrites_the_tail() {
     let d = disk();
-    let (mut log, _) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let (mut log, _) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
     let old = [entry(1, 1, b"a"), entry(1, 2, b"b"), entry(1, 3, b"c")];
     log.append(&old, None).unwrap();
     log.append(&[entry(2, 2, b"B")], None).unwrap();
     log.sync().unwrap();
-    let (_, recovery) = Log::open(&d, "t", 1 << 20, 0).unwrap();
+    let (_, recovery) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
     let ids: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
     assert_eq!(ids, [OpId::new(1, 1), OpId::new(2, 2)]);
 }
@@ -123,7 +124,7 @@ fn garbage_never_panics() {
             .encode(&mut header);
         d.append("t/wal-00000001", &header).unwrap();
         d.append("t/wal-00000001", &bytes).unwrap();
-        let _ = Log::open(&d, "t", 1 << 20, 0);
+        let _ = Log::open(&d, "t", 1 << 20, 0, Plants::NONE);
     }
 }
 
@@ -189,7 +190,7 @@ fn a_flipped_length_below_the_sync_mark_is_corruption_not_a_torn_tail() {
     d.truncate(&name, 0).unwrap();
     d.append(&name, &bytes).unwrap();
     d.sync(&name).unwrap();
-    let err = Log::open(&d, "t", 1 << 20, 0).map(|_| ()).unwrap_err();
+    let err = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).map(|_| ()).unwrap_err();
     assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
 }
 
@@ -212,6 +213,6 @@ fn a_roll_that_fails_leaves_no_segment_without_a_header() {
     assert_eq!(d.list("t/wal-").len(), segments, "the failed roll left no new segment");
     d.set_faults(FaultConfig::default());
     // Reopened without a power loss (a clean restart): the log is whole.
-    let (_, recovery) = Log::open(&d, "t", 200, 0).expect("no header-less segment");
+    let (_, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).expect("no header-less segment");
     assert_eq!(indexes(&recovery), (1..=written).collect::<Vec<u64>>());
 }
