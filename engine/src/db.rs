@@ -322,22 +322,40 @@ impl DocDb {
     /// Flush, then compact every file with history cutoff `cutoff_ht` (inclusive).
     /// Afterwards reads below the highest cutoff so far are refused; the cutoff is stored
     /// in the same instance, flushed with the compaction, and survives restarts.
+    /// `files`: `None` for every file; else a run of files by age, which makes the
+    /// compaction minor whatever `kind` says (it is not the bottommost one).
     pub fn compact(
         &mut self,
         cutoff_ht: HybridTime,
         kind: CompactionKind,
         table_ttl_ms: Option<u64>,
+        files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
+        let kind = if files.is_some() { CompactionKind::Minor } else { kind };
+        if let Some(range) = &files {
+            let listed = self.files().len();
+            if range.is_empty() || *range.end() >= listed {
+                let (first, last) = (range.start(), range.end());
+                let why = format!("files={first}..{last}: the tablet has {listed} SST files");
+                return Err(Error::InvalidRequest(why));
+            }
+        }
         let highest = self.history_cutoff_ht.max(cutoff_ht);
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
         self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
         self.flush()?;
         self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
-        let mut copts = CompactOptions::default();
-        copts.set_exclusive_manual_compaction(true);
-        copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
-        self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
+        let compacted = match &files {
+            None => {
+                let mut copts = CompactOptions::default();
+                copts.set_exclusive_manual_compaction(true);
+                copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
+                self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
+                Ok(())
+            }
+            Some(range) => self.compact_run(range),
+        };
         let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
             gc.params = None;
@@ -351,8 +369,23 @@ impl DocDb {
             CompactionKind::Full => "gc.compaction.full",
             CompactionKind::Minor => "gc.compaction.minor",
         });
+        compacted?;
         self.history_cutoff_ht = highest;
         filter_result(&corrupt, &failures)
+    }
+
+    /// Compact the run `range` of the SST files (oldest first, as [`DocDb::files`] listed
+    /// them before the compaction's own flush; checked by the caller).
+    fn compact_run(&self, range: &std::ops::RangeInclusive<usize>) -> Result<()> {
+        // The compaction's flush added the newest file; the run names older ones only.
+        let files = self.files();
+        let names: Vec<String> = files[range.clone()].iter().map(|f| f.name.clone()).collect();
+        crate::sst_files::compact_files(self.db(), &names)
+    }
+
+    /// The live SST files, oldest first.
+    pub fn files(&self) -> Vec<crate::sst_files::SstFile> {
+        crate::sst_files::live_files(self.db())
     }
 
     /// The highest history cutoff so far.

@@ -92,6 +92,7 @@ mod replay;
 mod replica;
 pub mod script;
 mod shadow;
+mod sst_files;
 mod tablet;
 mod write_batch;
 
@@ -107,6 +108,7 @@ pub use log::{OpId, SegmentInfo, Truncation};
 pub use node::{Node, NodeOptions, TabletDump, TabletId};
 pub use reader::DocEntry;
 pub use replica::{CrashPoint, CrashStage, LogConfig};
+pub use sst_files::SstFile;
 pub use tablet::{RestartReport, Tablet};
 pub use write_batch::DocWriteBatch;
 

@@ -186,6 +186,17 @@ impl Node {
         self.docs()?.get(path, ht)
     }
 
+    /// The subdocument at `path` of CQL table `table`'s tablet as of `ht` (a row is the
+    /// document `doc(<hash key>; <clustering key>)`).
+    pub fn get_in_table(
+        &mut self,
+        table: &str,
+        path: &DocPath,
+        ht: HybridTime,
+    ) -> Result<Option<Document>> {
+        self.table(table)?.1.get(path, ht)
+    }
+
     /// Set the document tablet's default TTL.
     pub fn set_default_ttl(&mut self, ttl_ms: Option<u64>) -> Result<()> {
         self.docs()?.set_table_ttl_ms(ttl_ms);
@@ -235,6 +246,29 @@ impl Node {
         self.docs()?; // the document tablet's cutoff moves too, even while empty
         self.all_tablets().try_for_each(|t| t.compact_data(cutoff, kind))?;
         self.gc_logs()
+    }
+
+    /// A minor compaction of the run `files` of SST files (oldest first, 0-based, as
+    /// [`Node::files`] lists them) of one tablet — the document tablet, or CQL table
+    /// `table`'s — with history cutoff `cutoff`, then log GC.
+    pub fn compact_files(
+        &mut self,
+        table: Option<&str>,
+        files: std::ops::RangeInclusive<usize>,
+        cutoff: HybridTime,
+    ) -> Result<()> {
+        let tablet = match table {
+            None => self.docs()?,
+            Some(name) => self.table(name)?.1,
+        };
+        tablet.compact_some(cutoff, CompactionKind::Minor, Some(files))?;
+        self.gc_logs()
+    }
+
+    /// Every tablet's live SST files, oldest first, document tablet first.
+    pub fn files(&mut self) -> Result<Vec<(TabletId, Vec<crate::sst_files::SstFile>)>> {
+        self.check_on()?;
+        self.named_tablets().map(|(id, tablet)| Ok((id, tablet.files()?))).collect()
     }
 
     /// Log GC after a flush, unless a crash was armed for this moment.

@@ -264,10 +264,27 @@ impl Tablet {
 
     /// Flush and compact everything with history cutoff `cutoff_ht` (no log GC).
     pub fn compact_data(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
+        self.compact_some(cutoff_ht, kind, None)
+    }
+
+    /// Flush and compact the run `files` of SST files by age (a minor compaction), or all
+    /// of them (`None`), with history cutoff `cutoff_ht` (no log GC).
+    pub fn compact_some(
+        &mut self,
+        cutoff_ht: HybridTime,
+        kind: CompactionKind,
+        files: Option<std::ops::RangeInclusive<usize>>,
+    ) -> Result<()> {
         self.check_up()?;
-        self.db.compact(cutoff_ht, kind, self.table_ttl_ms)?;
+        self.db.compact(cutoff_ht, kind, self.table_ttl_ms, files)?;
         self.flushed = self.applied;
         Ok(())
+    }
+
+    /// The live SST files, oldest first.
+    pub fn files(&self) -> Result<Vec<crate::sst_files::SstFile>> {
+        self.check_up()?;
+        Ok(self.db.files())
     }
 
     /// Flush, compact with history cutoff `cutoff_ht`, then GC the log.

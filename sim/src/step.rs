@@ -110,9 +110,10 @@ impl State {
                 let writes = writes.iter().map(convert::write).collect();
                 (Command::Batch { ht: ht(*t), writes }, Typed::None)
             }
-            Op::Get { ht: t, doc, path } => {
-                (Command::Get { path: convert::path(doc, path), ht: ht(*t) }, Typed::None)
-            }
+            Op::Get { ht: t, doc, path } => (
+                Command::Get { path: convert::path(doc, path), ht: ht(*t), table: None },
+                Typed::None,
+            ),
             Op::Table(spec) => {
                 let table = convert::table(spec).expect("generated tables are valid");
                 (Command::Table(table.to_string()), Typed::Table(table))
@@ -131,7 +132,7 @@ impl State {
             }
             Op::Flush => (Command::Flush, Typed::None),
             Op::Compact { cutoff, minor } => {
-                (Command::Compact { cutoff: ht(*cutoff), minor: *minor }, Typed::None)
+                (Command::Compact { cutoff: ht(*cutoff), minor: *minor, run: None }, Typed::None)
             }
             Op::Crash { at, tear } => {
                 (Command::Crash { at: convert::crash_point(*at), tear: *tear }, Typed::None)
@@ -614,7 +615,7 @@ fn check_read(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Strin
         state.recent_reads.pop_front();
     }
     match (op, &request.command, &request.typed) {
-        (Op::Get { doc, path: subkeys, .. }, Command::Get { path, ht }, _) => {
+        (Op::Get { doc, path: subkeys, .. }, Command::Get { path, ht, .. }, _) => {
             check_get(state, (doc, subkeys), path, *ht)
         }
         (Op::Cql { table, op: cql, .. }, Command::Cql { ht, .. }, Typed::Cql(statement)) => {

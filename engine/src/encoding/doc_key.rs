@@ -7,9 +7,9 @@
 //! DocPath   = DocKey  subkey components...
 //! SubDocKey = DocPath  '#'  DocHybridTime                       (newest first)
 //! ```
-//! The 16-bit hash is part of the on-disk format: it is the high half of the CRC-32C
-//! (Castagnoli) of the concatenated key encodings of the hashed components
-//! ([`hash_components`], pinned by a test vector).
+//! The 16-bit hash is part of the on-disk format: YugabyteDB's own partition hash of the
+//! hashed components' values (`yb_hash.rs`, pinned by YugabyteDB's test vectors), checked
+//! again whenever a key is decoded.
 
 use super::primitive::encode_component;
 use super::{doc_ht, tag, KeyEntry, Primitive, SortOrder};
@@ -84,17 +84,12 @@ pub fn encode_doc_key(
         out.extend_from_slice(&[tag::HASH, 0, 0]);
         let hash_at = out.len() - 2;
         hashed.iter().for_each(|(v, o)| encode_component(v, *o, out));
-        let hash = hash_components(&out[hash_at + 2..]);
+        let hash = super::yb_hash::hash_values(hashed.iter().map(|(v, _)| *v));
         out[hash_at..hash_at + 2].copy_from_slice(&hash.to_be_bytes());
         out.push(tag::GROUP_END);
     }
     range.iter().for_each(|(v, o)| encode_component(v, *o, out));
     out.push(tag::GROUP_END);
-}
-
-/// The 16-bit hash of encoded hashed components: `crc32c(bytes) >> 16`.
-pub fn hash_components(encoded_hashed: &[u8]) -> u16 {
-    (crc32c::crc32c(encoded_hashed) >> 16) as u16
 }
 
 impl DocKey {
@@ -108,9 +103,7 @@ impl DocKey {
         if self.hashed.is_empty() {
             return None;
         }
-        let mut buf = Vec::new();
-        self.hashed.iter().for_each(|c| c.encode_to(&mut buf));
-        Some(hash_components(&buf))
+        Some(super::yb_hash::hash_values(self.hashed.iter().map(|c| &c.value)))
     }
 
     /// Whether this is a colocated table's own key (`doc(coloc=N | ;)`): a tombstone there
@@ -160,7 +153,7 @@ impl DocKey {
                     "hash without hashed components",
                 ));
             }
-            let computed = hash_components(&input[group_at..pos - 1]);
+            let computed = super::yb_hash::hash_values(key.hashed.iter().map(|c| &c.value));
             if computed != stored {
                 let reason = format!("stored hash 0x{stored:04x} != computed 0x{computed:04x}");
                 return Err(DecodeError::new("doc key", group_at - 2, reason));

@@ -6,10 +6,9 @@ mod primitive;
 pub(crate) mod tag;
 mod value;
 pub(crate) mod varint;
+pub(crate) mod yb_hash;
 
-pub use doc_key::{
-    decode_key_suffix, doc_key_len, encode_doc_key, hash_components, DocKey, DocPath, SubDocKey,
-};
+pub use doc_key::{decode_key_suffix, doc_key_len, encode_doc_key, DocKey, DocPath, SubDocKey};
 pub use primitive::{KeyEntry, Primitive, SortOrder};
 pub use value::{Ttl, Value, ValueKind};
 

@@ -33,14 +33,18 @@ pub enum Command {
     Batch { ht: HybridTime, writes: Vec<DocWrite> },
     /// `default_ttl <dur>` (microseconds) or `default_ttl none`.
     DefaultTtl(Option<u64>),
-    /// `get <path> @T`.
-    Get { path: DocPath, ht: HybridTime },
+    /// `get <path> @T [table=<name>]`: from the document tablet, or from a CQL table's.
+    Get { path: DocPath, ht: HybridTime, table: Option<String> },
     /// `dump`, `dump names`, `dump raw`.
     Dump(DumpStyle),
     /// `flush`.
     Flush,
-    /// `compact [minor] cutoff=T`.
-    Compact { cutoff: HybridTime, minor: bool },
+    /// `compact [minor] cutoff=T`, or (docsim extension) `compact minor
+    /// files=<first>..<last> cutoff=T [table=<name>]`: a minor compaction of that run of one
+    /// tablet's SST files, numbered oldest first from 0 as `files` prints them.
+    Compact { cutoff: HybridTime, minor: bool, run: Option<FileRun> },
+    /// `files` (docsim extension): one line per SST file of each tablet.
+    Files,
     /// `crash [torn[=<k>]]` (power loss now: `at` is `None`), or `crash at <point>
     /// [torn[=<k>]]` (a docsim extension: power loss at that stage of the next write, or
     /// after the next flush). `torn=k` keeps each file's unsynced tail up to its `k`-th
@@ -63,6 +67,16 @@ pub enum Command {
     /// with that kind of error (`snapshot_too_old`, ...), `expect error` with any.
     /// Reproducers use it to fail by themselves.
     Expect(String),
+}
+
+/// A run of SST files by age, `files=<first>..<last>`, of one tablet.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileRun {
+    /// The oldest and the newest file of the run (inclusive).
+    pub first: usize,
+    pub last: usize,
+    /// The CQL table whose tablet it is (`None`: the document tablet).
+    pub table: Option<String>,
 }
 
 /// A docscript `fault` command: one disk fault, exact so that reproducers replay it.
@@ -127,7 +141,17 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "get" => {
             let path = p.path()?;
             p.expect("@")?;
-            Command::Get { path, ht: p.hybrid_time()? }
+            let ht = p.hybrid_time()?;
+            let table = if p.eat_word("table") {
+                p.expect("=")?;
+                let Some(name) = p.word() else {
+                    return Err(p.error(format!("expected a table name, found {}", p.found())));
+                };
+                Some(name.to_owned())
+            } else {
+                None
+            };
+            Command::Get { path, ht, table }
         }
         "dump" => Command::Dump(match p.word() {
             None => DumpStyle::Plain,
@@ -136,6 +160,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Some(other) => return Err(p.error(format!("unknown dump style `{other}`"))),
         }),
         "flush" => Command::Flush,
+        "files" => Command::Files,
         "compact" => parse_compact(&mut p)?,
         "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
@@ -153,11 +178,32 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
 /// `compact [minor] cutoff=T`.
 fn parse_compact(p: &mut Parser<'_>) -> PResult<Command> {
     let minor = p.eat_word("minor");
+    let mut run = None;
+    if minor && p.eat_word("files") {
+        p.expect("=")?;
+        let first = index(p)?;
+        p.expect("..")?;
+        let last = index(p)?;
+        run = Some(FileRun { first, last, table: None });
+    }
     if !p.eat_word("cutoff") {
         return Err(p.error(format!("expected `cutoff=`, found {}", p.found())));
     }
     p.expect("=")?;
-    Ok(Command::Compact { cutoff: p.hybrid_time()?, minor })
+    let cutoff = p.hybrid_time()?;
+    if let Some(run) = run.as_mut().filter(|_| p.eat_word("table")) {
+        p.expect("=")?;
+        let name = p.word().ok_or_else(|| p.error("expected a table name"))?;
+        run.table = Some(name.to_owned());
+    }
+    Ok(Command::Compact { cutoff, minor, run })
+}
+
+/// A file index.
+fn index(p: &mut Parser<'_>) -> PResult<usize> {
+    let at = p.pos();
+    let n = p.unsigned()?;
+    usize::try_from(n).map_err(|_| p.error_at(at, format!("file index {n} is out of range")))
 }
 
 /// `cql @T <statement>` or `redis @T <command>`: the text is its own language's, parsed
@@ -368,13 +414,24 @@ impl fmt::Display for Command {
             }
             Command::DefaultTtl(None) => f.write_str("default_ttl none"),
             Command::DefaultTtl(Some(us)) => write!(f, "default_ttl {}", format_duration_us(*us)),
-            Command::Get { path, ht } => write!(f, "get {path} @{ht}"),
+            Command::Get { path, ht, table: None } => write!(f, "get {path} @{ht}"),
+            Command::Get { path, ht, table: Some(t) } => write!(f, "get {path} @{ht} table={t}"),
             Command::Dump(DumpStyle::Plain) => f.write_str("dump"),
             Command::Dump(DumpStyle::Names) => f.write_str("dump names"),
             Command::Dump(DumpStyle::Raw) => f.write_str("dump raw"),
             Command::Flush => f.write_str("flush"),
-            Command::Compact { cutoff, minor: false } => write!(f, "compact cutoff={cutoff}"),
-            Command::Compact { cutoff, minor: true } => write!(f, "compact minor cutoff={cutoff}"),
+            Command::Compact { cutoff, minor: false, .. } => write!(f, "compact cutoff={cutoff}"),
+            Command::Compact { cutoff, minor: true, run: None } => {
+                write!(f, "compact minor cutoff={cutoff}")
+            }
+            Command::Compact { cutoff, minor: true, run: Some(run) } => {
+                write!(f, "compact minor files={}..{} cutoff={cutoff}", run.first, run.last)?;
+                match &run.table {
+                    Some(table) => write!(f, " table={table}"),
+                    None => Ok(()),
+                }
+            }
+            Command::Files => f.write_str("files"),
             Command::Crash { at, tear } => {
                 f.write_str("crash")?;
                 if let Some(point) = at {

@@ -210,14 +210,26 @@ impl Runner {
             Command::DefaultTtl(ttl_us) => {
                 node.set_default_ttl(ttl_us.map(|us| us.div_ceil(1000)))?
             }
-            Command::Get { path, ht } => {
-                line(out, format_get(path, *ht, node.get(path, *ht)?.as_ref()))
+            Command::Get { path, ht, table } => {
+                let doc = match table {
+                    None => node.get(path, *ht)?,
+                    Some(table) => node.get_in_table(table, path, *ht)?,
+                };
+                line(out, format_get(path, *ht, doc.as_ref()))
             }
             Command::Dump(style) => dump(node, *style, out)?,
             Command::Flush => node.flush()?,
-            Command::Compact { cutoff, minor } => {
+            Command::Compact { cutoff, minor: _, run: Some(run) } => {
+                node.compact_files(run.table.as_deref(), run.first..=run.last, *cutoff)?
+            }
+            Command::Compact { cutoff, minor, run: None } => {
                 let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
                 node.compact(*cutoff, kind)?
+            }
+            Command::Files => {
+                for (id, files) in node.files()? {
+                    files.iter().enumerate().for_each(|(i, f)| line(out, format_file(&id, i, f)));
+                }
             }
             Command::Expect(_) => {} // checked by the script loop
             Command::Crash { at: None, tear: k } => node.crash(tear(*k)),
@@ -283,6 +295,31 @@ pub fn format_restart_full(id: &TabletId, report: &RestartReport) -> String {
     match id {
         TabletId::Docs => report.full(),
         TabletId::Table(table) => format!("{} table={table}", report.full()),
+    }
+}
+
+/// A `files` line for SST file `index` (oldest first) of a tablet: its entry count and
+/// its smallest and largest key in notation.
+pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String {
+    let tablet = match id {
+        TabletId::Docs => String::new(),
+        TabletId::Table(name) => format!("table={name} "),
+    };
+    let (smallest, largest) = (format_raw_key(&file.smallest), format_raw_key(&file.largest));
+    format!("files: {tablet}{index} entries={} {smallest} .. {largest}", file.entries)
+}
+
+/// A stored key in notation (`<path> @<T>`), or, for the engine's own metadata (the
+/// flushed frontier, the history cutoff), `meta:<name>`.
+fn format_raw_key(key: &[u8]) -> String {
+    match SubDocKey::decode(key) {
+        Ok(key) => format!("{} @{}", format_path(&key.path, None), key.doc_ht),
+        Err(_) => match key.split_first() {
+            Some((1, name)) if name.iter().all(u8::is_ascii_graphic) => {
+                format!("meta:{}", String::from_utf8_lossy(name))
+            }
+            _ => format!("meta:{}", crate::encoding::hex(key)),
+        },
     }
 }
 
