@@ -53,11 +53,21 @@ pub enum Plant {
     /// (needs a segment ending exactly one past the flushed frontier, a GC, then a crash
     /// before the next flush).
     GcTakesFirstNeededSegment,
+    /// YugabyteDB's rule: a minor compaction rewrites every expired entry as a bare
+    /// tombstone, its TTL dropped, so a child written before the entry expired (in a file
+    /// outside the compaction) loses its inherited expiry and reappears
+    /// (`docdb_compaction_context.cc`: `Value::EncodedTombstone()`).
+    YbMinorGcDropsTtl,
+    /// YugabyteDB's rule: a full (major) compaction drops an expired entry at or below the
+    /// history cutoff even when it carries a TTL of its own, so a child inheriting that
+    /// TTL (written before it ran out or after: invisible from birth) is read back once
+    /// the parent is gone (`docdb_compaction_context.cc`, `CalcExpiration`).
+    YbExpiredParentGc,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 17] = [
+    pub const ALL: [Plant; 19] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -75,6 +85,8 @@ impl Plant {
         Plant::TornHeaderIsCorruption,
         Plant::SkippedSegmentsUnchecked,
         Plant::GcTakesFirstNeededSegment,
+        Plant::YbMinorGcDropsTtl,
+        Plant::YbExpiredParentGc,
     ];
 
     /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
@@ -123,6 +135,8 @@ impl Plant {
             Plant::TornHeaderIsCorruption => "torn-header-is-corruption",
             Plant::SkippedSegmentsUnchecked => "skipped-segments-unchecked",
             Plant::GcTakesFirstNeededSegment => "gc-takes-first-needed-segment",
+            Plant::YbMinorGcDropsTtl => "yb-minor-gc-drops-ttl",
+            Plant::YbExpiredParentGc => "yb-expired-parent-gc",
         }
     }
 

@@ -88,8 +88,9 @@ struct GcState {
     corrupt: Vec<String>,
     /// Entries the GC feed refused (out of key order: kept untouched, reported here).
     failures: Vec<String>,
-    /// Verdict counts of finished compaction filters: dropped, rewritten, kept above H.
-    counts: [u64; 3],
+    /// Verdict counts of finished compaction filters: dropped, rewritten, kept above H,
+    /// kept expired (a TTL of its own).
+    counts: [u64; 4],
 }
 
 impl DocDb {
@@ -365,6 +366,7 @@ impl DocDb {
         crate::probe::add("gc.dropped", counts[0]);
         crate::probe::add("gc.rewritten_as_tombstone", counts[1]);
         crate::probe::add("gc.kept_above_cutoff", counts[2]);
+        crate::probe::add("gc.kept_expired_own_ttl", counts[3]);
         crate::probe::hit(match kind {
             CompactionKind::Full => "gc.compaction.full",
             CompactionKind::Minor => "gc.compaction.minor",
@@ -662,7 +664,8 @@ impl CompactionFilterFactory for GcFilterFactory {
         let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
             GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
         });
-        GcFilter { feed: params.map(GcFeed::new), unbounded, gc: self.gc.clone(), counts: [0; 3] }
+        let gc = self.gc.clone();
+        GcFilter { feed: params.map(GcFeed::new), unbounded, gc, counts: [0; 4], plants }
     }
 
     fn name(&self) -> &CStr {
@@ -679,14 +682,16 @@ struct GcFilter {
     /// minor-compaction verdict `Drop` says "a newer version shadows this one".
     unbounded: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
-    /// Dropped, rewritten as tombstones, kept above the cutoff.
-    counts: [u64; 3],
+    /// Dropped, rewritten as tombstones, kept above the cutoff, kept expired (own TTL).
+    counts: [u64; 4],
+    /// The planted bugs.
+    plants: Plants,
 }
 
 impl Drop for GcFilter {
     fn drop(&mut self) {
         let mut gc = lock(&self.gc);
-        (0..3).for_each(|i| gc.counts[i] += self.counts[i]);
+        (0..4).for_each(|i| gc.counts[i] += self.counts[i]);
     }
 }
 
@@ -738,6 +743,17 @@ impl GcFilter {
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
         let verdict = feed.decide(components, dht, tombstone, ttl)?;
+        // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
+        // a full compaction, rewritten as a bare tombstone by a minor one.
+        if verdict == Verdict::KeepExpired {
+            let full = feed.params().kind == CompactionKind::Full;
+            if full && self.plants.contains(Plant::YbExpiredParentGc) {
+                return Ok(Verdict::Drop);
+            }
+            if !full && self.plants.contains(Plant::YbMinorGcDropsTtl) {
+                return Ok(Verdict::Tombstone);
+            }
+        }
         let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
         // Planted: every version a newer one shadows goes, and (full compaction) every
         // tombstone, above the history cutoff as below it; expiry still counts at it.
@@ -751,6 +767,10 @@ impl GcFilter {
     /// Count the verdict and turn it into RocksDB's decision.
     fn count(&mut self, verdict: Verdict, ht: HybridTime) -> Decision {
         match verdict {
+            Verdict::KeepExpired => {
+                self.counts[3] += 1;
+                Decision::Keep
+            }
             Verdict::Keep => {
                 let cutoff_ht =
                     self.feed.as_ref().map_or(HybridTime::MAX, |f| f.params().cutoff_ht);
@@ -837,7 +857,8 @@ mod needed_at_tests {
         };
         let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
         let feed = Some(GcFeed::new(params));
-        let mut filter = GcFilter { feed, unbounded: None, gc: gc.clone(), counts: [0; 3] };
+        let plants = crate::canary::Plants::NONE;
+        let mut filter = GcFilter { feed, unbounded: None, gc: gc.clone(), counts: [0; 4], plants };
         let value = Value::new(ValueKind::Object).encode();
         assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));
         // A newer version of the same path after an older one: the feed refuses it.

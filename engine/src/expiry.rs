@@ -1,14 +1,20 @@
 //! TTL rules, shared by the reader and compaction GC so that both agree exactly.
 //!
 //! An entry's *expiration* is its own explicit TTL, else the nearest explicit TTL among its
-//! visible ancestors that had not run out when the entry was written (counted from the
-//! write time of the ancestor that carried it). A child written after its parent expired
-//! does not inherit the dead TTL — the parent is gone, as after Redis key expiry — it
-//! looks further up. This is exactly what the chain would give if GC had already dropped
-//! the expired parent, so dropping it changes no child, written before or after.
-//! `Ttl::Never` (0) stops the chain: never expires, overriding the table default. With no
-//! explicit TTL on the chain the table default applies, counted from the entry's own
-//! write time. An entry expires after `base + ttl`: at exactly `base + ttl` it is visible.
+//! visible ancestors, counted from the write time of the ancestor that carried it —
+//! whether or not it had run out when the entry was written: a child written under an
+//! expired parent is invisible from birth. This is YugabyteDB's reader:
+//! `GetNewExpiration` (`src/yb/docdb/doc_reader.cc`) gives a child without a TTL of its
+//! own its parent's `Expiration` (write time, TTL) unchanged, and a child with one its
+//! own; `GetHelperBase::IsObsolete` then tests `HasExpiredTTL(exp.write_ht, exp.ttl,
+//! read_time)` (`src/yb/dockv/doc_ttl_util.cc`) with no regard to the child's write time.
+//! `Ttl::Never` (0) stops the chain: never expires, overriding the table default
+//! (`ComputeTTL`). With no explicit TTL on the chain the table default applies, counted
+//! from the entry's own write time. An entry expires after `base + ttl`: at exactly
+//! `base + ttl` it is visible (`HasExpiredTTL` is strict).
+//!
+//! Compaction must then take care (`gc.rs`): dropping an expired parent would free a
+//! child above the cutoff that inherits its expiry.
 
 use crate::encoding::Ttl;
 use crate::hybrid_time::HybridTime;
@@ -17,15 +23,14 @@ use crate::hybrid_time::HybridTime;
 pub(crate) type Expiration = Option<(HybridTime, Ttl)>;
 
 /// The expiration of an entry written at `own_ht` with `own_ttl`: its own TTL, else the
-/// first of its ancestors' explicit TTLs (`ancestors`, nearest first) still alive at
-/// `own_ht`.
+/// nearest of its ancestors' explicit TTLs (`ancestors`, nearest first).
 pub(crate) fn effective_expiration(
     own_ttl: Ttl,
     own_ht: HybridTime,
     ancestors: impl IntoIterator<Item = (HybridTime, Ttl)>,
 ) -> Expiration {
     match own_ttl {
-        Ttl::Inherit => ancestors.into_iter().find(|e| !is_expired(Some(*e), own_ht, None, own_ht)),
+        Ttl::Inherit => ancestors.into_iter().next(),
         explicit => Some((own_ht, explicit)),
     }
 }
@@ -87,11 +92,15 @@ mod tests {
         // A child without TTL counts from the parent's write time.
         let child = effective_expiration(Ttl::Inherit, t(5000), chain.clone());
         assert_eq!(expires_at(child, t(5000), None), Some(t(10_000)));
-        // A child written after the parent expired does not inherit a dead TTL.
-        assert_eq!(effective_expiration(Ttl::Inherit, t(10_001), chain.clone()), None);
-        // ...it looks further up: a grandparent's live TTL (here: never expires) applies.
+        // A child written after the parent expired inherits the dead TTL all the same
+        // (YugabyteDB's `GetNewExpiration`): it is expired from birth.
+        let late = effective_expiration(Ttl::Inherit, t(10_001), chain.clone());
+        assert_eq!(late, Some((t(0), Ttl::Ms(10))));
+        assert!(is_expired(late, t(10_001), None, t(10_001)));
+        // The nearest explicit TTL counts, not a live one further up.
         let grand = [(t(10), Ttl::Ms(10)), (t(0), Ttl::Never)];
-        assert_eq!(effective_expiration(Ttl::Inherit, t(20_011), grand), Some((t(0), Ttl::Never)));
+        let nearest = effective_expiration(Ttl::Inherit, t(20_011), grand);
+        assert_eq!(nearest, Some((t(10), Ttl::Ms(10))));
         // A child with its own TTL written later outlives the parent.
         let own = effective_expiration(Ttl::Ms(20), t(5000), chain);
         assert_eq!(expires_at(own, t(5000), None), Some(t(25_000)));

@@ -11,12 +11,23 @@
 //!
 //! 1. not newer than `overwrite` → **drop**: a newer version of the path, or of an ancestor, at
 //!    or below H hides it from every read at R >= H;
-//! 2. above H → keep (a child never inherits a TTL that ran out before it was written, so
-//!    dropping an expired ancestor changes nothing above H);
+//! 2. above H → keep;
 //! 3. at or below H (inclusive):
 //!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
 //!      in the same compaction); a minor compaction keeps it (older data may live outside);
-//!    - expired at H: full compaction **drops** it; minor **rewrites it as a tombstone**;
+//!    - expired at H through a TTL it inherits (or the table's): full compaction **drops**
+//!      it; minor **rewrites it as a tombstone** (older data may live outside);
+//!    - expired at H through a TTL of its own: **kept as it is** (`KeepExpired`), by full
+//!      and minor compactions alike, until a newer version shadows it (rule 1). Every
+//!      child of its path, written before it expired or after, inherits that TTL (the
+//!      reader's rule, YugabyteDB's: `expiry.rs`), so dropping it — or rewriting it as a
+//!      bare tombstone — would bring back the children present above H, in files outside
+//!      a minor compaction, or written later. A rule of docsim's own, at a cost in space
+//!      (an expired value stays until overwritten); YugabyteDB drops such an entry in a
+//!      major compaction and rewrites it as a bare tombstone in a minor one
+//!      (`DocDBCompactionFeed::Feed`, `docdb_compaction_context.cc`), which changes reads
+//!      above the cutoff (README, "What docsim finds in DocDB's rules"; the plants
+//!      `yb-expired-parent-gc` and `yb-minor-gc-drops-ttl` put those rules back);
 //!    - otherwise keep.
 
 use crate::encoding::Ttl;
@@ -54,6 +65,9 @@ pub enum Verdict {
     Drop,
     /// Replace the value by a tombstone (same key).
     Tombstone,
+    /// Keep unchanged an expired entry with a TTL of its own: the TTL every child of its
+    /// path inherits.
+    KeepExpired,
 }
 
 /// Entries that break the feed's premise (key order): the compaction keeps them and
@@ -143,7 +157,9 @@ impl GcFeed {
         }
         self.levels.record(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
+        let own_ttl = matches!(ttl, Ttl::Ms(_));
         Ok(match (params.kind, is_tombstone, expired) {
+            (_, false, true) if own_ttl => Verdict::KeepExpired,
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             (CompactionKind::Minor, false, true) => Verdict::Tombstone,

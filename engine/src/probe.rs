@@ -7,11 +7,12 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name.
-pub const KNOWN: [&str; 18] = [
+pub const KNOWN: [&str; 19] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
     "gc.dropped",
+    "gc.kept_expired_own_ttl",
     "gc.kept_above_cutoff",
     "gc.rewritten_as_tombstone",
     "log.corruption_refused",
@@ -20,7 +21,7 @@ pub const KNOWN: [&str; 18] = [
     "log.torn_tail_truncated",
     "raft.entry_replayed",
     "raft.restart_nothing_to_replay",
-    "read.dead_parent_ttl_skipped",
+    "read.born_expired",
     "read.expired_hides_older",
     "read.snapshot_too_old",
     "read.table_tombstone",

@@ -174,7 +174,7 @@ fn visible_by_time(
             .next()
             .is_some_and(|nearest| expiry::is_expired(Some(nearest), doc_ht.ht, None, doc_ht.ht))
     {
-        crate::probe::hit("read.dead_parent_ttl_skipped");
+        crate::probe::hit("read.born_expired");
     }
     let exp = if plants.contains(Plant::ParentTtlNotInherited) {
         expiry::effective_expiration(ttl, doc_ht.ht, None)

@@ -318,12 +318,9 @@ impl Model {
         if newest.is_some_and(|n| (own.time, own.write_id) <= n) {
             return None; // an ancestor's version is as new or newer: it hides this one
         }
-        // Its own TTL, else the nearest ancestor's still alive when it was written.
+        // Its own TTL, else the nearest ancestor's, alive or not when it was written.
         let in_effect = match own.ttl {
-            Ttl::Inherit => explicit
-                .into_iter()
-                .rev()
-                .find(|e| last_alive(*e).is_none_or(|last| own.time <= last)),
+            Ttl::Inherit => explicit.last().copied(),
             ttl => Some((own.time, ttl)),
         };
         let last_visible = match in_effect {

@@ -13,10 +13,17 @@
 //! > tombstone nor expired?
 //!
 //! Expiry: an entry written at W with TTL t is visible at R iff R <= W + t. An entry
-//! without a TTL inherits the nearest explicit TTL of its visible ancestors (counted from
-//! that ancestor's write time) if that TTL had not run out at W — a child written under an
-//! expired parent starts afresh; `Never` (0) overrides the table default; with no explicit
-//! TTL on the chain the table default counts from the entry's own write time.
+//! without a TTL inherits the nearest explicit TTL of its visible ancestors, counted from
+//! that ancestor's write time — whether or not it had run out at W: a child written under
+//! an expired parent is invisible from the moment it is written. This is YugabyteDB's
+//! reader: `GetNewExpiration` in `src/yb/docdb/doc_reader.cc` hands a child without a TTL
+//! its parent's (write time, TTL) unchanged, and `IsObsolete` tests that against the read
+//! time alone. A child's own TTL replaces its parent's (it is not cut short by it).
+//! `Never` (0) never expires and overrides the table default (`ComputeTTL`,
+//! `src/yb/dockv/doc_ttl_util.cc`); with no explicit TTL on the chain the table default
+//! counts from the entry's own write time (YugabyteDB anchors a nested entry's table TTL at
+//! its outermost inheriting ancestor's write time: a difference docsim keeps, as CQL
+//! columns, the only place the table TTL applies there, are not nested).
 //!
 //! The document at a path is built from the visible entries beneath it: a path with a
 //! visible descendant is an object; otherwise a marker is `{}` and a value is a leaf.

@@ -103,9 +103,10 @@ impl Book {
         }
     }
 
-    /// Every tablet flushed.
-    pub fn flushed(&mut self) {
-        for book in self.tablets.values_mut() {
+    /// Every tablet flushed, or only the tablet `only`.
+    pub fn flushed(&mut self, only: Option<&TabletId>) {
+        let tablets = self.tablets.iter_mut().filter(|(id, _)| only.is_none_or(|o| o == *id));
+        for (_, book) in tablets {
             book.flushed = book.applied;
             book.unflushed.clear();
         }

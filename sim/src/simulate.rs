@@ -174,6 +174,8 @@ struct Schedule {
     flush_permille: u32,
     compact_permille: u32,
     minor_percent: u32,
+    /// Of minor compactions, the share (in %) that take a run of files, not all of them.
+    run_percent: u32,
     lag_max_us: u64,
 }
 
@@ -184,12 +186,19 @@ impl Schedule {
             compact_permille: swarm_rate(&mut rng, 1, 32),
             minor_percent: rng.random_range(0..60),
             lag_max_us: rng.random_range(0..50_000),
+            run_percent: rng.random_range(0..100),
             rng,
         }
     }
 
-    /// A flush, a compaction (its cutoff never moves back), or `None`: a workload op.
-    fn next(&mut self, now: HybridTime, cutoff: HybridTime) -> Option<Op> {
+    /// A flush, a compaction (its cutoff never moves back; a minor one may take a run of
+    /// the `doc_files` SST files of the document tablet), or `None`: a workload op.
+    fn next(
+        &mut self,
+        now: HybridTime,
+        cutoff: HybridTime,
+        doc_files: impl FnOnce() -> usize,
+    ) -> Option<Op> {
         let roll = self.rng.random_range(0..1000u32);
         if roll < self.flush_permille {
             return Some(Op::Flush);
@@ -198,7 +207,13 @@ impl Schedule {
             let lag_us = self.rng.random_range(0..=self.lag_max_us);
             let target = HybridTime::from_raw(now.raw().saturating_sub(lag_us << 12));
             let minor = self.rng.random_range(0..100) < self.minor_percent;
-            return Some(Op::Compact { cutoff: target.max(cutoff).raw(), minor });
+            let run = minor && self.rng.random_range(0..100) < self.run_percent;
+            let doc_files = if run { doc_files() } else { 0 };
+            let files = (doc_files > 0).then(|| {
+                let first = self.rng.random_range(0..doc_files);
+                (first, self.rng.random_range(first..doc_files))
+            });
+            return Some(Op::Compact { cutoff: target.max(cutoff).raw(), minor, files });
         }
         None
     }
@@ -243,7 +258,10 @@ impl Crashes {
             1..=3 => vec![crash(IN_WRITE[self.rng.random_range(0..IN_WRITE.len())])],
             4 => vec![crash(CrashPoint::AfterFlush), Op::Flush],
             5 => vec![Op::Flush, crash(CrashPoint::Now)],
-            _ => vec![Op::Compact { cutoff: cutoff.raw(), minor: false }, crash(CrashPoint::Now)],
+            _ => vec![
+                Op::Compact { cutoff: cutoff.raw(), minor: false, files: None },
+                crash(CrashPoint::Now),
+            ],
         }
     }
 }
@@ -346,8 +364,12 @@ impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "flush={}\u{2030} compact={}\u{2030} minor={}% cutoff_lag<={}us",
-            self.flush_permille, self.compact_permille, self.minor_percent, self.lag_max_us
+            "flush={}\u{2030} compact={}\u{2030} minor={}% runs={}% cutoff_lag<={}us",
+            self.flush_permille,
+            self.compact_permille,
+            self.minor_percent,
+            self.run_percent,
+            self.lag_max_us
         )
     }
 }
@@ -403,7 +425,8 @@ async fn simulate(config: RunConfig) -> RunOutcome {
                 let step_us = clock_rng.random_range(1..=2 * step_mean_us);
                 madsim::time::sleep(Duration::from_micros(step_us)).await;
                 let now = clock.now();
-                schedule.next(now, state.cutoff).unwrap_or_else(|| {
+                let cutoff = state.cutoff;
+                schedule.next(now, cutoff, || state.doc_files()).unwrap_or_else(|| {
                     outcome.ops += 1;
                     workload.next_op(&mut workload_rng, now.raw(), state.cutoff.raw())
                 })

@@ -11,7 +11,7 @@ use docsim_engine::cql::{format_rows, CqlTable, Outcome as CqlOutcome, Statement
 use docsim_engine::disk::{Fault, FaultConfig, IoTarget, SimDisk, Tear};
 use docsim_engine::gc::CompactionKind;
 use docsim_engine::redis::Command as RedisCommand;
-use docsim_engine::script::{format_get, format_restart, Command, FaultCommand};
+use docsim_engine::script::{format_get, format_restart, Command, FaultCommand, FileRun};
 use docsim_engine::{
     CrashPoint, DocPath, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions, TabletId,
 };
@@ -95,6 +95,13 @@ impl State {
         }
     }
 
+    /// How many SST files the document tablet has (0 while it is not open): a
+    /// compaction may take a run of them.
+    pub fn doc_files(&mut self) -> usize {
+        let files = self.node.files().unwrap_or_default();
+        files.iter().find(|(id, _)| *id == TabletId::Docs).map_or(0, |(_, f)| f.len())
+    }
+
     /// The op in the engine's types, converted once (see [`Request`]).
     pub fn request(&self, op: &Op) -> Request {
         let ht = convert::ht;
@@ -131,8 +138,9 @@ impl State {
                 (Command::Redis { ht: ht(*t), command: redis.to_string() }, Typed::Redis(redis))
             }
             Op::Flush => (Command::Flush, Typed::None),
-            Op::Compact { cutoff, minor } => {
-                (Command::Compact { cutoff: ht(*cutoff), minor: *minor, run: None }, Typed::None)
+            Op::Compact { cutoff, minor, files } => {
+                let run = files.map(|(first, last)| FileRun { first, last, table: None });
+                (Command::Compact { cutoff: ht(*cutoff), minor: *minor, run }, Typed::None)
             }
             Op::Crash { at, tear } => {
                 (Command::Crash { at: convert::crash_point(*at), tear: *tear }, Typed::None)
@@ -280,7 +288,9 @@ pub fn step(
         Op::Restart => restart(state),
         Op::Crash { at, tear } => crash(state, convert::crash_point(*at), *tear),
         Op::Fault(fault) => inject(state, fault, request),
-        Op::Compact { cutoff, minor } => compact(state, convert::ht(*cutoff), *minor),
+        Op::Compact { cutoff, minor, files } => {
+            compact(state, convert::ht(*cutoff), *minor, *files)
+        }
         Op::Flush => flush(state),
         _ if op.is_read() => check_read(state, op, request),
         _ => check_write(state, op, request),
@@ -294,7 +304,7 @@ pub fn step(
 fn flush(state: &mut State) -> Result<Vec<String>, Mismatch> {
     let result = timed(&mut state.parts.engine_s, || state.node.flush());
     let lines: Vec<String> = result.as_ref().err().iter().map(|e| error_line(e)).collect();
-    if after_flush(state, &result) {
+    if after_flush(state, &result, None) {
         expect_agreed_error(state, &result);
         return Ok(lines);
     }
@@ -304,11 +314,21 @@ fn flush(state: &mut State) -> Result<Vec<String>, Mismatch> {
     }
 }
 
-fn compact(state: &mut State, cutoff: HybridTime, minor: bool) -> Result<Vec<String>, Mismatch> {
+fn compact(
+    state: &mut State,
+    cutoff: HybridTime,
+    minor: bool,
+    files: Option<(usize, usize)>,
+) -> Result<Vec<String>, Mismatch> {
     let kind = if minor { CompactionKind::Minor } else { CompactionKind::Full };
-    let result = timed(&mut state.parts.engine_s, || state.node.compact(cutoff, kind));
+    let node = &mut state.node;
+    let result = timed(&mut state.parts.engine_s, || match files {
+        None => node.compact(cutoff, kind),
+        Some((first, last)) => node.compact_files(None, first..=last, cutoff),
+    });
     let lines: Vec<String> = result.as_ref().err().iter().map(|e| error_line(e)).collect();
-    if after_flush(state, &result) {
+    let only = files.map(|_| TabletId::Docs);
+    if after_flush(state, &result, only.as_ref()) {
         expect_agreed_error(state, &result);
         return Ok(lines); // a crash armed for after the flush cut it
     }
@@ -319,7 +339,9 @@ fn compact(state: &mut State, cutoff: HybridTime, minor: bool) -> Result<Vec<Str
         return Err((Vec::new(), lines));
     }
     state.docs.compacted(cutoff.raw());
-    state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
+    if files.is_none() {
+        state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
+    }
     state.cutoff = state.cutoff.max(cutoff);
     recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
     Ok(lines)
@@ -327,10 +349,11 @@ fn compact(state: &mut State, cutoff: HybridTime, minor: bool) -> Result<Vec<Str
 
 /// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
 /// returns whether the crash cut it.
-fn after_flush(state: &mut State, result: &Result<(), Error>) -> bool {
+/// `only`: the one tablet a compaction of a run of files flushed (`None`: every tablet).
+fn after_flush(state: &mut State, result: &Result<(), Error>, only: Option<&TabletId>) -> bool {
     let cut = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
     if cut || result.is_ok() {
-        state.book.flushed();
+        state.book.flushed(only);
     }
     if cut {
         state.book.crashed("after-flush");
@@ -843,7 +866,11 @@ mod tests {
             let mut workload = Workload::new(&mut rng, Some(profile));
             let mut ops = workload.setup_ops(0);
             ops.extend((1..300u64).map(|i| workload.next_op(&mut rng, i << 22, 0)));
-            ops.extend([Op::Flush, Op::Compact { cutoff: 7 << 12, minor: true }, Op::Restart]);
+            ops.extend([
+                Op::Flush,
+                Op::Compact { cutoff: 7 << 12, minor: true, files: None },
+                Op::Restart,
+            ]);
             for op in ops {
                 if let Op::Table(spec) = &op {
                     let model = (spec.schema.clone(), Model::new());

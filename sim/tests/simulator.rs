@@ -39,7 +39,7 @@ fn fixed_seeds_pass_in_every_profile() {
 #[test]
 fn traces_are_pinned() {
     let pinned =
-        [(1, 0xb45e_addb_1dfc_9f69), (2, 0xd191_047a_6702_6865), (0x2a, 0x06ea_9c85_8df5_57c4)];
+        [(1, 0x5114_23b9_a530_534b), (2, 0xede8_4f5a_30bd_b16c), (0x2a, 0x6107_ef29_b00d_2b45)];
     for (seed, hash) in pinned {
         let outcome = run(&config(seed, 800, None, None));
         assert!(outcome.failure.is_none(), "seed {seed} passes");
@@ -48,7 +48,7 @@ fn traces_are_pinned() {
     // A CQL-profile seed: lists, jsonb, every key type.
     let cql = run(&config(3, 800, Some(Profile::Cql), None));
     assert!(cql.failure.is_none(), "CQL seed 3 passes");
-    assert_eq!(cql.trace_hash, 0x7236_ed57_ec98_e57b, "CQL seed 3: {:016x}", cql.trace_hash);
+    assert_eq!(cql.trace_hash, 0x3ca9_af7d_8151_14d3, "CQL seed 3: {:016x}", cql.trace_hash);
 }
 
 #[test]
@@ -190,8 +190,8 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
 fn rare_plants_are_caught_by_the_seeds_that_found_them() {
     let found = [
         (Plant::TornHeaderIsCorruption, 16),
-        (Plant::SkippedSegmentsUnchecked, 129),
-        (Plant::GcTakesFirstNeededSegment, 8),
+        (Plant::SkippedSegmentsUnchecked, 127),
+        (Plant::GcTakesFirstNeededSegment, 15),
     ];
     assert_eq!(found.len(), Plant::ALL.iter().filter(|p| p.rare()).count());
     for (plant, seed) in found {

@@ -135,6 +135,10 @@ pub enum Op {
         cutoff: Time,
         /// A minor compaction (not bottommost).
         minor: bool,
+        /// `Some((first, last))`: only that run of the document tablet's SST files,
+        /// numbered oldest first from 0 (a minor compaction); `None`: every file of every
+        /// tablet.
+        files: Option<(usize, usize)>,
     },
     /// Cut the power at `at`; `tear` tears the last unsynced append.
     Crash {

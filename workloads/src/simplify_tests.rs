@@ -253,7 +253,7 @@ fn reads_and_node_ops_have_no_variants() {
         Op::Markers(Markers::Required),
         Op::DefaultTtl { ttl_ms: Some(5) },
         Op::Flush,
-        Op::Compact { cutoff: HT, minor: false },
+        Op::Compact { cutoff: HT, minor: false, files: None },
         Op::Crash { at: CrashPoint::AfterApply, tear: Some(2) },
         Op::Fault(crate::DiskFault::AppendError),
         Op::Restart,

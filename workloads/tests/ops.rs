@@ -79,7 +79,8 @@ fn node_ops_round_trip_through_serde() {
     use docsim_workloads::CrashPoint;
     let ops = [
         Op::Flush,
-        Op::Compact { cutoff: 5 << 12 | 3, minor: true },
+        Op::Compact { cutoff: 5 << 12 | 3, minor: true, files: None },
+        Op::Compact { cutoff: 9, minor: true, files: Some((0, 2)) },
         Op::Crash { at: CrashPoint::AfterSync, tear: Some(0) },
         Op::Crash { at: CrashPoint::Now, tear: None },
         Op::Fault(docsim_workloads::DiskFault::SyncError),

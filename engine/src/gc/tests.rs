@@ -26,7 +26,7 @@ fn run(
 }
 
 use CompactionKind::{Full, Minor};
-use Verdict::{Drop, Keep, Tombstone};
+use Verdict::{Drop, Keep, KeepExpired, Tombstone};
 
 #[test]
 fn overwritten_versions_at_or_below_cutoff_are_dropped() {
@@ -51,35 +51,43 @@ fn expired_values_full_versus_minor() {
     // A 2 ms TTL written at 1000 µs is visible up to 3000 µs inclusive.
     let rows = [("d/k", 1000, false, Some(2))];
     assert_eq!(run(Full, 3000, &rows), [Keep]);
-    assert_eq!(run(Full, 3001, &rows), [Drop]);
-    assert_eq!(run(Minor, 3001, &rows), [Tombstone]);
+    // Expired with a TTL of its own: kept as it is by both kinds (every child of the path,
+    // present or future, inherits that TTL). Expired through an inherited TTL: a full
+    // compaction drops it, a minor one rewrites it as a tombstone.
+    assert_eq!(run(Full, 3001, &rows), [KeepExpired]);
+    assert_eq!(run(Minor, 3001, &rows), [KeepExpired]);
+    let rows = [("d/m", 1000, false, Some(2)), ("d/m/k", 1500, false, None)];
+    assert_eq!(run(Full, 3001, &rows), [KeepExpired, Drop]);
+    assert_eq!(run(Minor, 3001, &rows), [KeepExpired, Tombstone]);
 }
 
 #[test]
 fn expired_newer_version_still_hides_older() {
     let rows = [("d/k", 6000, false, Some(1)), ("d/k", 4000, false, None)];
-    assert_eq!(run(Full, 11_000, &rows), [Drop, Drop]);
-    assert_eq!(run(Minor, 11_000, &rows), [Tombstone, Drop]);
+    assert_eq!(run(Full, 11_000, &rows), [KeepExpired, Drop]);
+    assert_eq!(run(Minor, 11_000, &rows), [KeepExpired, Drop]);
 }
 
 #[test]
 fn children_inherit_parent_ttl() {
-    // Parent marker with a 10 ms TTL at 0; a child without TTL at 5 ms expires with it,
-    // a child with its own 20 ms TTL outlives it.
+    // Parent marker with a 10 ms TTL at 0; a child without TTL at 5 ms expires with it
+    // (dropped), a child with its own 20 ms TTL outlives it. The parent stays: its TTL is
+    // what children of its path inherit, now or later.
     let rows = [
         ("d/m", 0, false, Some(10)),
         ("d/m/a", 5000, false, None),
         ("d/m/b", 5000, false, Some(20)),
     ];
-    assert_eq!(run(Full, 12_000, &rows), [Drop, Drop, Keep]);
+    assert_eq!(run(Full, 12_000, &rows), [KeepExpired, Drop, Keep]);
 }
 
 #[test]
-fn child_written_after_parent_expired_is_independent() {
-    // The parent expired at 1001 µs; a child written at 5000 without TTL does not inherit a
-    // dead TTL, so dropping the parent changes nothing for it.
+fn child_written_after_parent_expired_inherits_its_ttl() {
+    // The parent expired at 1001 µs; a child written at 5000 without TTL inherits the dead
+    // TTL (invisible from birth). Above the cutoff it is kept, and so is the parent whose
+    // TTL hides it: dropping the parent would bring the child back.
     let rows = [("d/m", 1, false, Some(1)), ("d/m/a", 5000, false, None)];
-    assert_eq!(run(Full, 3000, &rows), [Drop, Keep]);
+    assert_eq!(run(Full, 3000, &rows), [KeepExpired, Keep]);
 }
 
 #[test]
