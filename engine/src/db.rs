@@ -198,11 +198,30 @@ impl DocDb {
         if let Some(id) = doc_key.colocation_id {
             if !doc_key.is_table_key() {
                 let table = DocKey { colocation_id: Some(id), ..DocKey::default() };
-                self.scan_doc_prefix_at(&table.encode(), true, read_ht, &mut entries)?;
+                entries.extend(self.table_tombstone_at(&table.encode(), read_ht)?);
             }
         }
         self.scan_doc_prefix_at(&doc_key.encode(), doc_key.is_table_key(), read_ht, &mut entries)?;
         Ok(entries)
+    }
+
+    /// The newest tombstone at or before `read_ht` at the table key `table` (encoded): the
+    /// only entry there that is an ancestor of the table's documents (`reader.rs`).
+    fn table_tombstone_at(&self, table: &[u8], read_ht: HybridTime) -> Result<Option<DocEntry>> {
+        let mut it = self.prefix_iterator(table, true);
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if !key.starts_with(table) {
+                break;
+            }
+            let entry = decode_doc_entry(key, table.len(), true, value)?;
+            let own = entry.subkeys.is_empty(); // not an entry below the table key
+            if own && entry.doc_ht.ht <= read_ht && entry.value.kind == ValueKind::Tombstone {
+                return Ok(Some(entry));
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(None)
     }
 
     /// The entries a read at `read_ht` needs (see [`NeededAt`]): versions newer than the
@@ -716,7 +735,8 @@ impl CompactionFilter for GcFilter {
             }
         };
         let tombstone = v.kind == ValueKind::Tombstone;
-        let verdict = match self.verdict(&components, k.doc_ht, tombstone, v.ttl) {
+        let table_doc = k.path.doc_key.is_table_key();
+        let verdict = match self.verdict(&components, k.doc_ht, (tombstone, table_doc), v.ttl) {
             Ok(verdict) => verdict,
             Err(e) => {
                 let key = crate::encoding::hex(key);
@@ -738,11 +758,11 @@ impl GcFilter {
         &mut self,
         components: &[&[u8]],
         dht: DocHybridTime,
-        tombstone: bool,
+        (tombstone, table_doc): (bool, bool),
         ttl: Ttl,
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
-        let verdict = feed.decide(components, dht, tombstone, ttl)?;
+        let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
         // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
         // a full compaction, rewritten as a bare tombstone by a minor one.
         if verdict == Verdict::KeepExpired {
@@ -757,7 +777,8 @@ impl GcFilter {
         let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
         // Planted: every version a newer one shadows goes, and (full compaction) every
         // tombstone, above the history cutoff as below it; expiry still counts at it.
-        let shadowed = unbounded.decide(components, dht, tombstone, ttl)? == Verdict::Drop;
+        let shadowed =
+            unbounded.decide_in(components, dht, tombstone, ttl, table_doc)? == Verdict::Drop;
         let params = feed.params();
         let full = params.kind == CompactionKind::Full;
         let tombstone_above = tombstone && full && dht.ht > params.cutoff_ht;

@@ -99,6 +99,7 @@ impl std::error::Error for FeedError {}
 struct Version {
     dht: DocHybridTime,
     ttl: Ttl,
+    tombstone: bool,
 }
 
 /// What GC keeps per level besides the shadowing version (`Shadow`'s newest version at
@@ -113,12 +114,14 @@ struct Level {
 pub struct GcFeed {
     params: GcParams,
     levels: Shadow<DocHybridTime, Level>,
+    /// Whether the last entry was of a colocated table key's own document.
+    in_table_doc: bool,
 }
 
 impl GcFeed {
     /// A feed for one compaction.
     pub fn new(params: GcParams) -> GcFeed {
-        GcFeed { params, levels: Shadow::new() }
+        GcFeed { params, levels: Shadow::new(), in_table_doc: false }
     }
 
     /// The compaction's parameters.
@@ -136,8 +139,27 @@ impl GcFeed {
         is_tombstone: bool,
         ttl: Ttl,
     ) -> Result<Verdict, FeedError> {
+        self.decide_in(components, dht, is_tombstone, ttl, false)
+    }
+
+    /// [`GcFeed::decide`] for an entry of a colocated table; `table_doc`: of the table key's
+    /// own document (the table key and its subkeys), which sorts before every other
+    /// document of the table. Its entries are fed like any; when the first other document
+    /// follows, the table key's level keeps only its tombstones, the one entry there that
+    /// is every document's ancestor (the reader's rule, `reader.rs`).
+    pub fn decide_in(
+        &mut self,
+        components: &[&[u8]],
+        dht: DocHybridTime,
+        is_tombstone: bool,
+        ttl: Ttl,
+        table_doc: bool,
+    ) -> Result<Verdict, FeedError> {
         if components.is_empty() {
             return Err(FeedError::NoComponents);
+        }
+        if std::mem::replace(&mut self.in_table_doc, table_doc) && !table_doc {
+            self.hand_table_key_to_documents();
         }
         self.align(components);
         let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
@@ -145,7 +167,7 @@ impl GcFeed {
         if let Some(previous) = level.versions.last().filter(|newer| newer.dht <= dht) {
             return Err(FeedError::OutOfOrder { previous: previous.dht, next: dht });
         }
-        level.versions.push(Version { dht, ttl });
+        level.versions.push(Version { dht, ttl, tombstone: is_tombstone });
         // Equal to an ancestor's version (two batches at one hybrid time) also hides it:
         // a child must be strictly newer, as the reader requires.
         if self.levels.newest().is_some_and(|overwrite| dht <= overwrite) {
@@ -158,13 +180,31 @@ impl GcFeed {
         self.levels.record(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
         let own_ttl = matches!(ttl, Ttl::Ms(_));
+        // At a colocated table's own key, a tombstone is every document's ancestor and any
+        // other entry is not: an expired entry there is never rewritten as a tombstone.
+        let table_key = table_doc && components.len() == 1;
         Ok(match (params.kind, is_tombstone, expired) {
+            (CompactionKind::Minor, false, true) if table_key => Verdict::KeepExpired,
             (_, false, true) if own_ttl => Verdict::KeepExpired,
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             (CompactionKind::Minor, false, true) => Verdict::Tombstone,
             (_, false, false) => Verdict::Keep,
         })
+    }
+
+    /// The table key's level, as the table's other documents see it: its tombstones only,
+    /// the newest of them at or below the cutoff shadowing every older document version.
+    fn hand_table_key_to_documents(&mut self) {
+        let cutoff_ht = self.params.cutoff_ht;
+        let Some(root) = self.levels.payloads().next() else { return };
+        let tombstones = root.versions.iter().filter(|v| v.tombstone);
+        let shadow = tombstones.clone().map(|v| v.dht).find(|dht| dht.ht <= cutoff_ht);
+        let versions: Vec<Version> = tombstones.copied().collect();
+        self.levels.reset_root(shadow);
+        if let Some(root) = self.levels.top_mut() {
+            root.versions = versions;
+        }
     }
 
     /// Make the levels exactly those of `components`, reusing the shared prefix.

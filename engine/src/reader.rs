@@ -115,7 +115,13 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
         if !in_subtree && with_target < depth {
             continue; // neither an ancestor of the target nor inside it
         }
-        if entry.table_key && entry.value.kind == ValueKind::Tombstone && !in_subtree {
+        if entry.table_key && !in_subtree && !target.doc_key.is_table_key() {
+            // Only a tombstone at the table key hides the table's documents (YugabyteDB's
+            // `GetTableTombstoneTime`, doc_reader.cc); any other entry there is just an
+            // entry. The newest tombstone counts, whatever is newer (docsim: models essay).
+            if entry.value.kind != ValueKind::Tombstone {
+                continue;
+            }
             crate::probe::hit("read.table_tombstone");
         }
         let shared = last.as_ref().map_or(0, |l| {

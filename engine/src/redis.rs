@@ -80,8 +80,8 @@ pub enum Command {
     Get { key: String },
     /// `DEL k ...`: the reply counts the keys that existed.
     Del { keys: Vec<String> },
-    /// `EXPIRE k s`.
-    Expire { key: String, secs: u64 },
+    /// `EXPIRE k s`: a signed count of seconds; `s <= 0` deletes the key.
+    Expire { key: String, secs: i64 },
     /// `HSET` (or `HMSET` when `multi`, which replies `OK`).
     HSet { key: String, fields: Vec<(String, String)>, multi: bool },
     /// `HGET k f`.
@@ -133,7 +133,7 @@ impl Command {
             "DEL" => arity(1, false).map(|_| Command::Del { keys: args.to_vec() })?,
             "EXPIRE" => {
                 arity(2, false)?;
-                let Ok(secs) = args[1].parse::<u64>() else {
+                let Ok(secs) = args[1].parse::<i64>() else {
                     return syntax("ERR value is not an integer or out of range");
                 };
                 Command::Expire { key: key(), secs }
@@ -409,12 +409,23 @@ fn parse_set_options(options: &[String]) -> Result<Option<Expiry>, SyntaxError> 
     }
 }
 
-/// EXPIRE rewrites the key as of now with the TTL: the value (or the marker and every
-/// field) again, so the TTL counts from now and covers the whole document.
-fn expire(view: &mut CommandView, key: &str, secs: u64) -> Result<Reply> {
+/// EXPIRE with a count of seconds `secs`, signed as YugabyteDB parses it (`ParseExpire`,
+/// `src/yb/yql/redis/redisserver/redis_parser.cc`: `ParseInt64`). `secs <= 0` is a DEL of
+/// the key, as YugabyteDB's parser turns it into one (a tombstone if the key exists; the
+/// reply counts it). Otherwise the key is rewritten as of now with the TTL — the value
+/// (or the marker and every field) again, so the TTL counts from now and covers the whole
+/// document. YugabyteDB writes a TTL-only merge record instead (`ApplySetTtl`,
+/// `src/yb/docdb/redis_operation.cc`), which its Redis reader and compaction fold into the
+/// value beneath: the same expiry for every read, different stored entries (README).
+fn expire(view: &mut CommandView, key: &str, secs: i64) -> Result<Reply> {
     let Some(doc) = view.get(key)? else { return Ok(Reply::Integer(0)) };
-    let ttl_us = Some(secs.max(1).saturating_mul(1_000_000));
-    let write = DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us };
+    let write = match u64::try_from(secs) {
+        Ok(secs) if secs > 0 => {
+            let ttl_us = Some(secs.saturating_mul(1_000_000));
+            DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us }
+        }
+        _ => DocWrite { path: root(key), kind: WriteKind::Del, ttl_us: None },
+    };
     view.apply(vec![write])?;
     Ok(Reply::Integer(1))
 }

@@ -71,6 +71,14 @@ impl<V: Copy, P> Shadow<V, P> {
         }
     }
 
+    /// Keep only the outermost level, with `newest` as what it records (`None`: nothing).
+    pub(crate) fn reset_root(&mut self, newest: Option<V>) {
+        self.levels.truncate(1);
+        if let Some(root) = self.levels.first_mut() {
+            root.newest = newest;
+        }
+    }
+
     /// The top level's payload (`None`: an empty stack).
     pub(crate) fn top_mut(&mut self) -> Option<&mut P> {
         self.levels.last_mut().map(|level| &mut level.payload)

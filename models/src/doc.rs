@@ -157,6 +157,12 @@ impl Node {
     fn newest(&self, at: Time) -> Option<&Version> {
         self.versions[..self.versions.partition_point(|v| v.time <= at)].last()
     }
+
+    /// The newest tombstone at or before `at`.
+    fn newest_tombstone(&self, at: Time) -> Option<&Version> {
+        let upto = &self.versions[..self.versions.partition_point(|v| v.time <= at)];
+        upto.iter().rev().find(|v| v.entry == Entry::Tombstone)
+    }
 }
 
 /// The newest versions at a read time of a path's ancestors, top down.
@@ -228,7 +234,9 @@ impl Model {
     fn ancestors(&self, doc: &DocId, path: &[Key], at: Time) -> Option<(Chain<'_>, &Node)> {
         let mut chain: Chain<'_> = Vec::with_capacity(path.len() + 8);
         if let Some(table) = doc.table() {
-            chain.push(self.docs.get(&table).and_then(|root| root.newest(at)));
+            // Only a tombstone at the table key hides the table's documents; any other
+            // entry there is just an entry (see the crate essay).
+            chain.push(self.docs.get(&table).and_then(|root| root.newest_tombstone(at)));
         }
         let mut node = self.docs.get(doc)?;
         for key in path {

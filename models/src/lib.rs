@@ -25,6 +25,21 @@
 //! its outermost inheriting ancestor's write time: a difference docsim keeps, as CQL
 //! columns, the only place the table TTL applies there, are not nested).
 //!
+//! Table tombstones: a colocated table's own key (`doc(coloc=N | ;)`) is an ancestor of
+//! every document of the table only through its tombstones — the newest tombstone there at
+//! or before R hides every document version not newer than it. Any other entry at the
+//! table key is just an entry: it hides nothing and passes no TTL down. YugabyteDB reads
+//! it so (`GetTableTombstoneTime`, `src/yb/docdb/doc_reader.cc`: the entry at the table
+//! key counts only if its value is a tombstone), except that YugabyteDB looks at the
+//! newest version there alone, so a later non-tombstone entry at the table key would bring
+//! the dropped table's documents back (until a compaction drops them); docsim takes the
+//! newest *tombstone*, which no later entry there cancels (README).
+//!
+//! Redis EXPIRE ([`redis`]) takes a signed count of seconds; a count at or below zero
+//! deletes the key, as YugabyteDB's parser turns such an EXPIRE into a DEL (`ParseExpire`,
+//! `src/yb/yql/redis/redisserver/redis_parser.cc`); a positive one gives the key that TTL
+//! from the command's time.
+//!
 //! The document at a path is built from the visible entries beneath it: a path with a
 //! visible descendant is an object; otherwise a marker is `{}` and a value is a leaf.
 //!

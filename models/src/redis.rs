@@ -9,17 +9,48 @@ use std::collections::BTreeMap;
 /// A Redis command, structured.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RedisOp {
-    Set { key: String, value: String, ttl_ms: Option<u64> },
-    Get { key: String },
-    Del { keys: Vec<String> },
-    Expire { key: String, secs: u64 },
-    HSet { key: String, fields: Vec<(String, String)> },
-    HGet { key: String, field: String },
-    HDel { key: String, fields: Vec<String> },
-    HGetAll { key: String },
-    SAdd { key: String, members: Vec<String> },
-    SRem { key: String, members: Vec<String> },
-    SMembers { key: String },
+    Set {
+        key: String,
+        value: String,
+        ttl_ms: Option<u64>,
+    },
+    Get {
+        key: String,
+    },
+    Del {
+        keys: Vec<String>,
+    },
+    /// EXPIRE: a signed count of seconds; `secs <= 0` deletes the key.
+    Expire {
+        key: String,
+        secs: i64,
+    },
+    HSet {
+        key: String,
+        fields: Vec<(String, String)>,
+    },
+    HGet {
+        key: String,
+        field: String,
+    },
+    HDel {
+        key: String,
+        fields: Vec<String>,
+    },
+    HGetAll {
+        key: String,
+    },
+    SAdd {
+        key: String,
+        members: Vec<String>,
+    },
+    SRem {
+        key: String,
+        members: Vec<String>,
+    },
+    SMembers {
+        key: String,
+    },
 }
 
 /// A reply.
@@ -104,13 +135,18 @@ impl Model {
         Ok(Reply::Integer(writes.len() as i64))
     }
 
-    /// EXPIRE: the key written again as of now with the TTL.
-    fn expire(&mut self, time: Time, key: &str, secs: u64) -> Result<Reply, ModelError> {
+    /// EXPIRE: the key written again as of now with the TTL; a count of seconds at or
+    /// below zero deletes it (YugabyteDB's parser, `ParseExpire` in `redis_parser.cc`,
+    /// turns such an EXPIRE into a DEL). Replies 1 if the key existed, else 0.
+    fn expire(&mut self, time: Time, key: &str, secs: i64) -> Result<Reply, ModelError> {
         let Some(doc) = self.read(&doc_id(key), &[], time)? else {
             return Ok(Reply::Integer(0));
         };
-        let ttl = Ttl::Ms(secs.max(1).saturating_mul(1000));
-        self.write_batch(time, Markers::Required, &[(doc_id(key), vec![], Write::Set(doc), ttl)])?;
+        let (write, ttl) = match u64::try_from(secs) {
+            Ok(secs) if secs > 0 => (Write::Set(doc), Ttl::Ms(secs.saturating_mul(1000))),
+            _ => (Write::Del, Ttl::Inherit),
+        };
+        self.write_batch(time, Markers::Required, &[(doc_id(key), vec![], write, ttl)])?;
         Ok(Reply::Integer(1))
     }
 

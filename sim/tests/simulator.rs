@@ -39,7 +39,7 @@ fn fixed_seeds_pass_in_every_profile() {
 #[test]
 fn traces_are_pinned() {
     let pinned =
-        [(1, 0x5114_23b9_a530_534b), (2, 0xede8_4f5a_30bd_b16c), (0x2a, 0x6107_ef29_b00d_2b45)];
+        [(1, 0x6ac9_7445_510d_29f7), (2, 0xede8_4f5a_30bd_b16c), (0x2a, 0x3828_f4dc_0d52_61d3)];
     for (seed, hash) in pinned {
         let outcome = run(&config(seed, 800, None, None));
         assert!(outcome.failure.is_none(), "seed {seed} passes");
@@ -191,7 +191,7 @@ fn rare_plants_are_caught_by_the_seeds_that_found_them() {
     let found = [
         (Plant::TornHeaderIsCorruption, 16),
         (Plant::SkippedSegmentsUnchecked, 127),
-        (Plant::GcTakesFirstNeededSegment, 15),
+        (Plant::GcTakesFirstNeededSegment, 8),
     ];
     assert_eq!(found.len(), Plant::ALL.iter().filter(|p| p.rare()).count());
     for (plant, seed) in found {

@@ -339,7 +339,7 @@ impl Workload {
             }
             2 => RedisOp::Get { key },
             3 => RedisOp::Del { keys: vec![key, format!("k{}", self.key_index(rng))] },
-            4 => RedisOp::Expire { key, secs: rng.random_range(1..3) },
+            4 => RedisOp::Expire { key, secs: rng.random_range(-1..3) },
             5 => {
                 let n = rng.random_range(1..4);
                 let fields = (0..n).map(|_| (word(rng, "f", 4), word(rng, "v", 10))).collect();
