@@ -53,10 +53,11 @@ pub enum Plant {
     /// (needs a segment ending exactly one past the flushed frontier, a GC, then a crash
     /// before the next flush).
     GcTakesFirstNeededSegment,
-    /// YugabyteDB's rule: a minor compaction rewrites every expired entry as a bare
-    /// tombstone, its TTL dropped, so a child written before the entry expired (in a file
-    /// outside the compaction) loses its inherited expiry and reappears
-    /// (`docdb_compaction_context.cc`: `Value::EncodedTombstone()`).
+    /// YugabyteDB's rule: a minor compaction rewrites every entry expired at its cutoff
+    /// as a bare tombstone, judged by the compaction's own files: an entry with a TTL of
+    /// its own loses it (a child in a file outside inherits it no more and reappears), and
+    /// one expired through a TTL it inherits may in truth inherit another from an ancestor
+    /// outside (`docdb_compaction_context.cc`: `CalcExpiration`, `EncodedTombstone()`).
     YbMinorGcDropsTtl,
     /// YugabyteDB's rule: a full (major) compaction drops an expired entry at or below the
     /// history cutoff even when it carries a TTL of its own, so a child inheriting that

@@ -383,9 +383,9 @@ impl DocDb {
             (std::mem::take(&mut gc.corrupt), failures, std::mem::take(&mut gc.counts))
         };
         crate::probe::add("gc.dropped", counts[0]);
-        crate::probe::add("gc.rewritten_as_tombstone", counts[1]);
+        // counts[1], rewritten as tombstones, only ever happens with a plant.
         crate::probe::add("gc.kept_above_cutoff", counts[2]);
-        crate::probe::add("gc.kept_expired_own_ttl", counts[3]);
+        crate::probe::add("gc.kept_expired", counts[3]);
         crate::probe::hit(match kind {
             CompactionKind::Full => "gc.compaction.full",
             CompactionKind::Minor => "gc.compaction.minor",
@@ -765,7 +765,7 @@ impl GcFilter {
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
         // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
         // a full compaction, rewritten as a bare tombstone by a minor one.
-        if verdict == Verdict::KeepExpired {
+        if matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {
             let full = feed.params().kind == CompactionKind::Full;
             if full && self.plants.contains(Plant::YbExpiredParentGc) {
                 return Ok(Verdict::Drop);
@@ -788,7 +788,7 @@ impl GcFilter {
     /// Count the verdict and turn it into RocksDB's decision.
     fn count(&mut self, verdict: Verdict, ht: HybridTime) -> Decision {
         match verdict {
-            Verdict::KeepExpired => {
+            Verdict::KeepExpired | Verdict::KeepInherited => {
                 self.counts[3] += 1;
                 Decision::Keep
             }

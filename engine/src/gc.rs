@@ -16,7 +16,12 @@
 //!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
 //!      in the same compaction); a minor compaction keeps it (older data may live outside);
 //!    - expired at H through a TTL it inherits (or the table's): full compaction **drops**
-//!      it; minor **rewrites it as a tombstone** (older data may live outside);
+//!      it; a minor one **keeps** it (`KeepInherited`): an ancestor's version in a file
+//!      outside the compaction may carry the TTL it really inherits (`0`: never expires),
+//!      so it cannot tell. A rule of docsim's own: YugabyteDB judges such an entry by the
+//!      compaction's own stack alone and rewrites it as a tombstone
+//!      (`CalcExpiration`, `docdb_compaction_context.cc`; the plant
+//!      `yb-minor-gc-drops-ttl` puts that back too);
 //!    - expired at H through a TTL of its own: **kept as it is** (`KeepExpired`), by full
 //!      and minor compactions alike, until a newer version shadows it (rule 1). Every
 //!      child of its path, written before it expired or after, inherits that TTL (the
@@ -68,6 +73,9 @@ pub enum Verdict {
     /// Keep unchanged an expired entry with a TTL of its own: the TTL every child of its
     /// path inherits.
     KeepExpired,
+    /// Keep unchanged, in a minor compaction, an entry that looks expired through a TTL it
+    /// inherits: an ancestor outside the compaction may give it another.
+    KeepInherited,
 }
 
 /// Entries that break the feed's premise (key order): the compaction keeps them and
@@ -168,27 +176,33 @@ impl GcFeed {
             return Err(FeedError::OutOfOrder { previous: previous.dht, next: dht });
         }
         level.versions.push(Version { dht, ttl, tombstone: is_tombstone });
+        let params = self.params;
+        // A tombstone at a colocated table's own key hides the table's documents whatever
+        // is written at the key after it: a minor compaction, which may not hold what it
+        // hides, keeps it even under a newer entry there.
+        let table_key = table_doc && components.len() == 1;
+        if table_key && is_tombstone && params.kind == CompactionKind::Minor {
+            return Ok(Verdict::Keep);
+        }
         // Equal to an ancestor's version (two batches at one hybrid time) also hides it:
         // a child must be strictly newer, as the reader requires.
         if self.levels.newest().is_some_and(|overwrite| dht <= overwrite) {
             return Ok(Verdict::Drop);
         }
-        let params = self.params;
         if dht.ht > params.cutoff_ht {
             return Ok(Verdict::Keep);
         }
         self.levels.record(dht);
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
         let own_ttl = matches!(ttl, Ttl::Ms(_));
-        // At a colocated table's own key, a tombstone is every document's ancestor and any
-        // other entry is not: an expired entry there is never rewritten as a tombstone.
-        let table_key = table_doc && components.len() == 1;
         Ok(match (params.kind, is_tombstone, expired) {
-            (CompactionKind::Minor, false, true) if table_key => Verdict::KeepExpired,
             (_, false, true) if own_ttl => Verdict::KeepExpired,
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
-            (CompactionKind::Minor, false, true) => Verdict::Tombstone,
+            // Expired through an inherited TTL (or the table's): a minor compaction cannot
+            // tell, as an ancestor's version in a file outside it may carry another TTL
+            // (`0`: never) that the entry inherits instead.
+            (CompactionKind::Minor, false, true) => Verdict::KeepInherited,
             (_, false, false) => Verdict::Keep,
         })
     }

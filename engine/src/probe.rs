@@ -7,14 +7,13 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name.
-pub const KNOWN: [&str; 19] = [
+pub const KNOWN: [&str; 18] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
     "gc.dropped",
-    "gc.kept_expired_own_ttl",
+    "gc.kept_expired",
     "gc.kept_above_cutoff",
-    "gc.rewritten_as_tombstone",
     "log.corruption_refused",
     "log.gc_removed_segment",
     "log.segment_skipped",

@@ -26,7 +26,7 @@ fn run(
 }
 
 use CompactionKind::{Full, Minor};
-use Verdict::{Drop, Keep, KeepExpired, Tombstone};
+use Verdict::{Drop, Keep, KeepExpired, KeepInherited};
 
 #[test]
 fn overwritten_versions_at_or_below_cutoff_are_dropped() {
@@ -53,12 +53,12 @@ fn expired_values_full_versus_minor() {
     assert_eq!(run(Full, 3000, &rows), [Keep]);
     // Expired with a TTL of its own: kept as it is by both kinds (every child of the path,
     // present or future, inherits that TTL). Expired through an inherited TTL: a full
-    // compaction drops it, a minor one rewrites it as a tombstone.
+    // compaction drops it; a minor one keeps it (an ancestor outside it may give another).
     assert_eq!(run(Full, 3001, &rows), [KeepExpired]);
     assert_eq!(run(Minor, 3001, &rows), [KeepExpired]);
     let rows = [("d/m", 1000, false, Some(2)), ("d/m/k", 1500, false, None)];
     assert_eq!(run(Full, 3001, &rows), [KeepExpired, Drop]);
-    assert_eq!(run(Minor, 3001, &rows), [KeepExpired, Tombstone]);
+    assert_eq!(run(Minor, 3001, &rows), [KeepExpired, KeepInherited]);
 }
 
 #[test]
