@@ -66,8 +66,8 @@ pub struct Book {
     pub armed: Option<docsim_engine::CrashPoint>,
     /// A disk fault armed for the next write (it lives for one write).
     pub fault_armed: bool,
-    /// How the last write was cut, and the models before it.
-    in_doubt: Option<(Cut, Snapshot)>,
+    /// How the last write was cut, the tablet it went to, and the models before it.
+    in_doubt: Option<(Cut, TabletId, Snapshot)>,
     /// A flipped bit the next restart must refuse: the file and the offset it must name.
     corrupt: Option<(String, usize)>,
     /// Fault-ledger length when the last crash was armed or cut the power.
@@ -112,14 +112,14 @@ impl Book {
         }
     }
 
-    /// A write was cut (`cut`); `before` holds the models before it.
-    pub fn cut(&mut self, cut: Cut, before: Snapshot) {
-        self.in_doubt = Some((cut, before));
+    /// A write to `tablet` was cut (`cut`); `before` holds the models before it.
+    pub fn cut(&mut self, cut: Cut, tablet: TabletId, before: Snapshot) {
+        self.in_doubt = Some((cut, tablet, before));
     }
 
     /// Whether the write in doubt was cut by a disk fault.
     pub fn cut_by_disk_fault(&self) -> bool {
-        matches!(self.in_doubt, Some((Cut::DiskFault, _)))
+        matches!(self.in_doubt, Some((Cut::DiskFault, ..)))
     }
 
     /// The power went off at `stage` (`idle`, `after-flush`, a write stage, ...).
@@ -149,11 +149,13 @@ impl Book {
         files: &LogFiles,
     ) -> Result<Settled, Mismatch> {
         self.restarts += 1;
-        let torn = torn_tails(&ledger[self.ledger_seen.min(ledger.len())..], files);
-        let restore = self.settle_in_doubt(in_doubt, &torn);
         if let Some((file, offset)) = self.corrupt.take() {
-            return refused(outcome, &file, offset).map(|()| Settled { restore, ended: true });
+            // The run ends here; the flipped bytes are no log to read the in-doubt write in.
+            return refused(outcome, &file, offset)
+                .map(|()| Settled { restore: None, ended: true });
         }
+        let torn = torn_tails(&ledger[self.ledger_seen.min(ledger.len())..], files);
+        let restore = self.settle_in_doubt(in_doubt, &torn, files)?;
         let expected: Vec<(TabletId, RestartReport)> =
             ids.iter().map(|id| (id.clone(), self.expected(id, &torn, files))).collect();
         // Compared in full; a mismatch is stated at the contract's `restart:` line when it
@@ -199,26 +201,56 @@ impl Book {
         }
     }
 
-    /// Decide whether the cut write survives (module rules). Returns the models before it
-    /// when it does not.
+    /// Decide whether the cut write survives (module rules), and which entry it is. Cut
+    /// after its sync, it must survive: its entry is the one the engine says it proposed
+    /// on the write's tablet — or, should the engine name none, the one last in that
+    /// tablet's log on disk (none there: lost, a mismatch); the restart's replayed range
+    /// then shows whether it survived. Cut after its append, it survives exactly when
+    /// the write's tablet's torn tail kept it whole first, and the engine must name that
+    /// entry. Returns the models before the write when it does not survive.
     fn settle_in_doubt(
         &mut self,
         in_doubt: Vec<(TabletId, OpId)>,
         torn: &[TornTail],
-    ) -> Option<Snapshot> {
-        let (cut, before) = self.in_doubt.take()?;
-        let Some((tablet, op)) = in_doubt.into_iter().next() else { return Some(before) };
-        let survives = match cut {
-            Cut::Crash(CrashStage::AfterSync | CrashStage::AfterApply) => true,
-            Cut::Crash(CrashStage::AfterAppend) => torn.iter().any(|t| t.kept_entry == Some(op)),
-            Cut::DiskFault => false,
+        files: &LogFiles,
+    ) -> Result<Option<Snapshot>, Mismatch> {
+        let Some((cut, tablet, before)) = self.in_doubt.take() else { return Ok(None) };
+        let segments = files.get(&tablet).map(Vec::as_slice).unwrap_or_default();
+        let engine = in_doubt.iter().find(|(t, _)| *t == tablet).map(|(_, op)| *op);
+        let survivor = match cut {
+            Cut::Crash(CrashStage::AfterSync | CrashStage::AfterApply) => {
+                let newest = segments.last().map(|(_, bytes)| bytes.as_slice());
+                let on_disk = newest.and_then(last_entry);
+                Some(engine.or(on_disk).ok_or_else(|| no_entry(&tablet))?)
+            }
+            Cut::Crash(CrashStage::AfterAppend) => {
+                let ours = torn.iter().filter(|t| segments.iter().any(|(name, _)| *name == t.file));
+                let kept = ours.filter_map(|t| t.kept_entry).next();
+                if kept.is_some() && engine != kept {
+                    let want = format!("in doubt: {kept:?} of {tablet:?}, kept whole by the tear");
+                    return Err((vec![want], vec![format!("in doubt: {engine:?} (the engine's)")]));
+                }
+                kept
+            }
+            Cut::DiskFault => None,
         };
-        if survives {
-            self.acked(vec![(tablet, op)]);
-            return None;
-        }
-        Some(before)
+        let Some(op) = survivor else { return Ok(Some(before)) };
+        self.acked(vec![(tablet, op)]);
+        Ok(None)
     }
+}
+
+/// The op id of the last whole entry record of a segment.
+fn last_entry(bytes: &[u8]) -> Option<OpId> {
+    let records = whole_records(bytes);
+    let mut entries = records.iter().filter_map(|(at, _)| entry_op_id(bytes, *at));
+    entries.next_back().map(|(term, index)| OpId::new(term, index))
+}
+
+/// A write cut after its sync whose entry is not in its tablet's log: lost.
+fn no_entry(tablet: &TabletId) -> Mismatch {
+    let want = format!("a synced in-doubt entry at the end of {tablet:?}'s log");
+    (vec![want], vec!["none on disk".to_owned()])
 }
 
 /// A log file's unsynced tail, torn by a crash: what the ledger and the file say of it.

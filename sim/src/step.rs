@@ -567,15 +567,21 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
         state.book.fault_armed = false; // an armed disk fault lives for one write
         if let Some(kind) = fired_fault(state.node.disk(), seen) {
             let before = before.expect("taken while a fault was armed");
-            return disk_fault_cut(state, (&model, &engine), kind, lines, before);
+            return disk_fault_cut(state, op, (&model, &engine), kind, lines, before);
         }
         state.queued.push_back(Op::Fault(DiskFault::Clear));
     }
     if let (Err(Error::Crashed(CrashPoint::Write(stage))), Some(before)) = (&engine, before) {
-        state.book.cut(Cut::Crash(*stage), before);
+        let armed = state.book.armed;
+        state.book.cut(Cut::Crash(*stage), write_tablet(op), before);
         state.book.crashed(stage.name());
         state.needs_restart = true;
         return match &model {
+            // The power went where the simulator armed it, or the engine is wrong.
+            Ok(_) if armed != Some(CrashPoint::Write(*stage)) => {
+                let want = armed.map_or("no crash".to_owned(), |at| format!("error: crashed {at}"));
+                Err((vec![want], lines))
+            }
             Ok(_) => {
                 expect_agreed_error(state, &engine);
                 Ok(lines)
@@ -597,6 +603,14 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
     }
 }
 
+/// The tablet a write goes to: a CQL statement's table's, else the document tablet.
+fn write_tablet(op: &Op) -> TabletId {
+    match op {
+        Op::Cql { table, .. } => TabletId::Table(table.clone()),
+        _ => TabletId::Docs,
+    }
+}
+
 /// The error kind the I/O fault that fired since the ledger held `seen` faults must give,
 /// if one fired.
 fn fired_fault(disk: &SimDisk, seen: usize) -> Option<ErrorKind> {
@@ -612,12 +626,13 @@ fn fired_fault(disk: &SimDisk, seen: usize) -> Option<ErrorKind> {
 /// before anything else runs: the fault is lifted, then the crash, then the restart.
 fn disk_fault_cut<R>(
     state: &mut State,
+    op: &Op,
     (model, engine): (&Result<R, ModelError>, &Result<Vec<String>, Error>),
     kind: ErrorKind,
     lines: Vec<String>,
     before: Snapshot,
 ) -> Result<Vec<String>, Mismatch> {
-    state.book.cut(Cut::DiskFault, before);
+    state.book.cut(Cut::DiskFault, write_tablet(op), before);
     let crash = Op::Crash { at: docsim_workloads::CrashPoint::Now, tear: None };
     state.queued.extend([Op::Fault(DiskFault::Clear), crash]);
     match (model, engine) {
