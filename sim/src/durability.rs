@@ -64,8 +64,9 @@ pub struct Book {
     tablets: BTreeMap<TabletId, TabletBook>,
     /// Where a crash is armed to cut the power.
     pub armed: Option<docsim_engine::CrashPoint>,
-    /// A disk fault armed for the next write (it lives for one write).
-    pub fault_armed: bool,
+    /// A disk fault armed for the next write (it lives for one write): the fault ledger's
+    /// length when it was armed.
+    pub fault_armed_at: Option<usize>,
     /// How the last write was cut, the tablet it went to, and the models before it.
     in_doubt: Option<(Cut, TabletId, Snapshot)>,
     /// A flipped bit the next restart must refuse: the file and the offset it must name.

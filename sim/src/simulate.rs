@@ -405,7 +405,8 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
     let mut flipped = false;
     while !state.ended && (!pending.is_empty() || outcome.ops < config.ops) {
-        let idle = state.queued.is_empty() && !state.needs_restart && !state.book.fault_armed;
+        let idle =
+            state.queued.is_empty() && !state.needs_restart && state.book.fault_armed_at.is_none();
         if pending.is_empty() && idle {
             // The node opens its document tablet at first use, which writes to the disk:
             // an I/O fault is armed only once it is open, so that the next write fires it.

@@ -295,7 +295,26 @@ pub fn step(
         _ if op.is_read() => check_read(state, op, request),
         _ => check_write(state, op, request),
     };
+    // An I/O fault armed for the next write must not fire anywhere else.
+    let result = result.and_then(|lines| match state.book.fault_armed_at {
+        Some(at) if fired_fault(state.node.disk(), at).is_some() => {
+            state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
+            Err((vec!["the I/O fault armed for the next write still armed".into()], lines))
+        }
+        _ => Ok(lines),
+    });
     let acks = timed(&mut state.parts.engine_s, || state.node.take_acks());
+    // A write acknowledges at most one entry, on its own tablet; nothing else does.
+    let stray = match op {
+        Op::Write { .. } | Op::Batch { .. } | Op::Redis { .. } | Op::Cql { .. } => {
+            acks.len() > 1 || acks.iter().any(|(tablet, _)| *tablet != write_tablet(op))
+        }
+        _ => !acks.is_empty(),
+    };
+    let result = result.and_then(|lines| match stray {
+        true => Err((vec![format!("at most one ack, on {:?}", write_tablet(op))], lines)),
+        false => Ok(lines),
+    });
     state.book.acked(acks);
     result.map_err(|(expected, actual)| Box::new(failure(state, op, line, expected, actual)))
 }
@@ -416,10 +435,13 @@ fn inject(
     if let DiskFault::Flip { file, offset, .. } = fault {
         state.book.flipping(file, &disk.read(file).unwrap_or_default(), *offset);
     }
-    state.book.fault_armed = match fault {
-        DiskFault::AppendError | DiskFault::SyncError | DiskFault::DiskFull { .. } => true,
-        DiskFault::Clear => false,
-        DiskFault::Flip { .. } => state.book.fault_armed,
+    let ledger_len = disk.ledger_len();
+    state.book.fault_armed_at = match fault {
+        DiskFault::AppendError | DiskFault::SyncError | DiskFault::DiskFull { .. } => {
+            Some(state.book.fault_armed_at.unwrap_or(ledger_len))
+        }
+        DiskFault::Clear => None,
+        DiskFault::Flip { .. } => state.book.fault_armed_at,
     };
     match timed(&mut state.parts.engine_s, || command.inject(&disk)) {
         Ok(()) => Ok(Vec::new()),
@@ -549,7 +571,7 @@ fn engine_write(state: &mut State, request: &Request) -> Result<Vec<String>, Err
 /// Writes: engine and model must both succeed, or both refuse with the same kind of error.
 fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<String>, Mismatch> {
     let armed_in_write = matches!(state.book.armed, Some(CrashPoint::Write(_)));
-    let fault_armed = state.book.fault_armed.then(|| state.node.disk().ledger_len());
+    let fault_armed = state.book.fault_armed_at;
     let before = (armed_in_write || fault_armed.is_some())
         .then(|| Snapshot { docs: state.docs.clone(), tables: state.tables.clone() });
     let watch = crate::bench::Stopwatch::start();
@@ -564,7 +586,7 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
         Err(e) => vec![error_line(e)],
     };
     if let Some(seen) = fault_armed {
-        state.book.fault_armed = false; // an armed disk fault lives for one write
+        state.book.fault_armed_at = None; // an armed disk fault lives for one write
         if let Some(kind) = fired_fault(state.node.disk(), seen) {
             let before = before.expect("taken while a fault was armed");
             return disk_fault_cut(state, op, (&model, &engine), kind, lines, before);
