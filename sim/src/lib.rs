@@ -6,12 +6,15 @@
 //!   real RocksDB tablets in a scratch directory of its own, so a script's output depends
 //!   on nothing but the script.
 //! - A **simulated run** ([`simulate`]) takes one seed: seeded streams per subsystem drive
-//!   the workload, the madsim clock, flushes and compactions, and crashes. Every op runs on
-//!   the engine and on the independent model (`docsim-models`); every read must agree.
-//!   `step` runs one op on both and compares typed results (errors by kind); `convert`
-//!   translates data between the model's types and the engine's. The durability book
-//!   (`durability`) is the simulator's own account of acknowledged and flushed op ids,
-//!   from which it derives what each restart must report.
+//!   the workload, the madsim clock, flushes and compactions (of every file, or of a run
+//!   of files), crashes, and disk faults (tears at any sector, I/O errors, a full disk,
+//!   bit flips). Every op runs on the engine and on the independent model
+//!   (`docsim-models`); every read must agree. `step` runs one op on both and compares
+//!   typed results (errors by kind); `convert` translates data between the model's types
+//!   and the engine's. The durability book (`durability`) is the simulator's own account
+//!   of acknowledged and flushed op ids, of the write in doubt, and of what the disk did
+//!   (its fault ledger, and the log files' framing as `log_files` reads it), from which it
+//!   derives every field of what each restart must report.
 //! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
 //!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
