@@ -214,8 +214,10 @@ impl DocDb {
                 break;
             }
             let entry = decode_doc_entry(key, table.len(), true, value)?;
-            let own = entry.subkeys.is_empty(); // not an entry below the table key
-            if own && entry.doc_ht.ht <= read_ht && entry.value.kind == ValueKind::Tombstone {
+            if !entry.subkeys.is_empty() {
+                break; // the table key's own versions come first; the rest are below it
+            }
+            if entry.doc_ht.ht <= read_ht && entry.value.kind == ValueKind::Tombstone {
                 return Ok(Some(entry));
             }
             it.next();

@@ -36,7 +36,7 @@ fn append_ql_key_bytes(value: &Primitive, out: &mut Vec<u8>) {
         }
         Primitive::Int64(v) | Primitive::Timestamp(v) => out.extend_from_slice(&v.to_be_bytes()),
         Primitive::Double(d) => {
-            let d = if d.is_nan() { f64::NAN } else { *d };
+            // Every NaN hashes as the canonical one (`util::CanonicalizeDouble`).
             let bits = if d.is_nan() { 0x7ff8_0000_0000_0000 } else { d.to_bits() };
             out.extend_from_slice(&bits.to_be_bytes())
         }
