@@ -354,21 +354,15 @@ impl DocDb {
         files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
         let kind = if files.is_some() { CompactionKind::Minor } else { kind };
-        if let Some(range) = &files {
-            let listed = self.files().len();
-            if range.is_empty() || *range.end() >= listed {
-                let (first, last) = (range.start(), range.end());
-                let why = format!("files={first}..{last}: the tablet has {listed} SST files");
-                return Err(Error::InvalidRequest(why));
-            }
-        }
+        // The run's files, named before the compaction's own flush adds the newest one.
+        let run = files.map(|range| self.file_names(range)).transpose()?;
         let highest = self.history_cutoff_ht.max(cutoff_ht);
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
         self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
         self.flush()?;
         self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
-        let compacted = match &files {
+        let compacted = match &run {
             None => {
                 let mut copts = CompactOptions::default();
                 copts.set_exclusive_manual_compaction(true);
@@ -376,7 +370,7 @@ impl DocDb {
                 self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
                 Ok(())
             }
-            Some(range) => self.compact_run(range),
+            Some(names) => crate::sst_files::compact_files(self.db(), names),
         };
         let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
@@ -397,13 +391,17 @@ impl DocDb {
         filter_result(&corrupt, &failures)
     }
 
-    /// Compact the run `range` of the SST files (oldest first, as [`DocDb::files`] listed
-    /// them before the compaction's own flush; checked by the caller).
-    fn compact_run(&self, range: &std::ops::RangeInclusive<usize>) -> Result<()> {
-        // The compaction's flush added the newest file; the run names older ones only.
+    /// The names of the run `range` of the SST files, oldest first (0-based).
+    fn file_names(&self, range: std::ops::RangeInclusive<usize>) -> Result<Vec<String>> {
         let files = self.files();
-        let names: Vec<String> = files[range.clone()].iter().map(|f| f.name.clone()).collect();
-        crate::sst_files::compact_files(self.db(), &names)
+        match files.get(range.clone()).filter(|run| !run.is_empty()) {
+            Some(run) => Ok(run.iter().map(|f| f.name.clone()).collect()),
+            None => {
+                let (first, last, listed) = (range.start(), range.end(), files.len());
+                let why = format!("files={first}..{last}: the tablet has {listed} SST files");
+                Err(Error::InvalidRequest(why))
+            }
+        }
     }
 
     /// The live SST files, oldest first.

@@ -153,9 +153,7 @@ impl SimDisk {
             return Err(Error::Io(format!("cannot append to {name}: no such file")));
         }
         let chance = s.config.write_error_per_mille;
-        let armed = s.armed == Some(IoTarget::NextAppend);
-        if armed || chance > 0 && s.rng.random_range(0..1000) < chance {
-            s.armed = s.armed.filter(|_| !armed);
+        if s.io_error(IoTarget::NextAppend, chance) {
             s.ledger.push(Fault::WriteError { file: name.to_owned() });
             return Err(Error::Io(format!("I/O error writing {name} (injected)")));
         }
@@ -174,9 +172,7 @@ impl SimDisk {
     pub fn sync(&self, name: &str) -> Result<()> {
         let mut s = self.state();
         let chance = s.config.sync_error_per_mille;
-        let armed = s.armed == Some(IoTarget::NextSync);
-        if armed || chance > 0 && s.rng.random_range(0..1000) < chance {
-            s.armed = s.armed.filter(|_| !armed);
+        if s.io_error(IoTarget::NextSync, chance) {
             s.ledger.push(Fault::SyncError { file: name.to_owned() });
             return Err(Error::Io(format!("I/O error syncing {name} (injected)")));
         }
@@ -256,6 +252,12 @@ impl SimDisk {
         self.state().ledger.clone()
     }
 
+    /// The faults injected since the ledger held `from` of them.
+    pub fn ledger_since(&self, from: usize) -> Vec<Fault> {
+        let s = self.state();
+        s.ledger.get(from..).unwrap_or_default().to_vec()
+    }
+
     /// How many faults were injected so far (the ledger's length).
     pub fn ledger_len(&self) -> usize {
         self.state().ledger.len()
@@ -309,6 +311,16 @@ impl SimDisk {
 }
 
 impl DiskState {
+    /// Whether this `target` operation fails: an armed error for it fires (once), else
+    /// the random chance (in ‰) decides.
+    fn io_error(&mut self, target: IoTarget, chance_per_mille: u32) -> bool {
+        if self.armed == Some(target) {
+            self.armed = None;
+            return true;
+        }
+        chance_per_mille > 0 && self.rng.random_range(0..1000) < chance_per_mille
+    }
+
     fn used_bytes(&self) -> u64 {
         self.files.values().map(|f| f.data.len() as u64).sum()
     }

@@ -472,7 +472,8 @@ fn next_faults(
 /// there is a torn tail, not corruption.
 fn flip_or_restart(faults: &mut DiskFaults, state: &State) -> Op {
     let disk = state.node.disk();
-    let torn = disk.ledger()[state.book.ledger_seen..]
+    let torn = disk
+        .ledger_since(state.book.ledger_seen)
         .iter()
         .any(|f| matches!(f, docsim_engine::disk::Fault::Torn { .. }));
     match faults.flip(disk) {

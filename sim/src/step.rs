@@ -311,9 +311,11 @@ pub fn step(
         }
         _ => !acks.is_empty(),
     };
-    let result = result.and_then(|lines| match stray {
-        true => Err((vec![format!("at most one ack, on {:?}", write_tablet(op))], lines)),
-        false => Ok(lines),
+    let result = result.and_then(|lines| {
+        if stray {
+            return Err((vec![format!("at most one ack, on {:?}", write_tablet(op))], lines));
+        }
+        Ok(lines)
     });
     state.book.acked(acks);
     result.map_err(|(expected, actual)| Box::new(failure(state, op, line, expected, actual)))
@@ -636,7 +638,7 @@ fn write_tablet(op: &Op) -> TabletId {
 /// The error kind the I/O fault that fired since the ledger held `seen` faults must give,
 /// if one fired.
 fn fired_fault(disk: &SimDisk, seen: usize) -> Option<ErrorKind> {
-    disk.ledger()[seen..].iter().find_map(|fault| match fault {
+    disk.ledger_since(seen).iter().find_map(|fault| match fault {
         Fault::WriteError { .. } | Fault::SyncError { .. } => Some(ErrorKind::Io),
         Fault::DiskFull { .. } => Some(ErrorKind::DiskFull),
         _ => None,

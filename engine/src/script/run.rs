@@ -283,18 +283,20 @@ fn dump(node: &Node, style: DumpStyle, out: &mut String) -> Result<(), Error> {
 /// A `restart` line: the contract's for the document tablet, ` table=<name>` appended for
 /// a CQL table's tablet.
 pub fn format_restart(id: &TabletId, report: &RestartReport) -> String {
-    match id {
-        TabletId::Docs => report.to_string(),
-        TabletId::Table(table) => format!("{report} table={table}"),
-    }
+    with_table(id, report.to_string())
 }
 
 /// A restart report with every field ([`RestartReport::full`]), as `expect restart`
 /// states it, ` table=<name>` appended for a CQL table's tablet.
 pub fn format_restart_full(id: &TabletId, report: &RestartReport) -> String {
+    with_table(id, report.full())
+}
+
+/// `line`, with ` table=<name>` appended for a CQL table's tablet.
+fn with_table(id: &TabletId, line: String) -> String {
     match id {
-        TabletId::Docs => report.full(),
-        TabletId::Table(table) => format!("{} table={table}", report.full()),
+        TabletId::Docs => line,
+        TabletId::Table(table) => format!("{line} table={table}"),
     }
 }
 
