@@ -194,6 +194,22 @@ impl DocDb {
     /// preceded by its colocated table key's (the table tombstone is an ancestor of every
     /// document of the table).
     pub fn scan_document_at(&self, doc_key: &DocKey, read_ht: HybridTime) -> Result<Vec<DocEntry>> {
+        self.scan_document(doc_key, NeededAt::new(read_ht))
+    }
+
+    /// Like [`DocDb::scan_document_at`], but every path's newest version at or before
+    /// `read_ht`, also one an ancestor overwrote later: what a YugabyteDB write batch's
+    /// prefix seeks see (`doc_write.rs`). The reader still reads these entries right.
+    pub fn scan_document_newest_at(
+        &self,
+        doc_key: &DocKey,
+        read_ht: HybridTime,
+    ) -> Result<Vec<DocEntry>> {
+        self.scan_document(doc_key, NeededAt { skip_overwritten: false, ..NeededAt::new(read_ht) })
+    }
+
+    fn scan_document(&self, doc_key: &DocKey, needed: NeededAt) -> Result<Vec<DocEntry>> {
+        let read_ht = needed.read_ht;
         let mut entries = Vec::new();
         if let Some(id) = doc_key.colocation_id {
             if !doc_key.is_table_key() {
@@ -201,7 +217,7 @@ impl DocDb {
                 entries.extend(self.table_tombstone_at(&table.encode(), read_ht)?);
             }
         }
-        self.scan_doc_prefix_at(&doc_key.encode(), doc_key.is_table_key(), read_ht, &mut entries)?;
+        self.scan_doc_prefix(&doc_key.encode(), doc_key.is_table_key(), needed, &mut entries)?;
         Ok(entries)
     }
 
@@ -226,19 +242,17 @@ impl DocDb {
         Ok(None)
     }
 
-    /// The entries a read at `read_ht` needs (see [`NeededAt`]): versions newer than the
-    /// read, older versions of a path and versions an ancestor overwrote are skipped on
-    /// their raw bytes, without decoding (reads of documents with long histories stay
-    /// cheap).
-    fn scan_doc_prefix_at(
+    /// The entries `needed` keeps: versions newer than the read, older versions of a path
+    /// and (usually) versions an ancestor overwrote are skipped on their raw bytes, without
+    /// decoding (reads of documents with long histories stay cheap).
+    fn scan_doc_prefix(
         &self,
         doc: &[u8],
         table_key: bool,
-        read_ht: HybridTime,
+        mut needed: NeededAt,
         out: &mut Vec<DocEntry>,
     ) -> Result<()> {
         let mut it = self.prefix_iterator(doc, true);
-        let mut needed = NeededAt::new(read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(doc) {
                 break; // only without an upper bound (a prefix of 0xff bytes)
@@ -473,6 +487,8 @@ impl Drop for DocDb {
 /// was measured slower than stepping over them: a RocksDB seek costs dozens of steps.)
 struct NeededAt {
     read_ht: HybridTime,
+    /// Skip versions an ancestor overwrote (a read's scan); `false` keeps them.
+    skip_overwritten: bool,
     /// The path of the last version kept or overwritten: older versions of it are skipped.
     last_path: Vec<u8>,
     /// The levels of `last_path` (the document, each subkey), each with the newest hybrid
@@ -484,7 +500,8 @@ struct NeededAt {
 
 impl NeededAt {
     fn new(read_ht: HybridTime) -> NeededAt {
-        NeededAt { read_ht, last_path: Vec::new(), levels: Shadow::new(), ends: Vec::new() }
+        let (last_path, levels, ends) = (Vec::new(), Shadow::new(), Vec::new());
+        NeededAt { read_ht, skip_overwritten: true, last_path, levels, ends }
     }
 
     /// Whether the read needs the entry with this `key` (its document key ends at `doc_len`).
@@ -507,7 +524,8 @@ impl NeededAt {
         let shared = self.ends.iter().take_while(|&&level_end| level_end <= common).count();
         let depth = self.ends.len();
         self.levels.align(shared.min(depth - 1), depth, |_| ());
-        let needed = self.levels.newest().is_none_or(|ancestors_ht| ancestors_ht <= ht);
+        let needed = !self.skip_overwritten
+            || self.levels.newest().is_none_or(|ancestors_ht| ancestors_ht <= ht);
         if needed {
             self.levels.record(ht);
         }

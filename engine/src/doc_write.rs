@@ -1,13 +1,22 @@
 //! Turning document writes into the entries of one write batch.
 //!
 //! With optional markers (CQL-like) writes are blind: no reads. With required markers
-//! (Redis-like) each entry first gets `{}` markers, at lower write ids, for every strict
-//! ancestor that does not exist (missing or deleted) as of the batch — counting entries
-//! earlier in the same batch — and a `del` of a path that does not exist writes nothing.
+//! (Redis-like) each entry is placed as YugabyteDB's `DocWriteBatch` places it
+//! (`DoSetPrimitive`, `SetPrimitiveInternal`, `SeekToKeyPrefix` in
+//! `src/yb/docdb/doc_write_batch.cc`): a level of the path exists when the *first* entry
+//! at or below it — by key order, its newest version as of the batch — is neither a
+//! tombstone nor expired by its own TTL, and its parent level, found at its own path, is
+//! not newer. That is not a read of the subdocument: inherited TTLs, table tombstones and
+//! any other entry below the level play no part, so a level whose first entry is a deleted
+//! child counts as missing even if a later child is alive (and gets a `{}` marker that
+//! hides it), and a level whose first entry is a primitive child refuses writes below it.
+//! Missing levels get `{}` markers at lower write ids; a `del` writes its tombstone only if
+//! every level down to its path exists. Entries earlier in the batch count first (the
+//! batch's cache).
 
 use crate::db::DocDb;
 use crate::document::Document;
-use crate::encoding::{DocKey, DocPath, Ttl, Value, ValueKind};
+use crate::encoding::{DocKey, DocPath, KeyEntry, Ttl, Value, ValueKind};
 use crate::error::{errinput, Error, Result, TypeConflict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{read_subdocument, DocEntry};
@@ -51,7 +60,8 @@ pub struct DocWrite {
 
 /// Documents as stored, scanned at one hybrid time, by encoded document key: a command
 /// that reads a key and then writes it at the same hybrid time (Redis) scans it once, and
-/// the batch builder's required-marker lookups reuse the scan.
+/// the batch builder's required-marker seeks reuse the scan. The scan keeps every path's
+/// newest version, also one an ancestor overwrote (the seeks need those; reads skip them).
 #[derive(Default)]
 pub struct Scanned {
     ht: Option<HybridTime>,
@@ -59,13 +69,19 @@ pub struct Scanned {
 }
 
 impl Scanned {
-    /// The stored entries of `doc_key`'s document a read at `ht` needs (scanned once).
-    fn entries(&mut self, db: &DocDb, doc_key: &DocKey, ht: HybridTime) -> Result<&[DocEntry]> {
+    /// Every path's newest stored version at or before `ht` of `doc_key`'s document, in
+    /// key order (scanned once).
+    fn newest_entries(
+        &mut self,
+        db: &DocDb,
+        doc_key: &DocKey,
+        ht: HybridTime,
+    ) -> Result<&[DocEntry]> {
         assert!(self.ht.is_none_or(|at| at == ht), "one Scanned serves one hybrid time");
         self.ht = Some(ht);
         Ok(match self.docs.entry(doc_key.encode()) {
             Entry::Occupied(scanned) => scanned.into_mut(),
-            Entry::Vacant(slot) => slot.insert(db.scan_document_at(doc_key, ht)?),
+            Entry::Vacant(slot) => slot.insert(db.scan_document_newest_at(doc_key, ht)?),
         })
     }
 
@@ -78,42 +94,31 @@ impl Scanned {
         table_ttl_ms: Option<u64>,
     ) -> Result<Option<Document>> {
         db.check_read_time(ht)?;
-        let entries = self.entries(db, &path.doc_key, ht)?;
+        let entries = self.newest_entries(db, &path.doc_key, ht)?;
         Ok(read_subdocument(entries, path, db.read_config(ht, table_ttl_ms)))
     }
 }
 
 /// Build the entries of one batch at `ht`, in write-id order. `scanned` holds documents
-/// already read at `ht` (or nothing); the required-marker lookups add to it.
+/// already read at `ht` (or nothing); the required-marker seeks add to it.
 pub fn build_entries(
     db: &DocDb,
     writes: &[DocWrite],
     ht: HybridTime,
     mode: MarkerMode,
-    table_ttl_ms: Option<u64>,
     scanned: &mut Scanned,
 ) -> Result<Vec<(DocPath, Value)>> {
-    let mut batch = Pending { db, ht, table_ttl_ms, entries: Vec::new(), stored: scanned };
+    let mut batch =
+        Pending { db, ht, entries: Vec::new(), stored: scanned, cache: BTreeMap::new() };
     for write in writes {
         if let WriteKind::Extend(Document::Primitive(p)) = &write.kind {
             return errinput!("extend {} needs an object literal, not {p}", write.path);
         }
         let ttl = write.ttl_us.map_or(Ttl::Inherit, |us| Ttl::from_ms(us / 1000));
-        let items = expand(write, ttl);
-        match mode {
-            MarkerMode::Optional => batch.entries.extend(items),
-            MarkerMode::Required if write.kind == WriteKind::Del => {
-                if batch.lookup(&write.path)?.is_some() {
-                    batch.entries.extend(items);
-                } else {
-                    crate::probe::hit("write.del_missing_skipped");
-                }
-            }
-            MarkerMode::Required => {
-                for (path, value) in items {
-                    batch.ensure_ancestors(&path)?;
-                    batch.entries.push((path, value));
-                }
+        for (path, value) in expand(write, ttl) {
+            match mode {
+                MarkerMode::Optional => batch.entries.push((path, value)),
+                MarkerMode::Required => batch.place(&path, value)?,
             }
         }
     }
@@ -165,86 +170,150 @@ fn expand_children(
 struct Pending<'a> {
     db: &'a DocDb,
     ht: HybridTime,
-    table_ttl_ms: Option<u64>,
     entries: Vec<(DocPath, Value)>,
     /// Stored entries per document, scanned once per batch (or before it, at `ht`).
     stored: &'a mut Scanned,
+    /// What earlier seeks of this batch found and what the batch wrote, by encoded path:
+    /// YugabyteDB's `DocWriteBatchCache`, consulted before any stored entry.
+    cache: BTreeMap<Vec<u8>, Found>,
+}
+
+/// What a prefix seek finds: the first entry at or below a path (`DocWriteBatch::
+/// SeekToKeyPrefix`, `src/yb/docdb/doc_write_batch.cc`).
+#[derive(Clone, Debug)]
+struct Found {
+    /// The entry is at the path itself, not at a descendant.
+    exact: bool,
+    /// When it was written.
+    written: Written,
+    /// What it is; an entry whose own TTL ran out counts as a tombstone.
+    kind: ValueKind,
+    /// Where it is stored (the path itself when `exact`).
+    at: DocPath,
+}
+
+/// A stored version, or one written earlier in this batch (newer than anything stored:
+/// YugabyteDB gives batch entries `HybridTime::kMax` until the batch commits).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Written {
+    Stored(DocHybridTime),
+    InBatch(u32),
+}
+
+impl Found {
+    fn exists(&self) -> bool {
+        self.kind != ValueKind::Tombstone
+    }
 }
 
 impl Pending<'_> {
-    /// The subdocument at `path` as of the batch, counting entries already in it.
-    fn lookup(&mut self, path: &DocPath) -> Result<Option<Document>> {
-        // Entries of this batch are at `ht` and newer than anything stored at `ht`'s
-        // older versions: a read-time scan at `ht` keeps all that can matter.
-        let stored = self.stored.entries(self.db, &path.doc_key, self.ht)?;
-        let mut pending = Vec::new();
-        let key = &path.doc_key;
-        for (write_id, (p, v)) in self.entries.iter().enumerate() {
-            let same_doc = p.doc_key == *key;
-            let table_key = p.doc_key.is_table_key()
-                && p.doc_key.colocation_id.is_some()
-                && p.doc_key.colocation_id == key.colocation_id;
-            if same_doc || table_key {
-                pending.push(DocEntry {
-                    table_key: p.doc_key.is_table_key(),
-                    subkeys: p.subkeys.clone(),
-                    doc_ht: DocHybridTime::new(self.ht, write_id as u32),
-                    value: v.clone(),
-                });
+    /// Place one entry of a required-marker write the way YugabyteDB's
+    /// `DocWriteBatch::DoSetPrimitive` and `SetPrimitiveInternal` do: seek the document,
+    /// then each ancestor level (`seek`); below a level that does not exist, write `{}`
+    /// markers down to the entry, with no more seeks; refuse to go below a level whose
+    /// entry is not an object. A set reads no further than its parent; a delete also
+    /// seeks the path itself and writes nothing unless every level exists.
+    fn place(&mut self, path: &DocPath, value: Value) -> Result<()> {
+        let deletion = value.kind == ValueKind::Tombstone;
+        let depth = path.subkeys.len();
+        let mut found: Option<Found> = None;
+        if depth > 0 || deletion {
+            found = self.seek(&path.doc_key, &[], None)?;
+        }
+        let mut exists = found.as_ref().is_some_and(Found::exists);
+        if deletion && !exists {
+            crate::probe::hit("write.del_missing_skipped");
+            return Ok(());
+        }
+        for level in 0..depth {
+            if !exists {
+                let marker = DocPath::new(path.doc_key.clone(), path.subkeys[..level].to_vec());
+                crate::probe::hit("write.required_marker");
+                if !self.db.plants().contains(crate::canary::Plant::MissingInitMarker) {
+                    self.push(marker, Value::new(ValueKind::Object));
+                }
+                continue;
+            }
+            let parent = found.take().expect("an existing level was found");
+            if let ValueKind::Primitive(primitive) = &parent.kind {
+                let ancestor = DocPath::new(path.doc_key.clone(), path.subkeys[..level].to_vec());
+                let conflict = TypeConflict {
+                    path: path.clone(),
+                    ancestor,
+                    found: primitive.clone(),
+                    found_at: parent.at.clone(),
+                };
+                return Err(Error::TypeConflict(Box::new(conflict)));
+            }
+            if level + 1 == depth && !deletion {
+                break; // an upsert overwrites its own path unread
+            }
+            found = self.seek(&path.doc_key, &path.subkeys[..=level], Some(&parent))?;
+            exists = found.as_ref().is_some_and(Found::exists);
+            if deletion && !exists {
+                crate::probe::hit("write.del_missing_skipped");
+                return Ok(());
             }
         }
-        pending.sort_by(|a, b| a.key_cmp(b));
-        let merged = merge_sorted(stored, &pending);
-        Ok(read_subdocument(merged, path, self.db.read_config(self.ht, self.table_ttl_ms)))
-    }
-
-    /// Write `{}` markers for the strict ancestors of `path` that do not exist.
-    fn ensure_ancestors(&mut self, path: &DocPath) -> Result<()> {
-        for depth in 0..path.subkeys.len() {
-            let ancestor = DocPath::new(path.doc_key.clone(), path.subkeys[..depth].to_vec());
-            match self.lookup(&ancestor)? {
-                Some(Document::Object(_)) => {}
-                Some(Document::Primitive(found)) => {
-                    let conflict = TypeConflict { path: path.clone(), ancestor, found };
-                    return Err(Error::TypeConflict(Box::new(conflict)));
-                }
-                None if self.db.plants().contains(crate::canary::Plant::MissingInitMarker) => {}
-                None => {
-                    crate::probe::hit("write.required_marker");
-                    self.entries.push((ancestor, Value::new(ValueKind::Object)))
-                }
-            }
-        }
+        self.push(path.clone(), value);
         Ok(())
     }
-}
 
-/// Merge two lists of entries, each in key order, into one in key order (by reference).
-fn merge_sorted<'a>(a: &'a [DocEntry], b: &'a [DocEntry]) -> Vec<&'a DocEntry> {
-    let (mut i, mut j) = (0, 0);
-    let mut out = Vec::with_capacity(a.len() + b.len());
-    while i < a.len() || j < b.len() {
-        let order = match (a.get(i), b.get(j)) {
-            (Some(x), Some(y)) => x.key_cmp(y),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            _ => std::cmp::Ordering::Greater,
+    /// Add an entry to the batch and to the cache.
+    fn push(&mut self, path: DocPath, value: Value) {
+        let written = Written::InBatch(self.entries.len() as u32);
+        let found = Found { exact: true, written, kind: value.kind.clone(), at: path.clone() };
+        self.cache.insert(path.encode(), found);
+        self.entries.push((path, value));
+    }
+
+    /// `SeekToKeyPrefix` at the path `doc_key`/`subkeys`, below `parent` (what the seek one
+    /// level up found): the cache, else the first stored entry at or below the path as of
+    /// the batch — its newest version at or before `ht` — checked against its *own* TTL
+    /// only. A level counts as missing when nothing is there, when that entry is a
+    /// tombstone or expired, or when `parent` was found at its own path and is newer (it
+    /// overwrote the level). Results are cached, except the overwritten and missing ones.
+    fn seek(
+        &mut self,
+        doc_key: &DocKey,
+        subkeys: &[KeyEntry],
+        parent: Option<&Found>,
+    ) -> Result<Option<Found>> {
+        let path = DocPath::new(doc_key.clone(), subkeys.to_vec());
+        let encoded = path.encode();
+        if let Some(cached) = self.cache.get(&encoded) {
+            return Ok(Some(cached.clone()));
+        }
+        let stored = self.stored.newest_entries(self.db, doc_key, self.ht)?;
+        // A document's scan starts with its table's tombstone, which no seek sees (a table
+        // key's own entries are all marked as the table key's).
+        let own = |e: &&DocEntry| e.table_key == doc_key.is_table_key();
+        let first = stored.iter().filter(own).find(|e| e.subkeys.starts_with(subkeys));
+        let Some(entry) = first else { return Ok(None) };
+        let mut found = Found {
+            exact: entry.subkeys.len() == subkeys.len(),
+            written: Written::Stored(entry.doc_ht),
+            kind: entry.value.kind.clone(),
+            at: DocPath::new(doc_key.clone(), entry.subkeys.clone()),
         };
-        match order {
-            std::cmp::Ordering::Less => {
-                out.push(&a[i]);
-                i += 1;
-            }
-            // The same key: the batch's entry overwrites the stored one, as in RocksDB.
-            std::cmp::Ordering::Equal => {
-                out.push(&b[j]);
-                i += 1;
-                j += 1;
-            }
-            std::cmp::Ordering::Greater => {
-                out.push(&b[j]);
-                j += 1;
+        let own_ttl = match entry.value.ttl {
+            Ttl::Inherit => None,
+            explicit => Some((entry.doc_ht.ht, explicit)),
+        };
+        if !found.exact {
+            crate::probe::hit("write.marker_seek_descendant");
+        }
+        if crate::expiry::is_expired(own_ttl, entry.doc_ht.ht, None, self.ht) {
+            crate::probe::hit("write.marker_seek_expired");
+            found.kind = ValueKind::Tombstone;
+        } else if let Some(parent) = parent {
+            if parent.exact && parent.written > found.written {
+                crate::probe::hit("write.marker_seek_overwritten");
+                found.kind = ValueKind::Tombstone;
+                return Ok(Some(found));
             }
         }
+        self.cache.insert(encoded, found.clone());
+        Ok(Some(found))
     }
-    out
 }

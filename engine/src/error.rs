@@ -45,8 +45,11 @@ pub struct TypeConflict {
     pub path: DocPath,
     /// Its ancestor that holds a primitive.
     pub ancestor: DocPath,
-    /// The primitive there.
+    /// The primitive found there: the first entry at or below `ancestor` (YugabyteDB's
+    /// prefix seek, `doc_write.rs`).
     pub found: Primitive,
+    /// Where that primitive is stored: `ancestor` itself or a descendant of it.
+    pub found_at: DocPath,
 }
 
 /// Engine errors.
@@ -63,12 +66,7 @@ pub enum Error {
     InvalidRequest(String),
     /// A required-marker write below a path that holds a primitive, not an object.
     /// Nothing was written.
-    #[error(
-        "cannot write {}: {} holds the primitive {}, not an object",
-        .0.path,
-        .0.ancestor,
-        .0.found
-    )]
+    #[error("{0}")]
     TypeConflict(Box<TypeConflict>),
     /// Redis: the key holds another kind of value. Nothing was written.
     #[error("WRONGTYPE Operation against a key holding the wrong kind of value")]
@@ -254,6 +252,17 @@ macro_rules! errinput {
     ($($arg:tt)*) => { Err($crate::error::Error::InvalidRequest(format!($($arg)*))) };
 }
 pub(crate) use errinput;
+
+impl std::fmt::Display for TypeConflict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let TypeConflict { path, ancestor, found, found_at } = self;
+        write!(f, "cannot write {path}: {ancestor} holds the primitive {found}")?;
+        if found_at != ancestor {
+            write!(f, " (its first entry, at {found_at})")?;
+        }
+        f.write_str(", not an object")
+    }
+}
 
 #[cfg(test)]
 mod tests {

@@ -175,8 +175,7 @@ impl Node {
     ) -> Result<()> {
         let tablet = self.docs()?;
         let scanned = &mut Scanned::default();
-        let ttl_ms = tablet.table_ttl_ms();
-        let entries = build_entries(tablet.db(), writes, ht, markers, ttl_ms, scanned)?;
+        let entries = build_entries(tablet.db(), writes, ht, markers, scanned)?;
         let result = tablet.write(&entries.iter().collect(), ht);
         self.power_off_if_crashed(result)
     }

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name.
-pub const KNOWN: [&str; 18] = [
+pub const KNOWN: [&str; 21] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -25,6 +25,9 @@ pub const KNOWN: [&str; 18] = [
     "read.snapshot_too_old",
     "read.table_tombstone",
     "write.del_missing_skipped",
+    "write.marker_seek_descendant",
+    "write.marker_seek_expired",
+    "write.marker_seek_overwritten",
     "write.required_marker",
 ];
 

@@ -383,9 +383,8 @@ impl CommandView<'_> {
 
     /// Write `writes` as one batch, with required markers.
     fn apply(&mut self, writes: Vec<DocWrite>) -> Result<()> {
-        let (db, ttl_ms) = (self.tablet.db(), self.tablet.table_ttl_ms());
-        let mode = MarkerMode::Required;
-        let entries = build_entries(db, &writes, self.ht, mode, ttl_ms, &mut self.scanned)?;
+        let (db, mode) = (self.tablet.db(), MarkerMode::Required);
+        let entries = build_entries(db, &writes, self.ht, mode, &mut self.scanned)?;
         self.tablet.write(&entries.iter().collect(), self.ht)
     }
 }

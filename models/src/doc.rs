@@ -168,9 +168,6 @@ impl Node {
 /// The newest versions at a read time of a path's ancestors, top down.
 type Chain<'a> = Vec<Option<&'a Version>>;
 
-/// One stored version of a batch (its path and write id), and the version it replaced.
-type Undo = (DocId, Vec<Key>, u32, Option<Version>);
-
 /// The reference model of one tablet.
 #[derive(Clone, Debug, Default)]
 pub struct Model {
@@ -263,31 +260,6 @@ impl Model {
         self.own_doc(chain, own, at)
     }
 
-    /// What is at `path`: an object (a visible descendant or marker), a leaf, or nothing.
-    /// Like a read, but stops at the first visible descendant.
-    fn probe(&self, doc: &DocId, path: &[Key], at: Time) -> Option<Doc> {
-        let (mut chain, node) = self.ancestors(doc, path, at)?;
-        let own = node.newest(at);
-        chain.push(own);
-        if node.children.values().any(|child| self.anything_visible(child, &mut chain, at)) {
-            return Some(Doc::Object(BTreeMap::new()));
-        }
-        chain.pop();
-        self.own_doc(&chain, own, at)
-    }
-
-    /// Whether `node` or anything beneath it is visible.
-    fn anything_visible<'a>(&'a self, node: &'a Node, chain: &mut Chain<'a>, at: Time) -> bool {
-        let own = node.newest(at);
-        if own.is_some_and(|own| self.visible(chain, own, at).is_some()) {
-            return true;
-        }
-        chain.push(own);
-        let found = node.children.values().any(|child| self.anything_visible(child, chain, at));
-        chain.pop();
-        found
-    }
-
     /// What `own` alone reads as at `at` below `ancestors`: `{}` for a marker, a leaf for
     /// a value, nothing if it is missing or not visible.
     fn own_doc(
@@ -346,98 +318,28 @@ impl Model {
         path.iter().fold(root, |node, key| node.children.entry(key.clone()).or_default())
     }
 
-    /// Apply one write batch of document writes at `time`.
+    /// Apply one write batch of document writes at `time`. The batch's entries are
+    /// planned against the documents as they were before it, then stored together; a
+    /// refused write stores nothing.
     pub fn write_batch(
         &mut self,
         time: Time,
         markers: Markers,
         writes: &[(DocId, Vec<Key>, Write, Ttl)],
     ) -> Result<(), ModelError> {
-        // A failed batch writes nothing: every stored version is logged so it can be undone.
-        let mut undo: Vec<Undo> = Vec::new();
-        let mut write_id = 0usize;
+        let mut batch = Batch { model: self, time, seen: BTreeMap::new(), entries: Vec::new() };
         for (doc, path, write, ttl) in writes {
-            let applied =
-                self.apply_write(time, markers, doc, path, write, *ttl, &mut write_id, &mut undo);
-            if let Err(e) = applied {
-                for (doc, path, id, replaced) in undo.into_iter().rev() {
-                    let versions = &mut self.node_mut(&doc, &path).versions;
-                    let at = versions
-                        .iter()
-                        .position(|v| (v.time, v.write_id) == (time, id))
-                        .expect("logged");
-                    match replaced {
-                        Some(old) => versions[at] = old,
-                        None => {
-                            versions.remove(at);
-                        }
-                    }
+            for (p, entry) in write_entries_of(path, write) {
+                let entry_ttl = if entry == Entry::Tombstone { Ttl::Inherit } else { *ttl };
+                match markers {
+                    Markers::Optional => batch.entries.push((doc.clone(), p, entry, entry_ttl)),
+                    Markers::Required => batch.place(doc, p, entry, entry_ttl)?,
                 }
-                return Err(e);
             }
         }
+        let entries = batch.entries;
+        self.write_entries(time, entries);
         Ok(())
-    }
-
-    #[allow(clippy::too_many_arguments)]
-    fn apply_write(
-        &mut self,
-        time: Time,
-        markers: Markers,
-        doc: &DocId,
-        path: &[Key],
-        write: &Write,
-        ttl: Ttl,
-        write_id: &mut usize,
-        undo: &mut Vec<Undo>,
-    ) -> Result<(), ModelError> {
-        let mut entries = Vec::new();
-        match write {
-            Write::Set(Doc::Leaf(s)) => entries.push((path.to_vec(), Entry::Value(s.clone()))),
-            Write::Set(Doc::Object(map)) => {
-                entries.push((path.to_vec(), Entry::Marker));
-                flatten(path, map, &mut entries);
-            }
-            Write::Extend(map) => flatten(path, map, &mut entries),
-            Write::Obj => entries.push((path.to_vec(), Entry::Marker)),
-            Write::Del => {
-                let exists = self.probe(doc, path, time).is_some();
-                if markers == Markers::Required && !exists {
-                    return Ok(()); // deleting what does not exist writes nothing
-                }
-                entries.push((path.to_vec(), Entry::Tombstone));
-            }
-        }
-        for (p, entry) in entries {
-            if markers == Markers::Required && entry != Entry::Tombstone {
-                for depth in 0..p.len() {
-                    match self.probe(doc, &p[..depth], time) {
-                        Some(Doc::Object(_)) => {}
-                        Some(Doc::Leaf(_)) => return Err(ModelError::NotAnObject),
-                        None => {
-                            let v = self.version(time, write_id, Entry::Marker, Ttl::Inherit);
-                            undo.push(self.put(doc, &p[..depth], v));
-                        }
-                    }
-                }
-            }
-            let entry_ttl = if entry == Entry::Tombstone { Ttl::Inherit } else { ttl };
-            let v = self.version(time, write_id, entry, entry_ttl);
-            undo.push(self.put(doc, &p, v));
-        }
-        Ok(())
-    }
-
-    fn version(&self, time: Time, write_id: &mut usize, entry: Entry, ttl: Ttl) -> Version {
-        *write_id += 1;
-        Version { time, write_id: *write_id as u32 - 1, entry, ttl }
-    }
-
-    /// Store `v`; returns how to undo it.
-    fn put(&mut self, doc: &DocId, path: &[Key], v: Version) -> Undo {
-        let id = v.write_id;
-        let replaced = insert_version(&mut self.node_mut(doc, path).versions, v);
-        (doc.clone(), path.to_vec(), id, replaced)
     }
 
     /// Every document whose id matches `pred`, in id order (for CQL hash-key scans).
@@ -466,6 +368,184 @@ fn last_alive((base, ttl): (Time, Ttl)) -> Option<Time> {
     match ttl {
         Ttl::Ms(ms) => Some(base.saturating_add(micros(ms.saturating_mul(1000)))),
         Ttl::Never | Ttl::Inherit => None,
+    }
+}
+
+/// The entries one write stands for, before any required markers.
+fn write_entries_of(path: &[Key], write: &Write) -> Vec<(Vec<Key>, Entry)> {
+    let mut entries = Vec::new();
+    match write {
+        Write::Set(Doc::Leaf(s)) => entries.push((path.to_vec(), Entry::Value(s.clone()))),
+        Write::Set(Doc::Object(map)) => {
+            entries.push((path.to_vec(), Entry::Marker));
+            flatten(path, map, &mut entries);
+        }
+        Write::Extend(map) => flatten(path, map, &mut entries),
+        Write::Obj => entries.push((path.to_vec(), Entry::Marker)),
+        Write::Del => entries.push((path.to_vec(), Entry::Tombstone)),
+    }
+    entries
+}
+
+/// One batch being planned: the documents as they were before it, what its seeks saw
+/// and what it wrote so far (by document and path), and its entries in write-id order.
+struct Batch<'a> {
+    model: &'a Model,
+    time: Time,
+    seen: BTreeMap<(DocId, Vec<Key>), Seen>,
+    entries: Vec<(DocId, Vec<Key>, Entry, Ttl)>,
+}
+
+/// What a required-marker write sees at a path: the first entry at or below it.
+#[derive(Clone, Debug)]
+struct Seen {
+    /// The entry is at the path itself.
+    exact: bool,
+    /// When it was written.
+    when: When,
+    /// The entry (an expired one seen as a tombstone).
+    entry: Entry,
+}
+
+/// A version written before the batch, or by the batch (newer than any before it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum When {
+    Before(Time, u32),
+    ThisBatch(u32),
+}
+
+impl Batch<'_> {
+    /// Place one entry of a required-marker write (the crate essay's rule): walk the
+    /// levels from the document down; under a missing level write markers down to the
+    /// entry; a delete stops, writing nothing, at the first missing level, its own path
+    /// included.
+    fn place(
+        &mut self,
+        doc: &DocId,
+        path: Vec<Key>,
+        entry: Entry,
+        ttl: Ttl,
+    ) -> Result<(), ModelError> {
+        let deleting = entry == Entry::Tombstone;
+        let mut seen = None;
+        if !path.is_empty() || deleting {
+            seen = self.seek(doc, &[], None);
+        }
+        for level in 0..=path.len() {
+            let exists = seen.as_ref().is_some_and(|s: &Seen| s.entry != Entry::Tombstone);
+            if deleting && !exists {
+                return Ok(());
+            }
+            if level == path.len() {
+                break;
+            }
+            if !exists {
+                self.push(doc, path[..level].to_vec(), Entry::Marker, Ttl::Inherit);
+                continue;
+            }
+            let parent = seen.take().expect("exists");
+            if matches!(parent.entry, Entry::Value(_)) {
+                return Err(ModelError::NotAnObject);
+            }
+            if level + 1 < path.len() || deleting {
+                seen = self.seek(doc, &path[..=level], Some(&parent));
+            } else {
+                seen = Some(parent); // a set's own path is not looked at
+            }
+        }
+        self.push(doc, path, entry, ttl);
+        Ok(())
+    }
+
+    fn push(&mut self, doc: &DocId, path: Vec<Key>, entry: Entry, ttl: Ttl) {
+        let when = When::ThisBatch(self.entries.len() as u32);
+        let seen = Seen { exact: true, when, entry: entry.clone() };
+        self.seen.insert((doc.clone(), path.clone()), seen);
+        self.entries.push((doc.clone(), path, entry, ttl));
+    }
+
+    /// What the batch sees at `path` below `parent` (what it saw one level up): what it
+    /// saw or wrote there before, else the first path at or below `path`, in DocDB's key
+    /// order, with a version at or before the batch's time, and that path's newest such
+    /// version. It counts as a tombstone when its own TTL has run out, or when `parent`
+    /// is at its own path and newer (that is not remembered).
+    fn seek(&mut self, doc: &DocId, path: &[Key], parent: Option<&Seen>) -> Option<Seen> {
+        let id = (doc.clone(), path.to_vec());
+        if let Some(seen) = self.seen.get(&id) {
+            return Some(seen.clone());
+        }
+        let node = path.iter().try_fold(self.model.docs.get(doc)?, |n, k| n.children.get(k))?;
+        let (exact, v) = first_version(node, self.time, true)?;
+        let mut seen =
+            Seen { exact, when: When::Before(v.time, v.write_id), entry: v.entry.clone() };
+        let expired = last_alive((v.time, v.ttl)).is_some_and(|last| self.time > last);
+        if expired {
+            seen.entry = Entry::Tombstone;
+        } else if parent.is_some_and(|p| p.exact && p.when > seen.when) {
+            seen.entry = Entry::Tombstone;
+            return Some(seen);
+        }
+        self.seen.insert(id, seen.clone());
+        Some(seen)
+    }
+}
+
+/// The first path at or below `node` (itself first, then its children in DocDB's key
+/// order) with a version at or before `at`, and that version; `exact` says whether it
+/// is `node`'s own.
+fn first_version(node: &Node, at: Time, exact: bool) -> Option<(bool, &Version)> {
+    if let Some(v) = node.newest(at) {
+        return Some((exact, v));
+    }
+    let mut children: Vec<(&Key, &Node)> = node.children.iter().collect();
+    children.sort_by(|a, b| docdb_key_cmp(a.0, b.0));
+    children.into_iter().find_map(|(_, child)| first_version(child, at, false))
+}
+
+/// DocDB's order of two subkeys: by the type byte DocDB writes before a subkey
+/// (`KeyEntryType`, `src/yb/dockv/value_type.h`), then by value — numbers numerically,
+/// strings bytewise, false before true — reversed for descending subkeys.
+fn docdb_key_cmp(a: &Key, b: &Key) -> std::cmp::Ordering {
+    let by_value = || {
+        let ord = match (&a.scalar, &b.scalar) {
+            (Scalar::Double(x), Scalar::Double(y)) => {
+                f64::from_bits(*x).total_cmp(&f64::from_bits(*y))
+            }
+            (x, y) => x.cmp(y), // same variant: the derived order is the numeric one
+        };
+        if a.desc {
+            ord.reverse()
+        } else {
+            ord
+        }
+    };
+    type_byte(a).cmp(&type_byte(b)).then_with(by_value)
+}
+
+/// The type byte DocDB writes before a subkey (`value_type.h`). Descending column ids
+/// (`P`, `Q`) are docsim's own: YugabyteDB has none.
+fn type_byte(k: &Key) -> u8 {
+    match (&k.scalar, k.desc) {
+        (Scalar::Null, false) => b'$',
+        (Scalar::Null, true) => b'|',
+        (Scalar::Bool(false), false) => b'F',
+        (Scalar::Bool(true), false) => b'T',
+        (Scalar::Bool(true), true) => b'h',
+        (Scalar::Bool(false), true) => b'i',
+        (Scalar::Int32(_), false) => b'H',
+        (Scalar::Int32(_), true) => b'e',
+        (Scalar::Int64(_), false) => b'I',
+        (Scalar::Int64(_), true) => b'b',
+        (Scalar::Double(_), false) => b'D',
+        (Scalar::Double(_), true) => b'L',
+        (Scalar::Str(_), false) => b'S',
+        (Scalar::Str(_), true) => b'a',
+        (Scalar::Timestamp(_), false) => b's',
+        (Scalar::Timestamp(_), true) => b'c',
+        (Scalar::Column(_), false) => b'K',
+        (Scalar::Column(_), true) => b'P',
+        (Scalar::SystemColumn(_), false) => b'J',
+        (Scalar::SystemColumn(_), true) => b'Q',
     }
 }
 

@@ -284,3 +284,55 @@ fn cql_list_appends_keep_write_order() {
     m.cql(t(1500), &schema, &whole).unwrap();
     assert_eq!(select(&mut m), row(&[9]));
 }
+
+/// One write of `write` at `path` of `doc` at `us`, in `markers` mode.
+fn put(m: &mut Model, us: u64, markers: Markers, doc: &DocId, path: &[&str], write: Write) {
+    let path = path.iter().map(|p| k(p)).collect();
+    m.write_batch(t(us), markers, &[(doc.clone(), path, write, Ttl::Inherit)]).unwrap();
+}
+
+/// Required markers look at the first entry below a level: a deleted first child makes
+/// the level missing, and the marker written for it hides the live second child.
+#[test]
+fn required_markers_see_a_deleted_first_child_as_a_missing_level() {
+    let mut m = Model::new();
+    let doc = d("a");
+    put(&mut m, 1, Markers::Optional, &doc, &["x", "b"], Write::Set(leaf(1)));
+    put(&mut m, 1, Markers::Optional, &doc, &["x", "c"], Write::Set(leaf(2)));
+    put(&mut m, 2, Markers::Optional, &doc, &["x", "b"], Write::Del);
+    put(&mut m, 3, Markers::Required, &doc, &["x", "d"], Write::Set(leaf(3)));
+    assert_eq!(m.read(&doc, &[], t(4)).unwrap(), Some(obj(&[("x", obj(&[("d", leaf(3))]))])));
+}
+
+/// A primitive as the first entry below a level refuses writes below that level, though
+/// the level reads as an object; DocDB's key order puts integer subkeys before strings.
+#[test]
+fn required_markers_refuse_a_level_whose_first_entry_is_a_primitive() {
+    let doc = d("b");
+    let below_y = vec![k("x"), k("y"), k("w")];
+    let write = [(doc.clone(), below_y, Write::Obj, Ttl::Inherit)];
+    let mut m = Model::new();
+    put(&mut m, 1, Markers::Optional, &doc, &["x", "y"], Write::Obj);
+    put(&mut m, 1, Markers::Optional, &doc, &["x", "y", "z"], Write::Set(leaf(2)));
+    // The marker at "x"."y" is the first entry: every level above it exists.
+    let mut without = m.clone();
+    assert_eq!(without.write_batch(t(2), Markers::Required, &write), Ok(()));
+    // An integer subkey of "x" sorts before "y": a primitive comes first.
+    let int_key = vec![k("x"), Key::of(Scalar::Int64(7))];
+    let seven = [(doc.clone(), int_key, Write::Set(leaf(1)), Ttl::Inherit)];
+    m.write_batch(t(1), Markers::Optional, &seven).unwrap();
+    assert_eq!(m.write_batch(t(2), Markers::Required, &write), Err(ModelError::NotAnObject));
+}
+
+/// The seek ignores a table tombstone: the document's own marker makes it exist, so a
+/// delete below it writes a tombstone for a child no read sees, and no marker is added.
+#[test]
+fn required_markers_ignore_the_table_tombstone() {
+    let mut m = Model::new();
+    let doc = DocId { colocation: Some(4), ..d("e") };
+    let table = DocId { colocation: Some(4), hashed: vec![], range: vec![] };
+    put(&mut m, 1, Markers::Required, &doc, &["x"], Write::Set(leaf(1)));
+    put(&mut m, 2, Markers::Optional, &table, &[], Write::Del);
+    put(&mut m, 3, Markers::Required, &doc, &["y"], Write::Set(leaf(2)));
+    assert_eq!(m.read(&doc, &[], t(4)).unwrap(), Some(obj(&[("y", leaf(2))])));
+}

@@ -40,6 +40,22 @@
 //! `src/yb/yql/redis/redisserver/redis_parser.cc`); a positive one gives the key that TTL
 //! from the command's time.
 //!
+//! Required markers (Redis-like writes) are not a read. A write decides, level by level
+//! from the document down, whether each level of its path exists by the *first* entry at
+//! or below that level — the level's own path first, then its descendants in DocDB's key
+//! order (type byte, then value; [`Key`]s of one type numerically or bytewise, reversed
+//! when descending) — taking that path's newest version at or before the write, from
+//! before the batch or written by it earlier. The level is missing if that entry is a
+//! tombstone, has run out of its own TTL (not an inherited one, not the table default),
+//! or is older than the entry found one level up at that level's own path; table
+//! tombstones play no part. Below a missing level the write puts `{}` markers, with no
+//! more lookups; a level whose entry is a value refuses the write; a set does not look
+//! at its own path; a delete looks there too and writes nothing unless every level
+//! exists. This is YugabyteDB's `DocWriteBatch` (`DoSetPrimitive`,
+//! `SetPrimitiveInternal`, `SeekToKeyPrefix` and its cache, `src/yb/docdb/
+//! doc_write_batch.cc`). A compaction can change these answers (README); the workloads
+//! avoid the documents where it would.
+//!
 //! The document at a path is built from the visible entries beneath it: a path with a
 //! visible descendant is an object; otherwise a marker is `{}` and a value is a leaf.
 //!
