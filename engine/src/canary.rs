@@ -64,11 +64,17 @@ pub enum Plant {
     /// TTL (written before it ran out or after: invisible from birth) is read back once
     /// the parent is gone (`docdb_compaction_context.cc`, `CalcExpiration`).
     YbExpiredParentGc,
+    /// YugabyteDB's rule: a required-marker seek takes a TTL-only record (Redis EXPIRE)
+    /// at its own write time, as if it overwrote its key, so every field or member written
+    /// before the EXPIRE counts as missing: HDEL and SREM of it write nothing, though the
+    /// reply counts it (`DocWriteBatch::SeekToKeyPrefix`, `doc_write_batch.cc`, reads the
+    /// record's write time without `NextFullValue`).
+    YbSeekStopsAtExpire,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 19] = [
+    pub const ALL: [Plant; 20] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -88,6 +94,7 @@ impl Plant {
         Plant::GcTakesFirstNeededSegment,
         Plant::YbMinorGcDropsTtl,
         Plant::YbExpiredParentGc,
+        Plant::YbSeekStopsAtExpire,
     ];
 
     /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
@@ -138,6 +145,7 @@ impl Plant {
             Plant::GcTakesFirstNeededSegment => "gc-takes-first-needed-segment",
             Plant::YbMinorGcDropsTtl => "yb-minor-gc-drops-ttl",
             Plant::YbExpiredParentGc => "yb-expired-parent-gc",
+            Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
         }
     }
 

@@ -257,7 +257,7 @@ impl DocDb {
             if !key.starts_with(doc) {
                 break; // only without an upper bound (a prefix of 0xff bytes)
             }
-            if needed.needed(key, doc.len())? {
+            if needed.needed(key, value, doc.len())? {
                 out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
             }
             it.next();
@@ -298,7 +298,7 @@ impl DocDb {
                 break; // only without an upper bound (a prefix of 0xff bytes)
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
-            if needed.needed(key, doc_len)? {
+            if needed.needed(key, value, doc_len)? {
                 if key[..doc_len] != current[..] {
                     current = key[..doc_len].to_vec();
                     let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
@@ -489,6 +489,8 @@ struct NeededAt {
     read_ht: HybridTime,
     /// Skip versions an ancestor overwrote (a read's scan); `false` keeps them.
     skip_overwritten: bool,
+    /// The last version kept was a TTL-only record: the next older one of its path counts.
+    beneath_ttl_only: bool,
     /// The path of the last version kept or overwritten: older versions of it are skipped.
     last_path: Vec<u8>,
     /// The levels of `last_path` (the document, each subkey), each with the newest hybrid
@@ -501,15 +503,24 @@ struct NeededAt {
 impl NeededAt {
     fn new(read_ht: HybridTime) -> NeededAt {
         let (last_path, levels, ends) = (Vec::new(), Shadow::new(), Vec::new());
-        NeededAt { read_ht, skip_overwritten: true, last_path, levels, ends }
+        NeededAt {
+            read_ht,
+            skip_overwritten: true,
+            beneath_ttl_only: false,
+            last_path,
+            levels,
+            ends,
+        }
     }
 
-    /// Whether the read needs the entry with this `key` (its document key ends at `doc_len`).
-    fn needed(&mut self, key: &[u8], doc_len: usize) -> Result<bool> {
+    /// Whether the read needs the entry with this `key` and `value` (its document key ends
+    /// at `doc_len`).
+    fn needed(&mut self, key: &[u8], value: &[u8], doc_len: usize) -> Result<bool> {
         let end =
             level_ends(key, doc_len, &mut self.ends).ok_or_else(|| corrupt_key(key, "no '#'"))?;
         let path = &key[..end];
-        if path == &self.last_path[..] {
+        let older_version = path == &self.last_path[..];
+        if older_version && !self.beneath_ttl_only {
             return Ok(false); // an older version: checked first, it needs no decoding
         }
         let ht = crate::encoding::decode_doc_ht(&key[end + 1..], end + 1)
@@ -518,6 +529,17 @@ impl NeededAt {
         if ht > self.read_ht {
             return Ok(false);
         }
+        // A TTL-only record hides nothing: the version beneath it is needed too, and the
+        // record's time does not overwrite anything.
+        let ttl_only = Value::is_ttl_only(value);
+        if older_version {
+            self.beneath_ttl_only = ttl_only;
+            if !ttl_only {
+                self.levels.record(ht);
+            }
+            return Ok(true);
+        }
+        self.beneath_ttl_only = false;
         // Levels of the last path that are prefixes of this one (encoded key entries are
         // self-delimiting, so a shared byte prefix ending at a level's end is that level).
         let common = path.iter().zip(&self.last_path).take_while(|(a, b)| a == b).count();
@@ -526,7 +548,9 @@ impl NeededAt {
         self.levels.align(shared.min(depth - 1), depth, |_| ());
         let needed = !self.skip_overwritten
             || self.levels.newest().is_none_or(|ancestors_ht| ancestors_ht <= ht);
-        if needed {
+        if needed && ttl_only {
+            self.beneath_ttl_only = true;
+        } else if needed {
             self.levels.record(ht);
         }
         self.last_path.clear();
@@ -752,9 +776,8 @@ impl CompactionFilter for GcFilter {
                 return Decision::Keep;
             }
         };
-        let tombstone = v.kind == ValueKind::Tombstone;
         let table_doc = k.path.doc_key.is_table_key();
-        let verdict = match self.verdict(&components, k.doc_ht, (tombstone, table_doc), v.ttl) {
+        let verdict = match self.verdict(&components, k.doc_ht, (&v.kind, table_doc), v.ttl) {
             Ok(verdict) => verdict,
             Err(e) => {
                 let key = crate::encoding::hex(key);
@@ -776,10 +799,17 @@ impl GcFilter {
         &mut self,
         components: &[&[u8]],
         dht: DocHybridTime,
-        (tombstone, table_doc): (bool, bool),
+        (kind, table_doc): (&ValueKind, bool),
         ttl: Ttl,
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
+        let tombstone = *kind == ValueKind::Tombstone;
+        if let ValueKind::TtlOnly { .. } = kind {
+            if let Some(unbounded) = self.unbounded.as_mut() {
+                unbounded.decide_ttl_only(components, dht, ttl, table_doc)?;
+            }
+            return feed.decide_ttl_only(components, dht, ttl, table_doc);
+        }
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
         // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
         // a full compaction, rewritten as a bare tombstone by a minor one.
@@ -849,7 +879,7 @@ mod needed_at_tests {
     fn kept(keys: &[Vec<u8>], read_us: u64) -> Vec<bool> {
         let doc_len = doc().encode().len();
         let mut needed = NeededAt::new(HybridTime::new(read_us, 0));
-        keys.iter().map(|k| needed.needed(k, doc_len).expect("well-formed")).collect()
+        keys.iter().map(|k| needed.needed(k, b"{", doc_len).expect("well-formed")).collect()
     }
 
     #[test]

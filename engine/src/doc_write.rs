@@ -44,6 +44,9 @@ pub enum WriteKind {
     Obj,
     /// A tombstone.
     Del,
+    /// A TTL-only record (Redis EXPIRE) for a key holding an object (`object`) or a
+    /// string; `ttl_us` must be set. Reads give the version beneath it this TTL.
+    TtlOnly { object: bool },
 }
 
 /// One document write (a command of its own, or one item of a batch).
@@ -143,6 +146,9 @@ pub fn expand(write: &DocWrite, ttl: Ttl) -> Vec<(DocPath, Value)> {
         WriteKind::Extend(Document::Primitive(_)) => {} // refused by `build_entries`
         WriteKind::Obj => out.push((write.path.clone(), value(ValueKind::Object))),
         WriteKind::Del => out.push((write.path.clone(), Value::tombstone())),
+        WriteKind::TtlOnly { object } => {
+            out.push((write.path.clone(), value(ValueKind::TtlOnly { object: *object })))
+        }
     }
     out
 }
@@ -262,7 +268,7 @@ impl Pending<'_> {
     /// Add an entry to the batch and to the cache.
     fn push(&mut self, path: DocPath, value: Value) {
         let written = Written::InBatch(self.entries.len() as u32);
-        let found = Found { exact: true, written, kind: value.kind.clone(), at: path.clone() };
+        let found = Found { exact: true, written, kind: as_seen(&value.kind), at: path.clone() };
         self.cache.insert(path.encode(), found);
         self.entries.push((path, value));
     }
@@ -284,18 +290,36 @@ impl Pending<'_> {
         if let Some(cached) = self.cache.get(&encoded) {
             return Ok(Some(cached.clone()));
         }
+        let plants = self.db.plants();
         let stored = self.stored.newest_entries(self.db, doc_key, self.ht)?;
         // A document's scan starts with its table's tombstone, which no seek sees (a table
         // key's own entries are all marked as the table key's).
         let own = |e: &&DocEntry| e.table_key == doc_key.is_table_key();
-        let first = stored.iter().filter(own).find(|e| e.subkeys.starts_with(subkeys));
-        let Some(entry) = first else { return Ok(None) };
+        let mut at_prefix =
+            stored.iter().filter(own).skip_while(|e| !e.subkeys.starts_with(subkeys));
+        let Some(entry) = at_prefix.next() else { return Ok(None) };
         let mut found = Found {
             exact: entry.subkeys.len() == subkeys.len(),
             written: Written::Stored(entry.doc_ht),
-            kind: entry.value.kind.clone(),
+            kind: as_seen(&entry.value.kind),
             at: DocPath::new(doc_key.clone(), entry.subkeys.clone()),
         };
+        if let ValueKind::TtlOnly { .. } = entry.value.kind {
+            if !plants.contains(crate::canary::Plant::YbSeekStopsAtExpire) {
+                // A rule of docsim's own: a TTL-only record overwrites nothing, so the
+                // level dates from the version beneath it, as YugabyteDB's Redis reader
+                // dates it (`NextFullValue`); with none, the record is a tombstone at its
+                // own time. YugabyteDB's seek takes the record's own time (README).
+                crate::probe::hit("write.marker_seek_through_ttl_only");
+                let beneath = at_prefix
+                    .take_while(|e| e.subkeys == entry.subkeys)
+                    .find(|e| !matches!(e.value.kind, ValueKind::TtlOnly { .. }));
+                match beneath {
+                    Some(version) => found.written = Written::Stored(version.doc_ht),
+                    None => found.kind = ValueKind::Tombstone,
+                }
+            }
+        }
         let own_ttl = match entry.value.ttl {
             Ttl::Inherit => None,
             explicit => Some((entry.doc_ht.ht, explicit)),
@@ -315,5 +339,17 @@ impl Pending<'_> {
         }
         self.cache.insert(encoded, found.clone());
         Ok(Some(found))
+    }
+}
+
+/// What a seek takes an entry for: a TTL-only record for the type it holds, the key's
+/// (YugabyteDB writes that type as the record's value: `ApplySetTtl`).
+fn as_seen(kind: &ValueKind) -> ValueKind {
+    match kind {
+        ValueKind::TtlOnly { object: true } => ValueKind::Object,
+        ValueKind::TtlOnly { object: false } => {
+            ValueKind::Primitive(crate::encoding::Primitive::String(String::new()))
+        }
+        other => other.clone(),
     }
 }

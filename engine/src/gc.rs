@@ -108,6 +108,8 @@ struct Version {
     dht: DocHybridTime,
     ttl: Ttl,
     tombstone: bool,
+    /// A TTL-only record: no child inherits through it here (see `decide_ttl_only`).
+    ttl_only: bool,
 }
 
 /// What GC keeps per level besides the shadowing version (`Shadow`'s newest version at
@@ -163,19 +165,9 @@ impl GcFeed {
         ttl: Ttl,
         table_doc: bool,
     ) -> Result<Verdict, FeedError> {
-        if components.is_empty() {
-            return Err(FeedError::NoComponents);
-        }
-        if std::mem::replace(&mut self.in_table_doc, table_doc) && !table_doc {
-            self.hand_table_key_to_documents();
-        }
-        self.align(components);
+        let version = Version { dht, ttl, tombstone: is_tombstone, ttl_only: false };
+        self.enter(components, version, table_doc)?;
         let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
-        let level = self.levels.top_mut().ok_or(FeedError::NoComponents)?;
-        if let Some(previous) = level.versions.last().filter(|newer| newer.dht <= dht) {
-            return Err(FeedError::OutOfOrder { previous: previous.dht, next: dht });
-        }
-        level.versions.push(Version { dht, ttl, tombstone: is_tombstone });
         let params = self.params;
         // A tombstone at a colocated table's own key hides the table's documents whatever
         // is written at the key after it: a minor compaction, which may not hold what it
@@ -205,6 +197,50 @@ impl GcFeed {
             (CompactionKind::Minor, false, true) => Verdict::KeepInherited,
             (_, false, false) => Verdict::Keep,
         })
+    }
+
+    /// [`GcFeed::decide_in`] for a TTL-only record (Redis EXPIRE). It hides nothing, so
+    /// it shadows neither its path's older versions — the one beneath it is the value it
+    /// gives its TTL to — nor its children; it goes when a newer version of its path or of
+    /// an ancestor at or below the cutoff hides it, and is otherwise kept, expired or not.
+    /// Its children's inherited TTLs are judged without it, which can only keep more. A
+    /// rule of docsim's own: YugabyteDB folds a record at or below the cutoff into the
+    /// version beneath, rewriting that version's TTL (`DocDBCompactionFeed::Feed`, its
+    /// merge block, `docdb_compaction_context.cc`), which the `rocksdb` crate's compaction
+    /// filter cannot do (README).
+    pub fn decide_ttl_only(
+        &mut self,
+        components: &[&[u8]],
+        dht: DocHybridTime,
+        ttl: Ttl,
+        table_doc: bool,
+    ) -> Result<Verdict, FeedError> {
+        let version = Version { dht, ttl, tombstone: false, ttl_only: true };
+        self.enter(components, version, table_doc)?;
+        let hidden = self.levels.newest().is_some_and(|overwrite| dht <= overwrite);
+        Ok(if hidden { Verdict::Drop } else { Verdict::Keep })
+    }
+
+    /// Align the levels to an entry's path and add its version there (newest first).
+    fn enter(
+        &mut self,
+        components: &[&[u8]],
+        version: Version,
+        table_doc: bool,
+    ) -> Result<(), FeedError> {
+        if components.is_empty() {
+            return Err(FeedError::NoComponents);
+        }
+        if std::mem::replace(&mut self.in_table_doc, table_doc) && !table_doc {
+            self.hand_table_key_to_documents();
+        }
+        self.align(components);
+        let level = self.levels.top_mut().ok_or(FeedError::NoComponents)?;
+        if let Some(previous) = level.versions.last().filter(|newer| newer.dht <= version.dht) {
+            return Err(FeedError::OutOfOrder { previous: previous.dht, next: version.dht });
+        }
+        level.versions.push(version);
+        Ok(())
     }
 
     /// The table key's level, as the table's other documents see it: its tombstones only,
@@ -243,7 +279,8 @@ impl GcFeed {
         let mut newest_ancestor: Option<DocHybridTime> = None;
         let mut explicit = Vec::new();
         for level in self.levels.ancestors() {
-            let Some(v) = level.versions.iter().find(|v| v.dht < dht) else { continue };
+            let older = level.versions.iter().filter(|v| !v.ttl_only);
+            let Some(v) = older.clone().find(|v| v.dht < dht) else { continue };
             if newest_ancestor.is_none_or(|newest| v.dht > newest) {
                 newest_ancestor = Some(v.dht);
                 if v.ttl != Ttl::Inherit {

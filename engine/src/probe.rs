@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name.
-pub const KNOWN: [&str; 21] = [
+pub const KNOWN: [&str; 22] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -28,6 +28,7 @@ pub const KNOWN: [&str; 21] = [
     "write.marker_seek_descendant",
     "write.marker_seek_expired",
     "write.marker_seek_overwritten",
+    "write.marker_seek_through_ttl_only",
     "write.required_marker",
 ];
 

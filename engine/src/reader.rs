@@ -90,80 +90,158 @@ type Levels = Shadow<DocHybridTime, Expiration>;
 
 /// Read the subdocument at `target` as `read` says. `entries` are every stored entry of
 /// the target's document (and its colocated table key) in key order.
+///
+/// A TTL-only record (Redis EXPIRE) hides nothing: the path's next older version at or
+/// before the read is its version, with the record's TTL counted from the record's write
+/// time, and its children inherit that. The newest such record wins; with no version
+/// beneath, the record reads as a tombstone at its own time. This is YugabyteDB's Redis
+/// reader (`FindLastWriteTime`, `src/yb/docdb/doc_reader_redis.cc`: the merge record sets
+/// the expiration, `NextFullValue` finds the value and its write time).
 pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
     entries: impl IntoIterator<Item = E>,
     target: &DocPath,
     read: ReadConfig,
 ) -> Option<Document> {
-    let ReadConfig { read_ht, table_ttl_ms, plants } = read;
-    let levels_of = PathLevels { colocated: target.doc_key.colocation_id.is_some() };
-    let target_at = (target.doc_key.is_table_key(), target.subkeys.as_slice());
-    let target_levels = levels_of.levels(target_at.0, target_at.1);
-    let mut out: Option<Document> = None;
-    // The levels of the last processed entry's path.
-    let mut levels = Levels::new();
+    let mut walk = Walk {
+        read,
+        target,
+        levels_of: PathLevels { colocated: target.doc_key.colocation_id.is_some() },
+        levels: Levels::new(),
+        out: None,
+    };
     let mut last: Option<E> = None;
+    // The newest TTL-only record of the last path while no version beneath it was seen,
+    // and how many levels its path shares with the last version applied.
+    let mut ttl_only: Option<(DocEntry, usize)> = None;
     for item in entries {
         let entry: &DocEntry = item.borrow();
-        if entry.doc_ht.ht > read_ht || last.as_ref().is_some_and(|l| l.borrow().same_path(entry)) {
+        let same_path = last.as_ref().is_some_and(|l| l.borrow().same_path(entry));
+        if entry.doc_ht.ht > read.read_ht || (same_path && ttl_only.is_none()) {
             continue; // too new, or an older version of a path already decided
         }
-        let at = (entry.table_key, entry.subkeys.as_slice());
-        let depth = levels_of.levels(at.0, at.1);
-        let with_target = levels_of.shared(at, target_at);
-        let in_subtree = with_target == target_levels;
-        if !in_subtree && with_target < depth {
-            continue; // neither an ancestor of the target nor inside it
+        if !same_path {
+            if let Some((record, shared)) = ttl_only.take() {
+                walk.apply(&record.as_tombstone(), shared, None); // nothing beneath it
+            }
         }
-        if entry.table_key && !in_subtree && !target.doc_key.is_table_key() {
+        if !walk.relevant(entry) {
+            continue;
+        }
+        let shared = match &ttl_only {
+            Some((_, shared)) => *shared,
+            None => last.as_ref().map_or(0, |l| walk.shared_with(l.borrow(), entry)),
+        };
+        if let ValueKind::TtlOnly { .. } = entry.value.kind {
+            if ttl_only.is_none() {
+                ttl_only = Some((entry.clone(), shared));
+            }
+            last = Some(item);
+            continue;
+        }
+        let merged_ttl = ttl_only.take().map(|(record, _)| (record.doc_ht.ht, record.value.ttl));
+        walk.apply(entry, shared, merged_ttl);
+        last = Some(item);
+    }
+    if let Some((record, shared)) = ttl_only {
+        walk.apply(&record.as_tombstone(), shared, None);
+    }
+    walk.out
+}
+
+/// One read's walk over a document's entries.
+struct Walk<'a> {
+    read: ReadConfig,
+    target: &'a DocPath,
+    levels_of: PathLevels,
+    /// The levels of the last applied entry's path.
+    levels: Levels,
+    out: Option<Document>,
+}
+
+impl Walk<'_> {
+    /// Whether `entry` can matter: an ancestor of the target or inside it (on the table
+    /// key, a tombstone only).
+    fn relevant(&self, entry: &DocEntry) -> bool {
+        let target_at = (self.target.doc_key.is_table_key(), self.target.subkeys.as_slice());
+        let at = (entry.table_key, entry.subkeys.as_slice());
+        let depth = self.levels_of.levels(at.0, at.1);
+        let with_target = self.levels_of.shared(at, target_at);
+        let in_subtree = with_target == self.levels_of.levels(target_at.0, target_at.1);
+        if !in_subtree && with_target < depth {
+            return false; // neither an ancestor of the target nor inside it
+        }
+        if entry.table_key && !in_subtree && !self.target.doc_key.is_table_key() {
             // Only a tombstone at the table key hides the table's documents (YugabyteDB's
             // `GetTableTombstoneTime`, doc_reader.cc); any other entry there is just an
             // entry. The newest tombstone counts, whatever is newer (docsim: models essay).
             if entry.value.kind != ValueKind::Tombstone {
-                continue;
+                return false;
             }
             crate::probe::hit("read.table_tombstone");
         }
-        let shared = last.as_ref().map_or(0, |l| {
-            let l: &DocEntry = l.borrow();
-            levels_of.shared((l.table_key, &l.subkeys), at)
-        });
-        levels.align(shared.min(depth - 1), depth, |_| None);
-        let exp = visible_by_time(&mut levels, entry.doc_ht, entry.value.ttl, plants);
-        if let (true, Some(exp)) = (in_subtree, exp) {
-            let rel = &entry.subkeys[target.subkeys.len()..];
-            let mut expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
-            if plants.contains(Plant::TtlOffByOne) && expired {
-                let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
-                expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
-            }
-            if plants.contains(Plant::TtlBoundaryIgnoresLogical) && expired {
-                let at = HybridTime::new(read_ht.physical_us(), 0);
-                expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
-            }
-            match &entry.value.kind {
-                _ if expired => {
-                    crate::probe::hit("read.expired_hides_older");
-                    remove(&mut out, rel)
-                }
-                ValueKind::Tombstone => remove(&mut out, rel),
-                ValueKind::Object => put(&mut out, rel, Document::empty_object()),
-                ValueKind::Primitive(p) => put(&mut out, rel, Document::Primitive(p.clone())),
-            }
-        }
-        // An ancestor only shapes visibility, through the levels.
-        last = Some(item);
+        true
     }
-    out
+
+    /// How many leading levels the paths of `last` and `entry` share.
+    fn shared_with(&self, last: &DocEntry, entry: &DocEntry) -> usize {
+        self.levels_of.shared((last.table_key, &last.subkeys), (entry.table_key, &entry.subkeys))
+    }
+
+    /// Apply the version `entry` of its path (sharing `shared` levels with the last one
+    /// applied); `merged_ttl`: the TTL-only record above it (write time, TTL).
+    fn apply(&mut self, entry: &DocEntry, shared: usize, merged_ttl: Option<(HybridTime, Ttl)>) {
+        let ReadConfig { read_ht, table_ttl_ms, plants } = self.read;
+        let at = (entry.table_key, entry.subkeys.as_slice());
+        let depth = self.levels_of.levels(at.0, at.1);
+        let target_at = (self.target.doc_key.is_table_key(), self.target.subkeys.as_slice());
+        let in_subtree =
+            self.levels_of.shared(at, target_at) == self.levels_of.levels(target_at.0, target_at.1);
+        self.levels.align(shared.min(depth - 1), depth, |_| None);
+        let ttl_from = merged_ttl.unwrap_or((entry.doc_ht.ht, entry.value.ttl));
+        let exp = visible_by_time(&mut self.levels, entry.doc_ht, ttl_from, plants);
+        let (true, Some(exp)) = (in_subtree, exp) else {
+            return; // an ancestor only shapes visibility, through the levels
+        };
+        let rel = &entry.subkeys[self.target.subkeys.len()..];
+        let mut expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
+        if plants.contains(Plant::TtlOffByOne) && expired {
+            let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
+            expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
+        }
+        if plants.contains(Plant::TtlBoundaryIgnoresLogical) && expired {
+            let at = HybridTime::new(read_ht.physical_us(), 0);
+            expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
+        }
+        let out = &mut self.out;
+        match &entry.value.kind {
+            _ if expired => {
+                crate::probe::hit("read.expired_hides_older");
+                remove(out, rel)
+            }
+            ValueKind::Tombstone => remove(out, rel),
+            ValueKind::Object => put(out, rel, Document::empty_object()),
+            ValueKind::Primitive(p) => put(out, rel, Document::Primitive(p.clone())),
+            ValueKind::TtlOnly { .. } => unreachable!("TTL-only records are merged"),
+        }
+    }
+}
+
+impl DocEntry {
+    /// A TTL-only record with nothing beneath it, as YugabyteDB reads it: a tombstone at
+    /// the record's time.
+    fn as_tombstone(&self) -> DocEntry {
+        DocEntry { value: Value::tombstone(), ..self.clone() }
+    }
 }
 
 /// Decide the version at the top of `levels` (just aligned to its path): if it is visible
 /// by time (strictly newer than every ancestor's version in effect), record it and its
-/// explicit TTL and return its expiration; `None` if an ancestor hides it.
+/// explicit TTL (counted from `ttl_ht`: its own write time, or a TTL-only record's above
+/// it) and return its expiration; `None` if an ancestor hides it.
 fn visible_by_time(
     levels: &mut Levels,
     doc_ht: DocHybridTime,
-    ttl: Ttl,
+    (ttl_ht, ttl): (HybridTime, Ttl),
     plants: Plants,
 ) -> Option<Expiration> {
     let hidden = if plants.contains(Plant::WriteIdIgnored) {
@@ -183,9 +261,9 @@ fn visible_by_time(
         crate::probe::hit("read.born_expired");
     }
     let exp = if plants.contains(Plant::ParentTtlNotInherited) {
-        expiry::effective_expiration(ttl, doc_ht.ht, None)
+        expiry::effective_expiration(ttl, ttl_ht, None)
     } else {
-        expiry::effective_expiration(ttl, doc_ht.ht, ancestors())
+        expiry::effective_expiration(ttl, ttl_ht, ancestors())
     };
     let exp = if plants.contains(Plant::OwnTtlDiesWithParent) && ttl != Ttl::Inherit {
         let inherited = expiry::effective_expiration(Ttl::Inherit, doc_ht.ht, ancestors());
@@ -193,7 +271,7 @@ fn visible_by_time(
     } else {
         exp
     };
-    let explicit = (ttl != Ttl::Inherit).then_some((doc_ht.ht, ttl));
+    let explicit = (ttl != Ttl::Inherit).then_some((ttl_ht, ttl));
     levels.record(doc_ht);
     if let Some(own) = levels.top_mut() {
         *own = explicit;

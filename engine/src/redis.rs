@@ -411,17 +411,17 @@ fn parse_set_options(options: &[String]) -> Result<Option<Expiry>, SyntaxError> 
 /// EXPIRE with a count of seconds `secs`, signed as YugabyteDB parses it (`ParseExpire`,
 /// `src/yb/yql/redis/redisserver/redis_parser.cc`: `ParseInt64`). `secs <= 0` is a DEL of
 /// the key, as YugabyteDB's parser turns it into one (a tombstone if the key exists; the
-/// reply counts it). Otherwise the key is rewritten as of now with the TTL — the value
-/// (or the marker and every field) again, so the TTL counts from now and covers the whole
-/// document. YugabyteDB writes a TTL-only merge record instead (`ApplySetTtl`,
-/// `src/yb/docdb/redis_operation.cc`), which its Redis reader and compaction fold into the
-/// value beneath: the same expiry for every read, different stored entries (README).
+/// reply counts it). Otherwise, if the key exists, a TTL-only record at its root, with the
+/// key's type as its value, as YugabyteDB's `RedisWriteOperation::ApplySetTtl`
+/// (`src/yb/docdb/redis_operation.cc`) writes it: reads give the value (or hash, or set)
+/// beneath it the TTL from now (`reader.rs`).
 fn expire(view: &mut CommandView, key: &str, secs: i64) -> Result<Reply> {
     let Some(doc) = view.get(key)? else { return Ok(Reply::Integer(0)) };
     let write = match u64::try_from(secs) {
         Ok(secs) if secs > 0 => {
             let ttl_us = Some(secs.saturating_mul(1_000_000));
-            DocWrite { path: root(key), kind: WriteKind::Set(doc), ttl_us }
+            let object = matches!(doc, Document::Object(_));
+            DocWrite { path: root(key), kind: WriteKind::TtlOnly { object }, ttl_us }
         }
         _ => DocWrite { path: root(key), kind: WriteKind::Del, ttl_us: None },
     };

@@ -98,9 +98,33 @@ fn value() -> impl Strategy<Value = Value> {
     let kind = prop_oneof![
         Just(ValueKind::Object),
         Just(ValueKind::Tombstone),
-        primitive().prop_map(ValueKind::Primitive)
+        primitive().prop_map(ValueKind::Primitive),
+        any::<bool>().prop_map(|object| ValueKind::TtlOnly { object })
     ];
-    (ttl, kind).prop_map(|(ttl, kind)| Value { ttl, kind })
+    (ttl, kind).prop_map(|(ttl, kind)| {
+        // A TTL-only record always has a TTL.
+        let ttl = match (&kind, ttl) {
+            (ValueKind::TtlOnly { .. }, Ttl::Inherit) => Ttl::Never,
+            (_, ttl) => ttl,
+        };
+        Value { ttl, kind }
+    })
+}
+
+/// TTL-only records that do not decode say why and where.
+#[test]
+fn malformed_ttl_only_records_are_named() {
+    let error = |bytes: &[u8]| Value::decode(bytes).unwrap_err().to_string();
+    assert!(
+        error(b"k\x02t\x81{").contains("unknown merge flags byte 0x02"),
+        "{}",
+        error(b"k\x02t\x81{")
+    );
+    assert!(error(b"k\x01{").contains("without a TTL"));
+    assert!(error(b"k\x01t\x81X").contains("holds `{` or an empty string"));
+    assert!(error(b"k").contains("missing merge flags"));
+    let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: false } };
+    assert_eq!(record.encode(), b"k\x01t\x81S");
 }
 
 fn document() -> impl Strategy<Value = Document> {

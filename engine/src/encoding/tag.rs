@@ -38,6 +38,10 @@ pub const TRUE_DESC: u8 = b'h';
 pub const FALSE_DESC: u8 = b'i';
 pub const TIMESTAMP: u8 = b's';
 
+/// Value control field: merge flags (+ unsigned varint); 1 marks a TTL-only record.
+pub const VALUE_MERGE_FLAGS: u8 = b'k';
+/// The merge flag of a TTL-only record (YugabyteDB's `ValueControlFields::kTtlFlag`).
+pub const MERGE_FLAG_TTL: u8 = 1;
 /// Value control field: TTL in milliseconds (+ signed varint).
 pub const VALUE_TTL: u8 = b't';
 /// Value type: init marker of an object.

@@ -42,6 +42,12 @@ pub enum ValueKind {
     Object,
     /// A tombstone `DEL`: nothing exists here (or below) at this version.
     Tombstone,
+    /// A TTL-only record (merge flags 1): the version beneath keeps its content and takes
+    /// this record's TTL, counted from this record's write time; it hides nothing.
+    /// YugabyteDB's Redis EXPIRE writes it (`RedisWriteOperation::ApplySetTtl`,
+    /// `src/yb/docdb/redis_operation.cc`) with the key's type as its value: an object
+    /// (`object`, a hash or set) or an empty string.
+    TtlOnly { object: bool },
 }
 
 /// A stored value: TTL control field and kind.
@@ -66,12 +72,22 @@ impl Value {
 
     /// Append the encoding.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
+        if let ValueKind::TtlOnly { .. } = self.kind {
+            // YugabyteDB's unsigned varint of 1 (`FastEncodeUnsignedVarInt`): one byte.
+            out.extend_from_slice(&[tag::VALUE_MERGE_FLAGS, tag::MERGE_FLAG_TTL]);
+        }
         encode_ttl(self.ttl, out);
         match &self.kind {
-            ValueKind::Object => out.push(tag::VALUE_OBJECT),
+            ValueKind::Object | ValueKind::TtlOnly { object: true } => out.push(tag::VALUE_OBJECT),
+            ValueKind::TtlOnly { object: false } => out.push(tag::VALUE_STRING),
             ValueKind::Tombstone => out.push(tag::VALUE_TOMBSTONE),
             ValueKind::Primitive(p) => encode_primitive(p, out),
         }
+    }
+
+    /// Whether an encoded value is a TTL-only record, from its first byte.
+    pub fn is_ttl_only(encoded: &[u8]) -> bool {
+        encoded.first() == Some(&tag::VALUE_MERGE_FLAGS)
     }
 
     /// Append the encoding of a leaf value without building a [`Value`].
@@ -90,14 +106,7 @@ impl Value {
     /// Decode a whole value. Total: errors name the offset and what is wrong.
     pub fn decode(input: &[u8]) -> Result<Value, DecodeError> {
         let err = |at: usize, reason: String| DecodeError::new("value", at, reason);
-        let mut pos = 0;
-        let mut ttl = Ttl::Inherit;
-        if input.first() == Some(&tag::VALUE_TTL) {
-            let (ms, n) = varint::decode_signed(&input[1..], 1)?;
-            let ms = u64::try_from(ms).map_err(|_| err(1, format!("negative TTL {ms} ms")))?;
-            ttl = Ttl::from_ms(ms);
-            pos = 1 + n;
-        }
+        let (ttl_only, ttl, pos) = decode_control_fields(input)?;
         let &type_byte =
             input.get(pos).ok_or_else(|| err(pos, "missing value type byte".into()))?;
         let payload = &input[pos + 1..];
@@ -156,8 +165,53 @@ impl Value {
             }
             other => return Err(err(pos, format!("unknown value type byte 0x{other:02x}"))),
         };
+        if ttl_only {
+            return ttl_only_record(ttl, kind, pos);
+        }
         Ok(Value { ttl, kind })
     }
+}
+
+/// The control fields at the start of a value: whether it is a TTL-only record (merge
+/// flags 1), its TTL, and where its type byte starts.
+fn decode_control_fields(input: &[u8]) -> Result<(bool, Ttl, usize), DecodeError> {
+    let err = |at: usize, reason: String| DecodeError::new("value", at, reason);
+    let mut pos = 0;
+    let mut ttl_only = false;
+    if input.first() == Some(&tag::VALUE_MERGE_FLAGS) {
+        // The only merge flags YugabyteDB writes: 1, a one-byte unsigned varint.
+        match input.get(1) {
+            Some(&tag::MERGE_FLAG_TTL) => {}
+            Some(other) => return Err(err(1, format!("unknown merge flags byte 0x{other:02x}"))),
+            None => return Err(err(1, "missing merge flags".into())),
+        }
+        ttl_only = true;
+        pos = 2;
+    }
+    let mut ttl = Ttl::Inherit;
+    if input.get(pos) == Some(&tag::VALUE_TTL) {
+        let (ms, n) = varint::decode_signed(&input[pos + 1..], pos + 1)?;
+        let ms = u64::try_from(ms).map_err(|_| err(pos + 1, format!("negative TTL {ms} ms")))?;
+        ttl = Ttl::from_ms(ms);
+        pos += 1 + n;
+    }
+    Ok((ttl_only, ttl, pos))
+}
+
+/// A TTL-only record of `kind` (its type byte at `pos`): `{` or an empty string, with a TTL.
+fn ttl_only_record(ttl: Ttl, kind: ValueKind, pos: usize) -> Result<Value, DecodeError> {
+    let err = |reason: &str| Err(DecodeError::new("value", pos, reason));
+    let kind = match kind {
+        ValueKind::Object => ValueKind::TtlOnly { object: true },
+        ValueKind::Primitive(Primitive::String(s)) if s.is_empty() => {
+            ValueKind::TtlOnly { object: false }
+        }
+        _ => return err("a TTL-only record holds `{` or an empty string"),
+    };
+    if ttl == Ttl::Inherit {
+        return err("a TTL-only record without a TTL");
+    }
+    Ok(Value { ttl, kind })
 }
 
 fn encode_ttl(ttl: Ttl, out: &mut Vec<u8>) {

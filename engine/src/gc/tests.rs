@@ -129,3 +129,22 @@ fn out_of_order_versions_are_an_error_not_a_panic() {
     assert_eq!(feed.decide(&[b"d", b"a"], t(3), false, Ttl::Inherit), Ok(Drop));
     assert!(err.to_string().contains("out of order"), "{err}");
 }
+
+/// A TTL-only record (Redis EXPIRE) hides nothing: the version beneath it and the fields
+/// written before it stay; a newer version of its path at or below the cutoff drops it
+/// and what it covered; expired, it is kept (it is the key's TTL).
+#[test]
+fn a_ttl_only_record_shadows_nothing() {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10_000), kind: Full, table_ttl_ms: None };
+    let mut feed = GcFeed::new(params);
+    let ttl_1ms = Ttl::from_ms(1);
+    assert_eq!(feed.decide_ttl_only(&[b"h"], t(2000), ttl_1ms, false), Ok(Keep));
+    assert_eq!(feed.decide(&[b"h"], t(1000), false, Ttl::Inherit), Ok(Keep));
+    let field = DocHybridTime::new(HybridTime::from_micros(1000), 1); // HSET: marker w0
+    assert_eq!(feed.decide(&[b"h", b"f"], field, false, Ttl::Inherit), Ok(Keep));
+    let mut feed = GcFeed::new(params);
+    assert_eq!(feed.decide(&[b"s"], t(3000), false, Ttl::Inherit), Ok(Keep));
+    assert_eq!(feed.decide_ttl_only(&[b"s"], t(2000), ttl_1ms, false), Ok(Drop));
+    assert_eq!(feed.decide(&[b"s"], t(1000), false, Ttl::Inherit), Ok(Drop));
+}

@@ -381,6 +381,8 @@ impl fmt::Display for DocWrite {
             WriteKind::Extend(doc) => write!(f, "extend {} = {doc}", self.path),
             WriteKind::Obj => write!(f, "obj {}", self.path),
             WriteKind::Del => write!(f, "del {}", self.path),
+            // Only Redis EXPIRE writes one; docscript has no command for it.
+            WriteKind::TtlOnly { .. } => write!(f, "ttl-only {}", self.path),
         }
     }
 }

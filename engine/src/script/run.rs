@@ -350,6 +350,8 @@ pub fn format_entry(key: &SubDocKey, value: &Value, names: Option<&CqlTable>) ->
         ValueKind::Object => line.push_str("{}"),
         ValueKind::Tombstone => line.push_str("DEL"),
         ValueKind::Primitive(p) => write!(line, "{p}").expect("write to String"),
+        ValueKind::TtlOnly { object: true } => line.push_str("TTL {}"),
+        ValueKind::TtlOnly { object: false } => line.push_str("TTL \"\""),
     }
     match value.ttl {
         Ttl::Inherit => {}
