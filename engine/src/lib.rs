@@ -28,22 +28,27 @@
 //! **Values** carry an optional TTL control field (absent: inherit; `0`: never expires),
 //! then a primitive, an init marker `{}` or a tombstone `DEL`. A deletion is one tombstone,
 //! written without reading; a newer tombstone or marker at an ancestor hides every older
-//! descendant.
+//! descendant. Redis EXPIRE writes a TTL-only record (merge flags 1): it hides nothing,
+//! and gives the version beneath it its TTL. With required markers (Redis-like writes)
+//! each level of a path exists by the first entry found at or below it (`doc_write`).
 //!
 //! **Reads** at a hybrid time R take, per path, the newest version at or before R; a
 //! version is visible only if it is strictly newer (write id included) than the version in
 //! effect at every ancestor — the colocated table key, the document root, each shorter
 //! path. One walk (`shadow`), shared by the reader, GC and the raw-bytes read filter, keeps
 //! per path level the newest version along the ancestor chain. **TTL**: visible at R iff
-//! R <= W + ttl; an entry without a TTL takes the nearest ancestor TTL still alive when it
-//! was written, else the table default from its own write time; `0` never expires. An
-//! expired or deleted version still hides what is older.
+//! R <= W + ttl; an entry without a TTL takes the nearest ancestor's (write time, TTL),
+//! alive or not when it was written (YugabyteDB's reader), else the table default from its
+//! own write time; `0` never expires. An expired or deleted version still hides what is
+//! older.
 //!
 //! **Compaction GC** (`gc`) is a pure function over entries in key order, run by a RocksDB
 //! compaction filter with a history cutoff H (inclusive): versions hidden at H by a newer
-//! version of themselves or an ancestor go; full compactions drop tombstones and expired
-//! entries at or below H, minor ones keep tombstones and turn expired entries into
-//! tombstones. Invariant, checked by a proptest on real RocksDB: no read at R >= H changes.
+//! version of themselves or an ancestor go; full compactions drop tombstones and entries
+//! expired through an inherited TTL at or below H, minor ones keep tombstones; an entry
+//! expired through its own TTL stays until overwritten (its children inherit it). Invariant,
+//! checked by a proptest on real RocksDB and by every simulated compaction: no read at
+//! R >= H changes.
 //! Reads below the highest cutoff are refused (`snapshot too old`).
 //!
 //! **Raft and durability** (`tablet`, `replica`, `log`, `replay`, [`disk`]): a write is

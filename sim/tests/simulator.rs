@@ -200,7 +200,7 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
 #[test]
 fn rare_plants_are_caught_by_the_seeds_that_found_them() {
     let found = [
-        (Plant::TornHeaderIsCorruption, 448),
+        (Plant::TornHeaderIsCorruption, 298),
         (Plant::SkippedSegmentsUnchecked, 260),
         (Plant::GcTakesFirstNeededSegment, 4),
     ];
