@@ -198,8 +198,9 @@ impl DocDb {
     }
 
     /// Like [`DocDb::scan_document_at`], but every path's newest version at or before
-    /// `read_ht`, also one an ancestor overwrote later: what a YugabyteDB write batch's
-    /// prefix seeks see (`doc_write.rs`). The reader still reads these entries right.
+    /// `read_ht` (and the version beneath a TTL-only record), also one an ancestor
+    /// overwrote later: what a YugabyteDB write batch's prefix seeks see (`doc_write.rs`).
+    /// The reader still reads these entries right.
     pub fn scan_document_newest_at(
         &self,
         doc_key: &DocKey,
@@ -534,7 +535,8 @@ impl NeededAt {
         let ttl_only = Value::is_ttl_only(value);
         if older_version {
             self.beneath_ttl_only = ttl_only;
-            if !ttl_only {
+            let shadowed = self.levels.newest().is_some_and(|ancestors_ht| ancestors_ht > ht);
+            if !ttl_only && !shadowed {
                 self.levels.record(ht);
             }
             return Ok(true);

@@ -72,8 +72,8 @@ pub struct Scanned {
 }
 
 impl Scanned {
-    /// Every path's newest stored version at or before `ht` of `doc_key`'s document, in
-    /// key order (scanned once).
+    /// Every path's newest stored version at or before `ht` of `doc_key`'s document, and
+    /// the version beneath each TTL-only record, in key order (scanned once).
     fn newest_entries(
         &mut self,
         db: &DocDb,
@@ -116,6 +116,9 @@ pub fn build_entries(
     for write in writes {
         if let WriteKind::Extend(Document::Primitive(p)) = &write.kind {
             return errinput!("extend {} needs an object literal, not {p}", write.path);
+        }
+        if let WriteKind::TtlOnly { .. } = write.kind {
+            check_ttl_only(write, mode)?;
         }
         let ttl = write.ttl_us.map_or(Ttl::Inherit, |us| Ttl::from_ms(us / 1000));
         for (path, value) in expand(write, ttl) {
@@ -278,7 +281,8 @@ impl Pending<'_> {
     /// the batch — its newest version at or before `ht` — checked against its *own* TTL
     /// only. A level counts as missing when nothing is there, when that entry is a
     /// tombstone or expired, or when `parent` was found at its own path and is newer (it
-    /// overwrote the level). Results are cached, except the overwritten and missing ones.
+    /// overwrote the level). Results are cached (an expired entry as a tombstone), except
+    /// when nothing is found or the parent overwrote the level.
     fn seek(
         &mut self,
         doc_key: &DocKey,
@@ -307,15 +311,19 @@ impl Pending<'_> {
         if let ValueKind::TtlOnly { .. } = entry.value.kind {
             if !plants.contains(crate::canary::Plant::YbSeekStopsAtExpire) {
                 // A rule of docsim's own: a TTL-only record overwrites nothing, so the
-                // level dates from the version beneath it, as YugabyteDB's Redis reader
-                // dates it (`NextFullValue`); with none, the record is a tombstone at its
-                // own time. YugabyteDB's seek takes the record's own time (README).
+                // level is the version beneath it (its kind and time; the record's TTL),
+                // as YugabyteDB's Redis reader takes it (`NextFullValue`); with none, the
+                // record is a tombstone at its own time. YugabyteDB's seek takes the
+                // record's own time and type (README).
                 crate::probe::hit("write.marker_seek_through_ttl_only");
                 let beneath = at_prefix
                     .take_while(|e| e.subkeys == entry.subkeys)
                     .find(|e| !matches!(e.value.kind, ValueKind::TtlOnly { .. }));
                 match beneath {
-                    Some(version) => found.written = Written::Stored(version.doc_ht),
+                    Some(version) => {
+                        found.written = Written::Stored(version.doc_ht);
+                        found.kind = version.value.kind.clone();
+                    }
                     None => found.kind = ValueKind::Tombstone,
                 }
             }
@@ -339,6 +347,23 @@ impl Pending<'_> {
         }
         self.cache.insert(encoded, found.clone());
         Ok(Some(found))
+    }
+}
+
+/// A TTL-only record goes where Redis EXPIRE puts it, and nowhere else: at the root of a
+/// document outside any colocated table (no ancestor can shadow what it covers: `gc.rs`),
+/// with required markers, and with a TTL of at least a millisecond (the stored unit).
+fn check_ttl_only(write: &DocWrite, mode: MarkerMode) -> Result<()> {
+    let path = &write.path;
+    if !path.subkeys.is_empty() || path.doc_key.colocation_id.is_some() {
+        return errinput!("a TTL-only record goes at a document root outside tables, not {path}");
+    }
+    if mode != MarkerMode::Required {
+        return errinput!("a TTL-only record at {path} needs required markers (Redis)");
+    }
+    match write.ttl_us {
+        Some(us) if us >= 1000 => Ok(()),
+        _ => errinput!("a TTL-only record at {path} needs a TTL of at least 1ms"),
     }
 }
 

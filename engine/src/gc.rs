@@ -185,10 +185,18 @@ impl GcFeed {
             return Ok(Verdict::Keep);
         }
         self.levels.record(dht);
+        if self.beneath_ttl_only() {
+            // The version a TTL-only record stands on, whatever it is: without it the
+            // record would read as a tombstone at its own time (`reader.rs`).
+            return Ok(Verdict::Keep);
+        }
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
         let own_ttl = matches!(ttl, Ttl::Ms(_));
         Ok(match (params.kind, is_tombstone, expired) {
             (_, false, true) if own_ttl => Verdict::KeepExpired,
+            // Beneath a TTL-only record, or below one: the record's TTL is the one in effect,
+            // which this feed does not judge (see `decide_ttl_only`), so the entry stays.
+            (_, false, true) if self.under_ttl_only() => Verdict::KeepInherited,
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             // Expired through an inherited TTL (or the table's): a minor compaction cannot
@@ -203,7 +211,11 @@ impl GcFeed {
     /// it shadows neither its path's older versions — the one beneath it is the value it
     /// gives its TTL to — nor its children; it goes when a newer version of its path or of
     /// an ancestor at or below the cutoff hides it, and is otherwise kept, expired or not.
-    /// Its children's inherited TTLs are judged without it, which can only keep more. A
+    /// Nothing at or below its path is dropped for an expiry while it is there: the TTL
+    /// in effect there is the record's, which this feed does not judge (an entry's own
+    /// TTL, or the table's, may end sooner or later than the record's). Records live only
+    /// at document roots outside colocated tables (`doc_write.rs` refuses others), so no
+    /// ancestor version can shadow the version beneath a record and not the record. A
     /// rule of docsim's own: YugabyteDB folds a record at or below the cutoff into the
     /// version beneath, rewriting that version's TTL (`DocDBCompactionFeed::Feed`, its
     /// merge block, `docdb_compaction_context.cc`), which the `rocksdb` crate's compaction
@@ -219,6 +231,20 @@ impl GcFeed {
         self.enter(components, version, table_doc)?;
         let hidden = self.levels.newest().is_some_and(|overwrite| dht <= overwrite);
         Ok(if hidden { Verdict::Drop } else { Verdict::Keep })
+    }
+
+    /// Whether the entry just entered is the version beneath a TTL-only record: the
+    /// version of its path just newer than it is one.
+    fn beneath_ttl_only(&self) -> bool {
+        let Some(own) = self.levels.payloads().last() else { return false };
+        let newer = &own.versions[..own.versions.len().saturating_sub(1)];
+        newer.last().is_some_and(|v| v.ttl_only)
+    }
+
+    /// Whether the entry just entered has a TTL-only record above it at its own level or
+    /// at an ancestor's.
+    fn under_ttl_only(&self) -> bool {
+        self.levels.payloads().any(|level| level.versions.iter().any(|v| v.ttl_only))
     }
 
     /// Align the levels to an entry's path and add its version there (newest first).

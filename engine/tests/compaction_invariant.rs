@@ -1,7 +1,8 @@
 //! The compaction invariant, on real RocksDB: a compaction with history cutoff H changes no
 //! read at R >= H. Random operation sequences (sets, object literals, markers, tombstones,
-//! TTLs, flushes in between) are read at several times at or above H before and after a
-//! full or minor compaction; every read must be identical.
+//! TTLs, Redis EXPIRE's TTL-only records at existing documents, flushes in between) are
+//! read at several times at or above H before and after a full or minor compaction; every
+//! read must be identical.
 
 use docsim_engine::canary::Plants;
 use docsim_engine::disk::SimDisk;
@@ -58,12 +59,16 @@ fn write() -> impl Strategy<Value = DocWrite> {
 #[derive(Debug, Clone)]
 enum Step {
     Write(DocWrite, u64),
+    /// Redis EXPIRE of document `doc` with this TTL (ms), at this time (µs): a TTL-only
+    /// record at its root, if it exists then.
+    Expire(u8, u64, u64),
     Flush,
 }
 
 fn steps() -> impl Strategy<Value = Vec<Step>> {
     let step = prop_oneof![
         8 => (write(), 1u64..20).prop_map(|(w, ms)| Step::Write(w, ms * 1000)),
+        2 => (0u8..2, 1u64..12, 1u64..20).prop_map(|(d, ttl, ms)| Step::Expire(d, ttl, ms * 1000)),
         1 => Just(Step::Flush),
     ];
     prop::collection::vec(step, 1..40)
@@ -92,6 +97,17 @@ fn reads(node: &mut Node, times: &[u64]) -> Vec<String> {
     out
 }
 
+/// What Redis EXPIRE writes (`redis.rs`): a TTL-only record at the root of an existing
+/// document, typed as what a read finds there.
+fn expire(node: &mut Node, doc: u8, ttl_ms: u64, us: u64) {
+    let (root, ht) = (path(doc, &[]), HybridTime::from_micros(us));
+    let Some(found) = node.get(&root, ht).unwrap() else { return };
+    let object = matches!(found, Document::Object(_));
+    let write =
+        DocWrite { path: root, kind: WriteKind::TtlOnly { object }, ttl_us: Some(ttl_ms * 1000) };
+    node.write(ht, &[write], MarkerMode::Required).unwrap();
+}
+
 fn check(
     steps: Vec<Step>,
     cutoff_ms: u64,
@@ -110,6 +126,7 @@ fn check(
                 let ht = HybridTime::from_micros(*us);
                 runner.write(ht, std::slice::from_ref(w), MarkerMode::Optional).unwrap()
             }
+            Step::Expire(doc, ttl_ms, us) => expire(&mut runner, *doc, *ttl_ms, *us),
             Step::Flush => runner.flush().unwrap(),
         }
     }
@@ -128,6 +145,7 @@ fn check(
             Step::Write(w, us) => {
                 Command::Write { write: w.clone(), ht: HybridTime::from_micros(*us) }.to_string()
             }
+            Step::Expire(doc, ttl_ms, us) => format!("# EXPIRE d{doc} {ttl_ms}ms @T{us}"),
             Step::Flush => "flush".into(),
         })
         .collect();
@@ -198,6 +216,38 @@ fn history_cutoff_survives_reopen() {
     assert_eq!(err.kind(), ErrorKind::SnapshotTooOld, "{err}");
     let doc = runner.get(&path, HybridTime::from_micros(5000)).unwrap();
     assert_eq!(doc, Some(Document::Primitive(Primitive::Int64(7))));
+    drop(runner);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A TTL-only record goes only where Redis EXPIRE puts it — a document root outside any
+/// colocated table, with required markers and a TTL of at least 1 ms — since GC's rules for
+/// records assume no ancestor can shadow them (`gc.rs`); anywhere else it is refused.
+#[test]
+fn ttl_only_records_are_refused_off_a_root() {
+    let dir = std::env::temp_dir().join(format!("docsim-ttl-only-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut runner = node(&dir, SimDisk::new(0, Default::default()));
+    let record = |path: DocPath, ttl_us| DocWrite {
+        path,
+        kind: WriteKind::TtlOnly { object: false },
+        ttl_us,
+    };
+    let colocated = DocPath::new(DocKey { colocation_id: Some(3), ..path(0, &[]).doc_key }, vec![]);
+    let ht = HybridTime::from_micros(1000);
+    let refused = [
+        (record(path(0, &[1]), Some(5000)), MarkerMode::Required, "document root"),
+        (record(colocated, Some(5000)), MarkerMode::Required, "document root"),
+        (record(path(0, &[]), Some(5000)), MarkerMode::Optional, "required markers"),
+        (record(path(0, &[]), None), MarkerMode::Required, "at least 1ms"),
+        (record(path(0, &[]), Some(999)), MarkerMode::Required, "at least 1ms"),
+    ];
+    for (write, mode, why) in refused {
+        let err = runner.write(ht, std::slice::from_ref(&write), mode).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidRequest, "{write}: {err}");
+        assert!(err.to_string().contains(why), "{write}: {err}");
+    }
+    runner.write(ht, &[record(path(0, &[]), Some(1000))], MarkerMode::Required).unwrap();
     drop(runner);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -324,8 +324,9 @@ fn required_markers_refuse_a_level_whose_first_entry_is_a_primitive() {
     assert_eq!(m.write_batch(t(2), Markers::Required, &write), Err(ModelError::NotAnObject));
 }
 
-/// The seek ignores a table tombstone: the document's own marker makes it exist, so a
-/// delete below it writes a tombstone for a child no read sees, and no marker is added.
+/// The seek ignores a table tombstone: the document's entries, older than the table
+/// tombstone and hidden by it, still count, so a write below the primitive there is
+/// refused although no read sees the document.
 #[test]
 fn required_markers_ignore_the_table_tombstone() {
     let mut m = Model::new();
@@ -333,6 +334,8 @@ fn required_markers_ignore_the_table_tombstone() {
     let table = DocId { colocation: Some(4), hashed: vec![], range: vec![] };
     put(&mut m, 1, Markers::Required, &doc, &["x"], Write::Set(leaf(1)));
     put(&mut m, 2, Markers::Optional, &table, &[], Write::Del);
-    put(&mut m, 3, Markers::Required, &doc, &["y"], Write::Set(leaf(2)));
-    assert_eq!(m.read(&doc, &[], t(4)).unwrap(), Some(obj(&[("y", leaf(2))])));
+    assert_eq!(m.read(&doc, &[], t(3)).unwrap(), None);
+    let below_x = vec![k("x"), k("y")];
+    let write = [(doc.clone(), below_x, Write::Set(leaf(2)), Ttl::Inherit)];
+    assert_eq!(m.write_batch(t(3), Markers::Required, &write), Err(ModelError::NotAnObject));
 }

@@ -148,3 +148,28 @@ fn a_ttl_only_record_shadows_nothing() {
     assert_eq!(feed.decide_ttl_only(&[b"s"], t(2000), ttl_1ms, false), Ok(Drop));
     assert_eq!(feed.decide(&[b"s"], t(1000), false, Ttl::Inherit), Ok(Drop));
 }
+
+/// What a TTL-only record covers is never dropped for an expiry the feed would judge
+/// without the record: a field written after it (which inherits the record's TTL, not
+/// the table's), the version beneath it even if a tombstone, and nothing under a record
+/// above the cutoff either.
+#[test]
+fn a_ttl_only_record_keeps_what_it_covers() {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(10_000), kind: Full, table_ttl_ms: Some(1) };
+    let mut feed = GcFeed::new(params);
+    let ttl_100ms = Ttl::from_ms(100);
+    assert_eq!(feed.decide_ttl_only(&[b"h"], t(2000), ttl_100ms, false), Ok(Keep));
+    // The marker beneath: expired by the table TTL on its own, but the record's is in effect.
+    assert_eq!(feed.decide(&[b"h"], t(1000), false, Ttl::Inherit), Ok(Keep));
+    // A field after the record: the table TTL alone would expire it.
+    assert_eq!(feed.decide(&[b"h", b"f"], t(3000), false, Ttl::Inherit), Ok(KeepInherited));
+    // A tombstone beneath a record stays in a full compaction: without it the record
+    // would read as a tombstone at its own, later time.
+    let params = GcParams { table_ttl_ms: None, ..params };
+    let mut feed = GcFeed::new(params);
+    assert_eq!(feed.decide(&[b"s"], t(20_000), false, Ttl::Inherit), Ok(Keep));
+    assert_eq!(feed.decide_ttl_only(&[b"s"], t(2000), ttl_100ms, false), Ok(Keep));
+    assert_eq!(feed.decide(&[b"s"], t(1000), true, Ttl::Inherit), Ok(Keep));
+    assert_eq!(feed.decide(&[b"s"], t(500), false, Ttl::Inherit), Ok(Drop));
+}
