@@ -65,15 +65,20 @@ pub struct RestartReport {
 
 impl RestartReport {
     /// Every field, as docscript's `expect restart` extension states it: the contract's
-    /// line without its colon, then `truncated=<segment>@<offset>+<bytes>` (or `none`) and
-    /// `skipped=<segments>`.
+    /// line without its colon, then `truncated=<segment>@<offset>+<bytes>` (or `none`),
+    /// `skipped=<segments>`, and the frontier's other two fields: `flushed_ht=<T>` (the
+    /// hybrid time of the flushed entry) and `cutoff=<T>` (the history cutoff).
     pub fn full(&self) -> String {
         let line = self.to_string().replacen("restart:", "restart", 1);
         let truncated = match &self.truncated {
             Some(t) => format!("{}@{}+{}", t.segment, t.offset, t.dropped_bytes),
             None => "none".to_owned(),
         };
-        format!("{line} truncated={truncated} skipped={}", self.segments_skipped)
+        let Frontier { ht, history_cutoff, .. } = self.frontier;
+        format!(
+            "{line} truncated={truncated} skipped={} flushed_ht={ht} cutoff={history_cutoff}",
+            self.segments_skipped
+        )
     }
 }
 

@@ -2,13 +2,16 @@
 //! each tablet acknowledged (by op id), which write was cut and how, what the simulator
 //! flushed, and what the disk did (its fault ledger, and the log files' framing read as
 //! an fsck would: `log_files.rs`). From these alone, at every restart, it derives every
-//! field of what bootstrap must report — the flushed frontier, how many entries it
-//! re-applies, the first and the last, the torn tail it cuts off, the segments it skips —
-//! or the corruption it must refuse to start with, and compares.
+//! field of what bootstrap must report — the flushed frontier (its op id, its write's
+//! hybrid time, the history cutoff), how many entries it re-applies, the first and the
+//! last, the torn tail it cuts off, the segments it skips — or the corruption it must
+//! refuse to start with, and compares.
 //!
 //! Rules (one voter, writes acknowledged after sync, commit and apply):
 //! - A flush makes every applied entry durable in RocksDB: the frontier becomes the last
-//!   one applied, and nothing at or below it may be replayed.
+//!   one applied (with its write's hybrid time), and nothing at or below it may be
+//!   replayed. A compaction stores its cutoff before its own flush: the cutoff is durable
+//!   once the compaction's flush is.
 //! - Every acknowledged entry above the frontier must be replayed, in order.
 //! - A write cut by a crash is *in doubt*. Cut after its sync (or after apply) its entry
 //!   is durable: it must come back. Cut after the append, before the sync, it comes back
@@ -26,7 +29,9 @@
 use crate::log_files::{entry_op_id, record_holding, segment_prev_index, whole_records};
 use docsim_engine::disk::Fault;
 use docsim_engine::script::{format_restart, format_restart_full};
-use docsim_engine::{CrashStage, Error, Frontier, OpId, RestartReport, TabletId, Truncation};
+use docsim_engine::{
+    CrashStage, Error, Frontier, HybridTime, OpId, RestartReport, TabletId, Truncation,
+};
 use docsim_models::cql::Schema;
 use docsim_models::Model;
 use std::collections::BTreeMap;
@@ -52,6 +57,11 @@ struct TabletBook {
     unflushed: Vec<OpId>,
     applied: OpId,
     flushed: OpId,
+    /// The hybrid times of the writes of `applied` and `flushed`.
+    applied_ht: HybridTime,
+    flushed_ht: HybridTime,
+    /// The highest history cutoff of the compactions of this tablet.
+    cutoff: HybridTime,
 }
 
 /// What the disk held when the power came back: each tablet's log segments, by name,
@@ -67,8 +77,9 @@ pub struct Book {
     /// A disk fault armed for the next write (it lives for one write): the fault ledger's
     /// length when it was armed.
     pub fault_armed_at: Option<usize>,
-    /// How the last write was cut, the tablet it went to, and the models before it.
-    in_doubt: Option<(Cut, TabletId, Snapshot)>,
+    /// How the last write was cut, the tablet it went to, its hybrid time, and the models
+    /// before it.
+    in_doubt: Option<(Cut, TabletId, HybridTime, Snapshot)>,
     /// A flipped bit the next restart must refuse: the file and the offset it must name.
     corrupt: Option<(String, usize)>,
     /// Fault-ledger length when the last crash was armed or cut the power.
@@ -94,13 +105,14 @@ pub struct Settled {
 }
 
 impl Book {
-    /// Writes acknowledged by the engine.
-    pub fn acked(&mut self, acks: Vec<(TabletId, OpId)>) {
+    /// Writes acknowledged by the engine, by the write's hybrid time `ht`.
+    pub fn acked(&mut self, acks: Vec<(TabletId, OpId)>, ht: HybridTime) {
         for (tablet, op) in acks {
             let book = self.tablets.entry(tablet).or_default();
             assert!(op > book.applied, "op ids grow: {op} after {}", book.applied);
             book.unflushed.push(op);
             book.applied = op;
+            book.applied_ht = ht;
         }
     }
 
@@ -109,13 +121,23 @@ impl Book {
         let tablets = self.tablets.iter_mut().filter(|(id, _)| only.is_none_or(|o| o == *id));
         for (_, book) in tablets {
             book.flushed = book.applied;
+            book.flushed_ht = book.applied_ht;
             book.unflushed.clear();
         }
     }
 
-    /// A write to `tablet` was cut (`cut`); `before` holds the models before it.
-    pub fn cut(&mut self, cut: Cut, tablet: TabletId, before: Snapshot) {
-        self.in_doubt = Some((cut, tablet, before));
+    /// The tablets `ids` compacted with history cutoff `cutoff`: the engine stores the
+    /// cutoff before the compaction's flush, so it is durable with that flush.
+    pub fn compacted(&mut self, ids: &[TabletId], cutoff: HybridTime) {
+        for id in ids {
+            let book = self.tablets.entry(id.clone()).or_default();
+            book.cutoff = book.cutoff.max(cutoff);
+        }
+    }
+
+    /// A write at `ht` to `tablet` was cut (`cut`); `before` holds the models before it.
+    pub fn cut(&mut self, cut: Cut, tablet: TabletId, ht: HybridTime, before: Snapshot) {
+        self.in_doubt = Some((cut, tablet, ht, before));
     }
 
     /// Whether the write in doubt was cut by a disk fault.
@@ -192,8 +214,10 @@ impl Book {
         let flushed = book.map_or(OpId::default(), |b| b.flushed);
         let segments = files.get(id).map(Vec::as_slice).unwrap_or_default();
         let truncated = torn.iter().find(|t| segments.iter().any(|(name, _)| *name == t.file));
+        let (flushed_ht, cutoff) =
+            book.map_or((HybridTime::MIN, HybridTime::MIN), |b| (b.flushed_ht, b.cutoff));
         RestartReport {
-            frontier: Frontier { op_id: flushed, ..Default::default() },
+            frontier: Frontier { op_id: flushed, ht: flushed_ht, history_cutoff: cutoff },
             replayed: unflushed.len(),
             first: unflushed.first().copied(),
             last: unflushed.last().copied(),
@@ -215,7 +239,7 @@ impl Book {
         torn: &[TornTail],
         files: &LogFiles,
     ) -> Result<Option<Snapshot>, Mismatch> {
-        let Some((cut, tablet, before)) = self.in_doubt.take() else { return Ok(None) };
+        let Some((cut, tablet, ht, before)) = self.in_doubt.take() else { return Ok(None) };
         let segments = files.get(&tablet).map(Vec::as_slice).unwrap_or_default();
         let engine = in_doubt.iter().find(|(t, _)| *t == tablet).map(|(_, op)| *op);
         let survivor = match cut {
@@ -236,7 +260,7 @@ impl Book {
             Cut::DiskFault => None,
         };
         let Some(op) = survivor else { return Ok(Some(before)) };
-        self.acked(vec![(tablet, op)]);
+        self.acked(vec![(tablet, op)], ht);
         Ok(None)
     }
 }

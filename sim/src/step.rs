@@ -317,7 +317,7 @@ pub fn step(
         }
         Ok(lines)
     });
-    state.book.acked(acks);
+    state.book.acked(acks, write_ht(op));
     result.map_err(|(expected, actual)| Box::new(failure(state, op, line, expected, actual)))
 }
 
@@ -349,9 +349,22 @@ fn compact(
     });
     let lines: Vec<String> = result.as_ref().err().iter().map(|e| error_line(e)).collect();
     let only = files.map(|_| TabletId::Docs);
+    let compacted: Vec<TabletId> = match &only {
+        Some(id) => vec![id.clone()],
+        None => std::iter::once(TabletId::Docs)
+            .chain(state.tables.keys().map(|t| TabletId::Table(t.clone())))
+            .collect(),
+    };
+    let cut = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
+    if result.is_ok() || cut {
+        state.book.compacted(&compacted, cutoff);
+    }
     if after_flush(state, &result, only.as_ref()) {
+        // A crash armed for after the flush cut it after the compaction, before log GC:
+        // the compaction happened, and its cutoff holds.
         expect_agreed_error(state, &result);
-        return Ok(lines); // a crash armed for after the flush cut it
+        advance_cutoff(state, cutoff, files.is_none());
+        return Ok(lines);
     }
     if result.is_err() {
         // The model compacts without fail: a compaction error (a filter that could not
@@ -359,13 +372,18 @@ fn compact(
         state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
         return Err((Vec::new(), lines));
     }
+    advance_cutoff(state, cutoff, files.is_none());
+    recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
+    Ok(lines)
+}
+
+/// The models learn a compaction's cutoff (of every tablet, or the document tablet's).
+fn advance_cutoff(state: &mut State, cutoff: HybridTime, every_tablet: bool) {
     state.docs.compacted(cutoff.raw());
-    if files.is_none() {
+    if every_tablet {
         state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
     }
     state.cutoff = state.cutoff.max(cutoff);
-    recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
-    Ok(lines)
 }
 
 /// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
@@ -472,7 +490,8 @@ fn restart(state: &mut State) -> Result<Vec<String>, Mismatch> {
     let (acks, in_doubt, ids) = timed(&mut state.parts.engine_s, || {
         (node.take_acks(), node.take_in_doubt(), node.tablet_ids())
     });
-    state.book.acked(acks);
+    // Every step takes its own write's acknowledgements: none is left for a restart.
+    assert!(acks.is_empty(), "acknowledgements left for the restart: {acks:?}");
     let files = log_files(state.node.disk(), &ids);
     let outcome = timed(&mut state.parts.engine_s, || state.node.restart());
     let ledger = state.node.disk().ledger();
@@ -597,7 +616,7 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
     }
     if let (Err(Error::Crashed(CrashPoint::Write(stage))), Some(before)) = (&engine, before) {
         let armed = state.book.armed;
-        state.book.cut(Cut::Crash(*stage), write_tablet(op), before);
+        state.book.cut(Cut::Crash(*stage), write_tablet(op), write_ht(op), before);
         state.book.crashed(stage.name());
         state.needs_restart = true;
         return match &model {
@@ -628,6 +647,16 @@ fn check_write(state: &mut State, op: &Op, request: &Request) -> Result<Vec<Stri
 }
 
 /// The tablet a write goes to: a CQL statement's table's, else the document tablet.
+/// The hybrid time a write op writes at (reads and other ops: none, `MIN`).
+fn write_ht(op: &Op) -> HybridTime {
+    match op {
+        Op::Write { ht, .. } | Op::Batch { ht, .. } | Op::Redis { ht, .. } | Op::Cql { ht, .. } => {
+            convert::ht(*ht)
+        }
+        _ => HybridTime::MIN,
+    }
+}
+
 fn write_tablet(op: &Op) -> TabletId {
     match op {
         Op::Cql { table, .. } => TabletId::Table(table.clone()),
@@ -656,7 +685,7 @@ fn disk_fault_cut<R>(
     lines: Vec<String>,
     before: Snapshot,
 ) -> Result<Vec<String>, Mismatch> {
-    state.book.cut(Cut::DiskFault, write_tablet(op), before);
+    state.book.cut(Cut::DiskFault, write_tablet(op), write_ht(op), before);
     let crash = Op::Crash { at: docsim_workloads::CrashPoint::Now, tear: None };
     state.queued.extend([Op::Fault(DiskFault::Clear), crash]);
     match (model, engine) {
