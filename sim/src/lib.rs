@@ -14,7 +14,9 @@
 //!   and the engine's. The durability book (`durability`) is the simulator's own account
 //!   of acknowledged and flushed op ids, of the write in doubt, and of what the disk did
 //!   (its fault ledger, and the log files' framing as `log_files` reads it), from which it
-//!   derives every field of what each restart must report.
+//!   derives every field of what each restart must report. Reads cannot tell a
+//!   compaction that keeps too much, so after every full compaction `gc_complete` checks
+//!   each tablet's dump for what no read at or above the cutoff can need.
 //! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
 //!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
@@ -26,6 +28,7 @@
 pub mod bench;
 mod convert;
 mod durability;
+mod gc_complete;
 mod log_files;
 pub mod report;
 pub mod shrink;

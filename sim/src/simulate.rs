@@ -68,6 +68,9 @@ pub enum FailureKind {
     EngineAcceptedWrite,
     /// A read at or above a compaction's cutoff changed after it.
     ChangedByCompaction,
+    /// A full compaction left an entry no read at or above its cutoff can need
+    /// (`gc_complete.rs`).
+    GcIncomplete,
     /// A restart failed, or reported a frontier or replay other than the book's.
     Restart,
     /// The engine (or the harness) panicked: a failed seed, not a dead campaign.

@@ -11,7 +11,9 @@ use docsim_engine::cql::{format_rows, CqlTable, Outcome as CqlOutcome, Statement
 use docsim_engine::disk::{Fault, FaultConfig, IoTarget, SimDisk, Tear};
 use docsim_engine::gc::CompactionKind;
 use docsim_engine::redis::Command as RedisCommand;
-use docsim_engine::script::{format_get, format_restart, Command, FaultCommand, FileRun};
+use docsim_engine::script::{
+    format_entry, format_get, format_restart, Command, FaultCommand, FileRun,
+};
 use docsim_engine::{
     CrashPoint, DocPath, Error, ErrorKind, HybridTime, MarkerMode, Node, NodeOptions, TabletId,
 };
@@ -373,8 +375,33 @@ fn compact(
         return Err((Vec::new(), lines));
     }
     advance_cutoff(state, cutoff, files.is_none());
+    if !minor && files.is_none() {
+        check_gc_complete(state, cutoff)?;
+    }
     recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
     Ok(lines)
+}
+
+/// After a full compaction: every tablet's dump holds nothing at or below the cutoff that
+/// no read can need (`gc_complete.rs`). A failure's reproducer dumps and expects the dump
+/// without those entries.
+fn check_gc_complete(state: &mut State, cutoff: HybridTime) -> Result<(), Mismatch> {
+    let dumps = timed(&mut state.parts.engine_s, || state.node.dump());
+    let Ok(dumps) = dumps else { return Ok(()) }; // a down node: the restart checks it
+    let mut dump = Vec::new();
+    let mut leftovers = Vec::new();
+    for tablet in dumps {
+        let entries: Vec<_> = tablet.entries.into_iter().map(|(entry, ..)| entry).collect();
+        leftovers.extend(crate::gc_complete::leftovers(&entries, cutoff));
+        dump.extend(entries.iter().map(|(k, v)| format_entry(k, v, None)));
+    }
+    if leftovers.is_empty() {
+        return Ok(());
+    }
+    state.script.push("dump".into());
+    state.mismatch_kind = Some(FailureKind::GcIncomplete);
+    let expected = dump.iter().filter(|line| !leftovers.contains(line)).cloned().collect();
+    Err((expected, dump))
 }
 
 /// The models learn a compaction's cutoff (of every tablet, or the document tablet's).

@@ -1,0 +1,45 @@
+//! What a full compaction must have removed: the simulator's own statement of GC's
+//! completeness, apart from the engine's GC (`engine/src/gc.rs`). Reads alone cannot tell
+//! a compaction that keeps too much — a kept tombstone or shadowed version reads the same —
+//! so after every full compaction with cutoff H the simulator dumps each tablet and checks
+//! that nothing at or below H is left that no read at R >= H can need:
+//!
+//! - of a path's versions at or below H, only the newest (the one reads at H see);
+//! - no tombstone at or below H (everything it hid went with it);
+//! - no version at or below H that a remaining version of a strict ancestor path, also at
+//!   or below H, is as new as or newer than (it was overwritten).
+//!
+//! Except the version beneath a Redis EXPIRE record (a TTL-only record, `TTL {}` or
+//! `TTL ""` in dumps): whatever it is, the record stands on it. Expired entries are not
+//! judged here (what their TTLs are depends on inheritance; reads check that).
+
+use docsim_engine::script::format_entry;
+use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Value, ValueKind};
+
+/// The entries of one tablet's dump (key order) that a full compaction with cutoff
+/// `cutoff_ht` should have removed, as dump lines.
+pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<String> {
+    let mut out = Vec::new();
+    // The newest remaining version at or below the cutoff of each path on the current
+    // entry's chain (TTL-only records overwrite nothing and are left out).
+    let mut chain: Vec<(&DocPath, DocHybridTime)> = Vec::new();
+    let is_record = |value: &Value| matches!(value.kind, ValueKind::TtlOnly { .. });
+    for (i, (key, value)) in entries.iter().enumerate() {
+        chain.retain(|(path, _)| path.is_prefix_of(&key.path));
+        let previous = i.checked_sub(1).map(|p| &entries[p]);
+        let beneath_record = previous.is_some_and(|(k, v)| k.path == key.path && is_record(v));
+        if key.doc_ht.ht > cutoff_ht || beneath_record || is_record(value) {
+            continue;
+        }
+        let older_version = chain.iter().any(|(path, _)| *path == &key.path);
+        let overwritten =
+            chain.iter().any(|(path, newest)| *path != &key.path && key.doc_ht <= *newest);
+        if older_version || overwritten || value.kind == ValueKind::Tombstone {
+            out.push(format_entry(key, value, None));
+        }
+        if !older_version {
+            chain.push((&key.path, key.doc_ht));
+        }
+    }
+    out
+}
