@@ -43,3 +43,50 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use docsim_engine::{DocKey, KeyEntry, Primitive, Ttl};
+
+    fn key(subkeys: &[&str], us: u64) -> SubDocKey {
+        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
+        let subkeys = subkeys.iter().map(|s| KeyEntry::asc(Primitive::String((*s).into())));
+        let at = DocHybridTime::new(HybridTime::from_micros(us), 0);
+        SubDocKey::new(DocPath::new(doc, subkeys.collect()), at)
+    }
+
+    fn value(kind: ValueKind) -> Value {
+        Value { ttl: Ttl::Inherit, kind }
+    }
+
+    #[test]
+    fn what_a_full_compaction_must_have_removed() {
+        let leaf = || value(ValueKind::Primitive(Primitive::Int64(1)));
+        let record = Value { ttl: Ttl::Ms(5), kind: ValueKind::TtlOnly { object: true } };
+        let entries = [
+            (key(&[], 25), value(ValueKind::Object)), // the root's version at H
+            (key(&["a"], 30), leaf()),                // above H
+            (key(&["a"], 28), leaf()),                // above H
+            (key(&["b"], 26), leaf()),                // above H: hides nothing at H
+            (key(&["b"], 24), leaf()),                // overwritten by the root at 25
+            (key(&["c"], 27), leaf()),                // above H
+            (key(&["c", "x"], 26), leaf()),           // above H
+            (key(&["e"], 29), value(ValueKind::Tombstone)), // above H: may stay
+        ];
+        let cutoff = HybridTime::from_micros(25);
+        assert_eq!(leftovers(&entries, cutoff).len(), 1, "{:?}", leftovers(&entries, cutoff));
+        // A second version at or below H, a tombstone at or below H, but not the version
+        // beneath a TTL-only record.
+        let entries = [
+            (key(&["a"], 20), leaf()),
+            (key(&["a"], 10), leaf()),
+            (key(&["b"], 10), value(ValueKind::Tombstone)),
+            (key(&["c"], 20), record),
+            (key(&["c"], 10), value(ValueKind::Tombstone)),
+        ];
+        let left = leftovers(&entries, cutoff);
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left[0].contains("\"a\" @T10 ") && left[1].contains("\"b\" @T10 "), "{left:?}");
+    }
+}
