@@ -504,8 +504,9 @@ fn first_version(node: &Node, at: Time, exact: bool) -> Option<(bool, &Version)>
 
 /// DocDB's order of two subkeys: by the type byte DocDB writes before a subkey
 /// (`KeyEntryType`, `src/yb/dockv/value_type.h`), then by value — numbers numerically,
-/// strings bytewise, false before true — reversed for descending subkeys.
-fn docdb_key_cmp(a: &Key, b: &Key) -> std::cmp::Ordering {
+/// strings bytewise, false before true — reversed for descending subkeys. Public so the
+/// simulator can hold it against the engine's encoded order (never used to build it).
+pub fn docdb_key_cmp(a: &Key, b: &Key) -> std::cmp::Ordering {
     let by_value = || {
         let ord = match (&a.scalar, &b.scalar) {
             (Scalar::Double(x), Scalar::Double(y)) => {

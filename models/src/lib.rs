@@ -77,4 +77,6 @@ pub mod cql;
 mod doc;
 pub mod redis;
 
-pub use doc::{Doc, DocId, Entry, Key, Markers, Model, ModelError, Scalar, Time, Ttl, Write};
+pub use doc::{
+    docdb_key_cmp, Doc, DocId, Entry, Key, Markers, Model, ModelError, Scalar, Time, Ttl, Write,
+};
