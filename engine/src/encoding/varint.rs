@@ -114,6 +114,23 @@ mod tests {
         assert!(decode_signed(&[0xC0, 0x01], 0).is_err()); // non-minimal
     }
 
+    /// The ends of the range decode; one past either end is refused, by name. (The
+    /// round-trip property rarely draws the ends themselves.)
+    #[test]
+    fn the_range_ends_exactly_at_i64_min_and_max() {
+        for v in [i64::MIN, i64::MIN + 1, i64::MAX] {
+            assert_eq!(decode_signed(&enc(v), 0).unwrap(), (v, 10));
+        }
+        // 2^63 + 1 and 2^63 as magnitudes: the first negated, the second positive.
+        let mut below_min = enc(i64::MIN);
+        *below_min.last_mut().expect("10 bytes") ^= 1;
+        let error = decode_signed(&below_min, 0).unwrap_err().to_string();
+        assert!(error.contains("below i64::MIN"), "{error}");
+        let above_max: Vec<u8> = enc(i64::MIN).iter().map(|b| !b).collect();
+        let error = decode_signed(&above_max, 0).unwrap_err().to_string();
+        assert!(error.contains("above i64::MAX"), "{error}");
+    }
+
     proptest! {
         #[test]
         fn round_trip_and_order(a: i64, b: i64) {
