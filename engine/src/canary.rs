@@ -70,11 +70,15 @@ pub enum Plant {
     /// reply counts it (`DocWriteBatch::SeekToKeyPrefix`, `doc_write_batch.cc`, reads the
     /// record's write time without `NextFullValue`).
     YbSeekStopsAtExpire,
+    /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
+    /// no read can tell, only the simulator's check of what a compaction must remove
+    /// (`sim/src/gc_complete.rs`).
+    GcKeepsTombstones,
 }
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 20] = [
+    pub const ALL: [Plant; 21] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -95,6 +99,7 @@ impl Plant {
         Plant::YbMinorGcDropsTtl,
         Plant::YbExpiredParentGc,
         Plant::YbSeekStopsAtExpire,
+        Plant::GcKeepsTombstones,
     ];
 
     /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
@@ -146,6 +151,7 @@ impl Plant {
             Plant::YbMinorGcDropsTtl => "yb-minor-gc-drops-ttl",
             Plant::YbExpiredParentGc => "yb-expired-parent-gc",
             Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
+            Plant::GcKeepsTombstones => "gc-keeps-tombstones",
         }
     }
 

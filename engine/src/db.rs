@@ -813,6 +813,16 @@ impl GcFilter {
             return feed.decide_ttl_only(components, dht, ttl, table_doc);
         }
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
+        // Planted: a full compaction keeps the tombstones at or below its cutoff.
+        let params = feed.params();
+        let full = params.kind == CompactionKind::Full;
+        let kept_tombstone = tombstone && verdict == Verdict::Drop && full;
+        if kept_tombstone
+            && dht.ht <= params.cutoff_ht
+            && self.plants.contains(Plant::GcKeepsTombstones)
+        {
+            return Ok(Verdict::Keep);
+        }
         // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
         // a full compaction, rewritten as a bare tombstone by a minor one.
         if matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {

@@ -9,9 +9,9 @@
 //! - no version at or below H that a remaining version of a strict ancestor path, also at
 //!   or below H, is as new as or newer than (it was overwritten).
 //!
-//! Except the version beneath a Redis EXPIRE record (a TTL-only record, `TTL {}` or
-//! `TTL ""` in dumps): whatever it is, the record stands on it. Expired entries are not
-//! judged here (what their TTLs are depends on inheritance; reads check that).
+//! A Redis EXPIRE record (a TTL-only record, `TTL {}` or `TTL ""` in dumps) overwrites
+//! nothing, and the version beneath it stays even if a tombstone: the record stands on it.
+//! Expired entries are not judged here (which TTL an entry has depends on inheritance).
 
 use docsim_engine::script::format_entry;
 use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Value, ValueKind};
@@ -28,16 +28,18 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
         chain.retain(|(path, _)| path.is_prefix_of(&key.path));
         let previous = i.checked_sub(1).map(|p| &entries[p]);
         let beneath_record = previous.is_some_and(|(k, v)| k.path == key.path && is_record(v));
-        if key.doc_ht.ht > cutoff_ht || beneath_record || is_record(value) {
+        if key.doc_ht.ht > cutoff_ht {
             continue;
         }
         let older_version = chain.iter().any(|(path, _)| *path == &key.path);
         let overwritten =
             chain.iter().any(|(path, newest)| *path != &key.path && key.doc_ht <= *newest);
-        if older_version || overwritten || value.kind == ValueKind::Tombstone {
+        // A tombstone a TTL-only record stands on stays; a record is no tombstone.
+        let tombstone = value.kind == ValueKind::Tombstone && !beneath_record;
+        if older_version || overwritten || tombstone {
             out.push(format_entry(key, value, None));
         }
-        if !older_version {
+        if !older_version && !is_record(value) {
             chain.push((&key.path, key.doc_ht));
         }
     }
@@ -75,7 +77,18 @@ mod tests {
             (key(&["e"], 29), value(ValueKind::Tombstone)), // above H: may stay
         ];
         let cutoff = HybridTime::from_micros(25);
-        assert_eq!(leftovers(&entries, cutoff).len(), 1, "{:?}", leftovers(&entries, cutoff));
+        assert_eq!(leftovers(&entries, cutoff), [r#"doc(; "d")."b" @T24 -> 1"#]);
+        // A child at the same DocHybridTime as its parent's version is hidden by it (the
+        // reader's rule: a child must be strictly newer).
+        let tie = [(key(&[], 20), value(ValueKind::Object)), (key(&["a"], 20), leaf())];
+        assert_eq!(leftovers(&tie, cutoff), [r#"doc(; "d")."a" @T20 -> 1"#]);
+        // A record overwritten at or below H goes; it hides no older child itself.
+        let records = [
+            (key(&[], 22), value(ValueKind::Object)),
+            (key(&[], 21), record.clone()),
+            (key(&["a"], 21), leaf()),
+        ];
+        assert_eq!(leftovers(&records, cutoff).len(), 2, "{:?}", leftovers(&records, cutoff));
         // A second version at or below H, a tombstone at or below H, but not the version
         // beneath a TTL-only record.
         let entries = [

@@ -111,6 +111,8 @@ pub fn run_script(
             Ok(Some(Command::Expect(want))) => {
                 let checked = if want.starts_with("restart ") {
                     check_restart(&mut last, &want)
+                } else if let Some(line) = want.strip_prefix("absent ") {
+                    check_absent(&last, line)
                 } else {
                     check_expect(&mut last, &want, &mut outcome)
                 };
@@ -144,6 +146,14 @@ fn check_restart(last: &mut Last, want: &str) -> Result<(), String> {
         Some(got) if got == want => Ok(()),
         Some(got) => Err(format!("expected `{want}`, got `{got}`")),
         None => Err(format!("expected `{want}`, but no restart report is left to check")),
+    }
+}
+
+/// Check one `expect absent <line>`: no output line of the previous command is `line`.
+fn check_absent(last: &Last, line: &str) -> Result<(), String> {
+    match last.lines.iter().position(|got| got == line) {
+        None => Ok(()),
+        Some(at) => Err(format!("expected `absent {line}`, got it as output line {}", at + 1)),
     }
 }
 
