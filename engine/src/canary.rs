@@ -113,21 +113,6 @@ impl Plant {
         )
     }
 
-    /// Whether only crashes can reveal the bug (torture must enable them to catch it).
-    pub fn needs_crashes(self) -> bool {
-        matches!(
-            self,
-            Plant::FrontierBeforeDurable
-                | Plant::ReplayOneEarly
-                | Plant::ReplayOneLate
-                | Plant::LogGcPastFrontier
-                | Plant::AckBeforeSync
-                | Plant::TornHeaderIsCorruption
-                | Plant::SkippedSegmentsUnchecked
-                | Plant::GcTakesFirstNeededSegment
-        )
-    }
-
     /// The command-line name.
     pub fn name(self) -> &'static str {
         match self {

@@ -394,7 +394,7 @@ impl DocDb {
             (std::mem::take(&mut gc.corrupt), failures, std::mem::take(&mut gc.counts))
         };
         crate::probe::add("gc.dropped", counts[0]);
-        // counts[1], rewritten as tombstones, only ever happens with a plant.
+        // counts[1] (rewritten as tombstones) stays 0: only a plant rewrites entries.
         crate::probe::add("gc.kept_above_cutoff", counts[2]);
         crate::probe::add("gc.kept_expired", counts[3]);
         crate::probe::hit(match kind {
@@ -745,7 +745,8 @@ struct GcFilter {
     /// minor-compaction verdict `Drop` says "a newer version shadows this one".
     unbounded: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
-    /// Dropped, rewritten as tombstones, kept above the cutoff, kept expired (own TTL).
+    /// Dropped, rewritten as tombstones (not counted: only a plant rewrites), kept above
+    /// the cutoff, kept expired (own TTL).
     counts: [u64; 4],
     /// The planted bugs.
     plants: Plants,
@@ -862,10 +863,8 @@ impl GcFilter {
                 self.counts[0] += 1;
                 Decision::Remove
             }
-            Verdict::Tombstone => {
-                self.counts[1] += 1;
-                Decision::Change(TOMBSTONE_VALUE)
-            }
+            // Only a plant rewrites an entry as a tombstone: not counted.
+            Verdict::Tombstone => Decision::Change(TOMBSTONE_VALUE),
         }
     }
 }
