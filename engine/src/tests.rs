@@ -154,6 +154,17 @@ proptest! {
         prop_assert_eq!(KeyEntry::decode(&bytes, 0).unwrap(), (a, bytes.len()));
     }
 
+    /// Paths that differ in one subkey of one kind, all else shared: random pairs of keys
+    /// almost always differ earlier (the hash), so this reaches the entries' own order.
+    #[test]
+    fn paths_differing_in_one_subkey_order_like_bytes(
+        doc in doc_key(), (a, b) in same_kind_pair(), o in order(),
+    ) {
+        let (a, b) = (KeyEntry { value: a, order: o }, KeyEntry { value: b, order: o });
+        let (pa, pb) = (DocPath::new(doc.clone(), vec![a]), DocPath::new(doc, vec![b]));
+        prop_assert_eq!(pa.cmp(&pb), pa.encode().cmp(&pb.encode()), "{} vs {}", pa, pb);
+    }
+
     #[test]
     fn sub_doc_key_order_matches_bytes(a in sub_doc_key(), b in sub_doc_key()) {
         prop_assert_eq!(a.cmp(&b), a.encode().cmp(&b.encode()), "{} vs {}", a, b);
