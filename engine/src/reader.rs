@@ -102,17 +102,23 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
     target: &DocPath,
     read: ReadConfig,
 ) -> Option<Document> {
+    let levels_of = PathLevels { colocated: target.doc_key.colocation_id.is_some() };
+    let target_at = (target.doc_key.is_table_key(), target.subkeys.as_slice());
+    let target_levels = levels_of.levels(target_at.0, target_at.1);
     let mut walk = Walk {
         read,
         target,
-        levels_of: PathLevels { colocated: target.doc_key.colocation_id.is_some() },
+        target_at,
+        target_levels,
+        levels_of,
         levels: Levels::new(),
         out: None,
     };
     let mut last: Option<E> = None;
-    // The newest TTL-only record of the last path while no version beneath it was seen,
-    // and how many levels its path shares with the last version applied.
-    let mut ttl_only: Option<(DocEntry, usize)> = None;
+    // The newest TTL-only record of the last path while no version beneath it was seen:
+    // how many levels its path shares with the last version applied, and whether it is
+    // inside the target.
+    let mut ttl_only: Option<(DocEntry, usize, bool)> = None;
     for item in entries {
         let entry: &DocEntry = item.borrow();
         let same_path = last.as_ref().is_some_and(|l| l.borrow().same_path(entry));
@@ -120,30 +126,28 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
             continue; // too new, or an older version of a path already decided
         }
         if !same_path {
-            if let Some((record, shared)) = ttl_only.take() {
-                walk.apply(&record.as_tombstone(), shared, None); // nothing beneath it
+            if let Some((record, shared, inside)) = ttl_only.take() {
+                walk.apply(&record.as_tombstone(), (shared, inside), None); // nothing beneath
             }
         }
-        if !walk.relevant(entry) {
-            continue;
-        }
+        let Some(inside) = walk.relevant(entry) else { continue };
         let shared = match &ttl_only {
-            Some((_, shared)) => *shared,
+            Some((_, shared, _)) => *shared,
             None => last.as_ref().map_or(0, |l| walk.shared_with(l.borrow(), entry)),
         };
         if let ValueKind::TtlOnly { .. } = entry.value.kind {
             if ttl_only.is_none() {
-                ttl_only = Some((entry.clone(), shared));
+                ttl_only = Some((entry.clone(), shared, inside));
             }
             last = Some(item);
             continue;
         }
-        let merged_ttl = ttl_only.take().map(|(record, _)| (record.doc_ht.ht, record.value.ttl));
-        walk.apply(entry, shared, merged_ttl);
+        let merged_ttl = ttl_only.take().map(|(record, ..)| (record.doc_ht.ht, record.value.ttl));
+        walk.apply(entry, (shared, inside), merged_ttl);
         last = Some(item);
     }
-    if let Some((record, shared)) = ttl_only {
-        walk.apply(&record.as_tombstone(), shared, None);
+    if let Some((record, shared, inside)) = ttl_only {
+        walk.apply(&record.as_tombstone(), (shared, inside), None);
     }
     walk.out
 }
@@ -152,6 +156,9 @@ pub(crate) fn read_subdocument<E: std::borrow::Borrow<DocEntry>>(
 struct Walk<'a> {
     read: ReadConfig,
     target: &'a DocPath,
+    /// The target's path (on the table key?, subkeys) and how many levels it has.
+    target_at: (bool, &'a [KeyEntry]),
+    target_levels: usize,
     levels_of: PathLevels,
     /// The levels of the last applied entry's path.
     levels: Levels,
@@ -159,27 +166,26 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// Whether `entry` can matter: an ancestor of the target or inside it (on the table
-    /// key, a tombstone only).
-    fn relevant(&self, entry: &DocEntry) -> bool {
-        let target_at = (self.target.doc_key.is_table_key(), self.target.subkeys.as_slice());
+    /// Whether `entry` can matter — an ancestor of the target or inside it (on the table
+    /// key, a tombstone only) — and if so, whether it is inside it.
+    fn relevant(&self, entry: &DocEntry) -> Option<bool> {
         let at = (entry.table_key, entry.subkeys.as_slice());
         let depth = self.levels_of.levels(at.0, at.1);
-        let with_target = self.levels_of.shared(at, target_at);
-        let in_subtree = with_target == self.levels_of.levels(target_at.0, target_at.1);
+        let with_target = self.levels_of.shared(at, self.target_at);
+        let in_subtree = with_target == self.target_levels;
         if !in_subtree && with_target < depth {
-            return false; // neither an ancestor of the target nor inside it
+            return None; // neither an ancestor of the target nor inside it
         }
         if entry.table_key && !in_subtree && !self.target.doc_key.is_table_key() {
             // Only a tombstone at the table key hides the table's documents (YugabyteDB's
             // `GetTableTombstoneTime`, doc_reader.cc); any other entry there is just an
             // entry. The newest tombstone counts, whatever is newer (docsim: models essay).
             if entry.value.kind != ValueKind::Tombstone {
-                return false;
+                return None;
             }
             crate::probe::hit("read.table_tombstone");
         }
-        true
+        Some(in_subtree)
     }
 
     /// How many leading levels the paths of `last` and `entry` share.
@@ -187,15 +193,17 @@ impl Walk<'_> {
         self.levels_of.shared((last.table_key, &last.subkeys), (entry.table_key, &entry.subkeys))
     }
 
-    /// Apply the version `entry` of its path (sharing `shared` levels with the last one
-    /// applied); `merged_ttl`: the TTL-only record above it (write time, TTL).
-    fn apply(&mut self, entry: &DocEntry, shared: usize, merged_ttl: Option<(HybridTime, Ttl)>) {
+    /// Apply the version `entry` of its path, which shares `shared` levels with the last
+    /// one applied and is inside the target or not (`in_subtree`, from [`Walk::relevant`]);
+    /// `merged_ttl`: the TTL-only record above it (write time, TTL).
+    fn apply(
+        &mut self,
+        entry: &DocEntry,
+        (shared, in_subtree): (usize, bool),
+        merged_ttl: Option<(HybridTime, Ttl)>,
+    ) {
         let ReadConfig { read_ht, table_ttl_ms, plants } = self.read;
-        let at = (entry.table_key, entry.subkeys.as_slice());
-        let depth = self.levels_of.levels(at.0, at.1);
-        let target_at = (self.target.doc_key.is_table_key(), self.target.subkeys.as_slice());
-        let in_subtree =
-            self.levels_of.shared(at, target_at) == self.levels_of.levels(target_at.0, target_at.1);
+        let depth = self.levels_of.levels(entry.table_key, &entry.subkeys);
         self.levels.align(shared.min(depth - 1), depth, |_| None);
         let ttl_from = merged_ttl.unwrap_or((entry.doc_ht.ht, entry.value.ttl));
         let exp = visible_by_time(&mut self.levels, entry.doc_ht, ttl_from, plants);
