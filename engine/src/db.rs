@@ -814,20 +814,16 @@ impl GcFilter {
             return feed.decide_ttl_only(components, dht, ttl, table_doc);
         }
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
-        // Planted: a full compaction keeps the tombstones at or below its cutoff.
         let params = feed.params();
-        let full = params.kind == CompactionKind::Full;
-        let kept_tombstone = tombstone && verdict == Verdict::Drop && full;
-        if kept_tombstone
-            && dht.ht <= params.cutoff_ht
-            && self.plants.contains(Plant::GcKeepsTombstones)
-        {
+        let (full, at_or_below) = (params.kind == CompactionKind::Full, dht.ht <= params.cutoff_ht);
+        // Planted: a full compaction keeps the tombstones at or below its cutoff.
+        let dropped_tombstone = tombstone && verdict == Verdict::Drop && full && at_or_below;
+        if dropped_tombstone && self.plants.contains(Plant::GcKeepsTombstones) {
             return Ok(Verdict::Keep);
         }
         // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
         // a full compaction, rewritten as a bare tombstone by a minor one.
         if matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {
-            let full = feed.params().kind == CompactionKind::Full;
             if full && self.plants.contains(Plant::YbExpiredParentGc) {
                 return Ok(Verdict::Drop);
             }
@@ -840,9 +836,7 @@ impl GcFilter {
         // tombstone, above the history cutoff as below it; expiry still counts at it.
         let shadowed =
             unbounded.decide_in(components, dht, tombstone, ttl, table_doc)? == Verdict::Drop;
-        let params = feed.params();
-        let full = params.kind == CompactionKind::Full;
-        let tombstone_above = tombstone && full && dht.ht > params.cutoff_ht;
+        let tombstone_above = tombstone && full && !at_or_below;
         Ok(if shadowed || tombstone_above { Verdict::Drop } else { verdict })
     }
 
