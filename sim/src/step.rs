@@ -349,35 +349,43 @@ fn compact(
     });
     let lines: Vec<String> = result.as_ref().err().iter().map(|e| error_line(e)).collect();
     let only = files.map(|_| TabletId::Docs);
-    let compacted: Vec<TabletId> = match &only {
-        Some(id) => vec![id.clone()],
-        None => std::iter::once(TabletId::Docs)
-            .chain(state.tables.keys().map(|t| TabletId::Table(t.clone())))
-            .collect(),
-    };
-    let cut = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
-    if result.is_ok() || cut {
-        state.book.compacted(&compacted, cutoff);
-    }
-    if after_flush(state, &result, only.as_ref()) {
-        // A crash armed for after the flush cut it after the compaction, before log GC:
-        // the compaction happened, and its cutoff holds.
-        expect_agreed_error(state, &result);
-        advance_cutoff(state, cutoff, files.is_none());
-        return Ok(lines);
-    }
-    if result.is_err() {
+    // A crash armed for after the flush cuts it after the compaction, before log GC: the
+    // compaction happened, and its cutoff holds.
+    let cut = after_flush(state, &result, only.as_ref());
+    if result.is_err() && !cut {
         // The model compacts without fail: a compaction error (a filter that could not
         // judge entries, RocksDB, a down tablet) is the engine refusing an operation.
         state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
         return Err((Vec::new(), lines));
     }
-    advance_cutoff(state, cutoff, files.is_none());
+    compacted(state, cutoff, only);
+    if cut {
+        expect_agreed_error(state, &result);
+        return Ok(lines);
+    }
     if !minor && files.is_none() {
         check_gc_complete(state, cutoff)?;
     }
     recheck(state, cutoff)?; // a failure here is the re-checked read's (see `failure`)
     Ok(lines)
+}
+
+/// A compaction with `cutoff` happened, of every tablet or of `only` one: the book (whose
+/// restart reports carry the cutoff) and the models learn it.
+fn compacted(state: &mut State, cutoff: HybridTime, only: Option<TabletId>) {
+    let every_tablet = only.is_none();
+    let ids: Vec<TabletId> = match only {
+        Some(id) => vec![id],
+        None => std::iter::once(TabletId::Docs)
+            .chain(state.tables.keys().map(|t| TabletId::Table(t.clone())))
+            .collect(),
+    };
+    state.book.compacted(&ids, cutoff);
+    state.docs.compacted(cutoff.raw());
+    if every_tablet {
+        state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
+    }
+    state.cutoff = state.cutoff.max(cutoff);
 }
 
 /// After a full compaction: every tablet's dump holds nothing at or below the cutoff that
@@ -398,15 +406,6 @@ fn check_gc_complete(state: &mut State, cutoff: HybridTime) -> Result<(), Mismat
     state.mismatch_kind = Some(FailureKind::GcIncomplete);
     let expected = leftovers.iter().map(|line| format!("absent {line}")).collect();
     Err((expected, leftovers))
-}
-
-/// The models learn a compaction's cutoff (of every tablet, or the document tablet's).
-fn advance_cutoff(state: &mut State, cutoff: HybridTime, every_tablet: bool) {
-    state.docs.compacted(cutoff.raw());
-    if every_tablet {
-        state.tables.values_mut().for_each(|(_, m)| m.compacted(cutoff.raw()));
-    }
-    state.cutoff = state.cutoff.max(cutoff);
 }
 
 /// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
