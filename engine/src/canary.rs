@@ -74,6 +74,16 @@ pub enum Plant {
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
     GcKeepsTombstones,
+    // Bugs of the replicated tablet (`peer.rs`): planted in `docsim cluster` runs.
+    /// Bootstrap with peers takes every entry in the log for committed: orphaned entries a
+    /// new leader overwrote come back as applied data on this peer.
+    OrphansCommitted,
+    /// A peer's clock does not move past the hybrid time an envelope carries: a new leader
+    /// may write below a time an old one already acknowledged or served.
+    HtNotPropagated,
+    /// A leader serves reads at any time, ignoring the lease a majority echoed (a stale
+    /// read when a partitioned old leader still believes it leads).
+    ReadsPastLease,
 }
 
 impl Plant {
@@ -101,6 +111,10 @@ impl Plant {
         Plant::YbSeekStopsAtExpire,
         Plant::GcKeepsTombstones,
     ];
+
+    /// The bugs of the replicated tablet, caught by `docsim cluster`.
+    pub const REPLICATED: [Plant; 3] =
+        [Plant::OrphansCommitted, Plant::HtNotPropagated, Plant::ReadsPastLease];
 
     /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
     /// it in hundreds of seeds, not tens, and its reproducer is longer than a dozen ops.
@@ -137,12 +151,15 @@ impl Plant {
             Plant::YbExpiredParentGc => "yb-expired-parent-gc",
             Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
+            Plant::OrphansCommitted => "orphans-committed",
+            Plant::HtNotPropagated => "ht-not-propagated",
+            Plant::ReadsPastLease => "reads-past-lease",
         }
     }
 
     /// The bug with this command-line name.
     pub fn from_name(name: &str) -> Option<Plant> {
-        Plant::ALL.into_iter().find(|p| p.name() == name)
+        Plant::ALL.into_iter().chain(Plant::REPLICATED).find(|p| p.name() == name)
     }
 }
 
@@ -175,7 +192,8 @@ mod tests {
     fn a_set_holds_exactly_its_plant() {
         assert!(Plant::ALL.iter().all(|&p| !Plants::NONE.contains(p)));
         assert_eq!(Plants::of(None), Plants::NONE);
-        for bug in Plant::ALL {
+        for bug in Plant::ALL.into_iter().chain(Plant::REPLICATED) {
+            assert_eq!(Plant::from_name(bug.name()), Some(bug));
             let set = Plants::of(Some(bug));
             assert!(Plant::ALL.iter().all(|&p| set.contains(p) == (p == bug)), "{bug:?}");
         }

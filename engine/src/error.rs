@@ -108,6 +108,30 @@ pub enum Error {
     /// RocksDB failed.
     #[error("storage error: {0}")]
     Storage(String),
+    /// A write sent to a peer that does not lead its Raft group; `leader` is the one it
+    /// knows of. Nothing was written: send it there.
+    #[error("not the leader{}", leader_hint(.leader))]
+    NotLeader { leader: Option<u64> },
+    /// A leader's read above the hybrid-time lease a majority of its peers granted: it may
+    /// no longer lead. Nothing was read; read at or below `lease_ht`, or at the leader.
+    #[error("lease expired: read at {read_ht} is above the majority's lease {lease_ht}")]
+    LeaseExpired { read_ht: HybridTime, lease_ht: HybridTime },
+    /// A read above what this replica knows to be committed and applied (`safe_ht`;
+    /// `None`: a new leader that has not applied its first entry). Retry later or lower.
+    #[error("safe time behind: {}", safe_message(.read_ht, .safe_ht))]
+    SafeTimeBehind { read_ht: Option<HybridTime>, safe_ht: Option<HybridTime> },
+}
+
+fn leader_hint(leader: &Option<u64>) -> String {
+    leader.map(|id| format!(" (node {id} is)")).unwrap_or_default()
+}
+
+fn safe_message(read_ht: &Option<HybridTime>, safe_ht: &Option<HybridTime>) -> String {
+    let read = read_ht.map_or("the read".to_owned(), |ht| format!("read at {ht}"));
+    match safe_ht {
+        Some(safe) => format!("{read} is above the replica's safe time {safe}"),
+        None => format!("{read} waits for the new leader's first entry to apply"),
+    }
 }
 
 fn key_suffix(key: &Option<String>) -> String {
@@ -154,11 +178,17 @@ pub enum ErrorKind {
     CompactionFilter,
     /// RocksDB failed.
     Storage,
+    /// Not the leader.
+    NotLeader,
+    /// A leader read above its lease.
+    LeaseExpired,
+    /// A read above the replica's safe time.
+    SafeTimeBehind,
 }
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 18] = [
         ErrorKind::Corruption,
         ErrorKind::InvalidRequest,
         ErrorKind::TypeConflict,
@@ -174,6 +204,9 @@ impl ErrorKind {
         ErrorKind::ReplayGap,
         ErrorKind::CompactionFilter,
         ErrorKind::Storage,
+        ErrorKind::NotLeader,
+        ErrorKind::LeaseExpired,
+        ErrorKind::SafeTimeBehind,
     ];
 
     /// The snake_case name (`expect error: <name>` in docscript).
@@ -194,6 +227,9 @@ impl ErrorKind {
             ErrorKind::ReplayGap => "replay_gap",
             ErrorKind::CompactionFilter => "compaction_filter",
             ErrorKind::Storage => "storage",
+            ErrorKind::NotLeader => "not_leader",
+            ErrorKind::LeaseExpired => "lease_expired",
+            ErrorKind::SafeTimeBehind => "safe_time_behind",
         }
     }
 
@@ -228,6 +264,9 @@ impl Error {
             Error::ReplayGap(_) => ErrorKind::ReplayGap,
             Error::CompactionFilter(_) => ErrorKind::CompactionFilter,
             Error::Storage(_) => ErrorKind::Storage,
+            Error::NotLeader { .. } => ErrorKind::NotLeader,
+            Error::LeaseExpired { .. } => ErrorKind::LeaseExpired,
+            Error::SafeTimeBehind { .. } => ErrorKind::SafeTimeBehind,
         }
     }
 }

@@ -367,7 +367,7 @@ fn replay_plan(
 }
 
 /// A Raft entry's payload: the hybrid time (8 bytes, big-endian) and the encoded batch.
-fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8> {
+pub(crate) fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8> {
     let mut data = ht.raw().to_be_bytes().to_vec();
     data.extend_from_slice(&entries.to_bytes());
     data
@@ -376,7 +376,7 @@ fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8> {
 /// Apply one committed entry to RocksDB (live or in replay: the same bytes either way);
 /// returns whether it carried writes. Write ids follow batch positions, so a replay is
 /// bit-identical to the first apply.
-fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
+pub(crate) fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
     if entry.data.is_empty() {
         return Ok(false); // a new leader's empty entry
     }

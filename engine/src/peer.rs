@@ -1,0 +1,646 @@
+//! One replica of a replicated document tablet: a Raft group of 1, 3 or 5 peers.
+//!
+//! A [`Peer`] owns what one YB-TServer holds for its replica of the tablet: a RocksDB
+//! instance, a Raft log on its own simulated disk, raft-rs's `RawNode`, and a hybrid
+//! clock over the physical time the caller passes in (the simulator's skewed clock: the
+//! engine never reads time itself). The caller moves [`Envelope`]s between peers (over
+//! madsim's network in the simulator, over a queue in tests) and calls [`Peer::tick`]
+//! every tick. Each `Ready` is handled in the order raft-rs requires: messages a leader
+//! may send at once, committed entries applied, new entries and hard state appended and
+//! synced, then the messages that needed them persisted.
+//!
+//! **Hybrid time across peers.** Every envelope carries the sender's hybrid time and the
+//! receiver's clock moves past it (YB's `propagated_hybrid_time`, handled by
+//! `HybridClock::Update`); a follower's clock also moves past every entry it appends. The
+//! leader gives each write a hybrid time from its clock, so times increase along the log.
+//!
+//! **Which reads are safe** (docsim's rule, after YB's hybrid-time leader lease,
+//! `ReplicaState::MajorityReplicatedHtLeaseExpiration`, and `MvccManager::SafeTime`):
+//! - A leader asks for a *hybrid-time lease* in every message it sends (its time plus
+//!   `lease_us`); a follower echoes the newest one it received from its leader. The lease
+//!   a majority echoed bounds the leader's reads: above it, `lease_expired`. Below it, a
+//!   read must also be below the first entry not applied yet, and the leader must have
+//!   applied its own term's first entry: otherwise `safe_time_behind`.
+//! - Every peer remembers the highest lease it has seen and sends it with everything; a
+//!   peer that wins an election moves its clock past the highest its voters sent, so a
+//!   new leader never writes at or below a time an old leader may have served a read at.
+//!   A restarted peer forgot what it had seen: it refuses to vote for `quiet_us` after it
+//!   starts (unless its disk shows it never ran) (long enough for any lease it echoed to be passed by every clock).
+//! - A follower serves reads at or below its *safe time*: the time of the last entry it
+//!   applied, or the leader's safe time propagated with the leader's commit index once
+//!   it has applied that far. Above: `safe_time_behind`. Each read moves the clock past
+//!   its time, so a leader never writes below a read it served.
+//!
+//! **Bootstrap with peers** ([`Peer::open`]): entries up to the persisted commit index (or
+//! the flushed frontier, if higher) are committed and re-applied above the frontier as
+//! for one voter; the entries above it are YB's *orphaned replicates*: handed to Raft
+//! unapplied, for the next leader to commit or overwrite (log matching). The log is read
+//! whole and never collected while peers run (no Raft snapshots yet: catching up a peer
+//! always uses the leader's log).
+
+use crate::canary::{Plant, Plants};
+use crate::db::{DocDb, Frontier, RawEntry};
+use crate::disk::SimDisk;
+use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned};
+use crate::document::Document;
+use crate::encoding::DocPath;
+use crate::error::{Error, Result};
+use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
+use crate::log::{HardState, Log, LogEntry, OpId};
+use crate::replay::plan_replay;
+use crate::tablet::encode_payload;
+use crate::write_batch::DocWriteBatch;
+use raft::eraftpb::{ConfState, Entry, Message, MessageType};
+use raft::storage::MemStorage;
+use raft::{Config, RawNode, StateRole};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+#[cfg(test)]
+mod tests;
+
+/// How one peer is configured. Times are in microseconds of the caller's physical clock.
+#[derive(Clone, Debug)]
+pub struct PeerOptions {
+    /// This peer's Raft id (1-based).
+    pub id: u64,
+    /// Every voter's id.
+    pub voters: Vec<u64>,
+    /// Ticks without a leader before this peer campaigns. raft-rs draws its randomized
+    /// timeout from `rand::thread_rng()`; the range given to raft-rs is one tick wide, so
+    /// the jitter must come from the caller's seeded stream (added here).
+    pub election_tick: usize,
+    /// Ticks between a leader's heartbeats.
+    pub heartbeat_tick: usize,
+    /// How far ahead of its clock a leader asks for a hybrid-time lease.
+    pub lease_us: u64,
+    /// How long a restarted peer refuses to vote.
+    pub quiet_us: u64,
+    /// Raft log segment size in bytes.
+    pub segment_bytes: usize,
+    /// Planted bugs (testing the tester).
+    pub plants: Plants,
+}
+
+/// One Raft message between peers, with what docsim's rules carry beside it.
+#[derive(Clone, Debug)]
+pub struct Envelope {
+    pub from: u64,
+    pub to: u64,
+    /// The sender's hybrid time when it sent.
+    pub ht: HybridTime,
+    /// From a leader: the lease it asks for. From others: the highest lease they saw.
+    pub ht_lease: HybridTime,
+    /// From a follower to its leader: the newest lease it received from it (this term).
+    pub echo: Option<HybridTime>,
+    /// From a leader: its commit index and its safe time then.
+    pub safe: Option<(u64, HybridTime)>,
+    pub msg: Message,
+}
+
+/// What [`Peer::open`] found and did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BootReport {
+    pub frontier: Frontier,
+    /// Committed entries above the frontier re-applied.
+    pub replayed: usize,
+    pub first: Option<OpId>,
+    pub last: Option<OpId>,
+    /// Entries above the commit index handed to Raft unapplied (orphaned replicates).
+    pub uncommitted: usize,
+}
+
+impl std::fmt::Display for BootReport {
+    /// The replicated docscript `restart node=<i>:` line's fields.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "flushed={} replayed={}", self.frontier.op_id, self.replayed)?;
+        if let (Some(first), Some(last)) = (self.first, self.last) {
+            write!(f, " from={first} to={last}")?;
+        }
+        write!(f, " uncommitted={}", self.uncommitted)
+    }
+}
+
+/// One entry a peer applied (live or in bootstrap), for the checker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Applied {
+    pub op_id: OpId,
+    /// The write's hybrid time; `None` for a leader's empty entry.
+    pub ht: Option<HybridTime>,
+}
+
+/// A peer's role and progress, for the simulator's reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerStatus {
+    pub leader: bool,
+    pub term: u64,
+    pub leader_id: u64,
+    pub commit: u64,
+    pub applied: u64,
+    pub last_index: u64,
+}
+
+/// The caller's physical time, set before each call.
+struct Given(u64);
+
+impl PhysicalClock for Given {
+    fn now_us(&mut self) -> u64 {
+        self.0
+    }
+}
+
+/// One replica.
+pub struct Peer {
+    options: PeerOptions,
+    db: DocDb,
+    log: Log,
+    raw: RawNode<MemStorage>,
+    clock: HybridClock<Given>,
+    /// The last applied index (entries with and without writes).
+    applied: u64,
+    /// The time of the last applied write.
+    applied_ht: HybridTime,
+    /// Hybrid times of appended entries not applied yet, by index.
+    unapplied: BTreeMap<u64, HybridTime>,
+    /// The highest lease seen in any envelope.
+    max_lease_seen: HybridTime,
+    /// As leader: the lease each peer echoed this term (this peer: the last it asked).
+    lease_acks: BTreeMap<u64, HybridTime>,
+    /// The term this peer last became leader in, and its first entry's index then.
+    led: Option<(u64, u64)>,
+    /// As follower: (term, leader, newest lease received from it).
+    echo: Option<(u64, u64, HybridTime)>,
+    /// As follower: the leader's newest (commit index, safe time).
+    propagated: Option<(u64, HybridTime)>,
+    /// No votes before this physical time.
+    quiet_until_us: u64,
+    /// Entries applied since the last [`Peer::take_applied`].
+    applied_log: Vec<Applied>,
+    /// Why the peer stopped (a failed disk write): it refuses everything until reopened.
+    down: Option<Error>,
+}
+
+impl Peer {
+    /// Open (or create) the peer: RocksDB in `dir` of `env`, the log in `log_dir` on
+    /// `disk`; bootstrap as the module says. `now_us` is the physical time now.
+    pub fn open(
+        dir: &Path,
+        env: Option<&rocksdb::Env>,
+        disk: &SimDisk,
+        log_dir: &str,
+        options: PeerOptions,
+        now_us: u64,
+    ) -> Result<(Peer, BootReport)> {
+        let db = DocDb::open_in(dir, env, options.plants)?;
+        let frontier = db.opened_frontier();
+        let (log, recovery) = Log::open(disk, log_dir, options.segment_bytes, 0, options.plants)?;
+        let last = recovery.entries.last().map_or(recovery.prev, |e| e.op_id);
+        let mut commit = recovery.hard_state.commit.max(frontier.op_id.index).min(last.index);
+        if options.plants.contains(Plant::OrphansCommitted) {
+            commit = last.index; // takes every entry it holds for committed
+        }
+        let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
+        let plan =
+            plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::ReplayGap)?;
+        let mut clock = HybridClock::new(Given(now_us));
+        let mut report = BootReport {
+            frontier,
+            replayed: 0,
+            first: None,
+            last: None,
+            uncommitted: ops.iter().filter(|op| op.index > commit).count(),
+        };
+        let mut applied_log = Vec::new();
+        let mut applied_ht = frontier.ht;
+        let mut unapplied = BTreeMap::new();
+        for (i, entry) in recovery.entries.iter().enumerate() {
+            let ht = entry_ht(entry)?;
+            if let Some(ht) = ht {
+                clock.update(ht);
+                if entry.op_id.index <= commit {
+                    applied_ht = applied_ht.max(ht);
+                } else {
+                    unapplied.insert(entry.op_id.index, ht);
+                }
+            }
+            if plan.contains(&i) {
+                if apply_entry(&db, entry)? {
+                    report.replayed += 1;
+                    report.first.get_or_insert(entry.op_id);
+                    report.last = Some(entry.op_id);
+                }
+                applied_log.push(Applied { op_id: entry.op_id, ht });
+            }
+        }
+        let raw = raft_node(&options, &recovery, commit, last)?;
+        // A peer that never ran (nothing on its disk) never echoed a lease: no quiet.
+        let ran = recovery.hard_state.term > 0 || last.index > 0;
+        let peer = Peer {
+            quiet_until_us: if ran { now_us.saturating_add(options.quiet_us) } else { 0 },
+            options,
+            db,
+            log,
+            raw,
+            clock,
+            applied: commit,
+            applied_ht,
+            unapplied,
+            max_lease_seen: HybridTime::MIN,
+            lease_acks: BTreeMap::new(),
+            led: None,
+            echo: None,
+            propagated: None,
+            applied_log,
+            down: None,
+        };
+        Ok((peer, report))
+    }
+
+    /// This peer's id.
+    pub fn id(&self) -> u64 {
+        self.options.id
+    }
+
+    fn check_up(&self) -> Result<()> {
+        match &self.down {
+            None => Ok(()),
+            Some(why) => Err(Error::Down { cause: Some(Box::new(why.clone())) }),
+        }
+    }
+
+    fn set_now(&mut self, now_us: u64) {
+        self.clock.physical_mut().0 = now_us;
+    }
+
+    /// One tick of Raft's logical clock; returns the envelopes to send.
+    pub fn tick(&mut self, now_us: u64) -> Result<Vec<Envelope>> {
+        self.check_up()?;
+        self.set_now(now_us);
+        self.raw.tick();
+        self.process()
+    }
+
+    /// Take one envelope from a peer; returns the envelopes to send.
+    pub fn receive(&mut self, envelope: Envelope, now_us: u64) -> Result<Vec<Envelope>> {
+        self.check_up()?;
+        self.set_now(now_us);
+        let Envelope { from, ht, ht_lease, echo, safe, msg, .. } = envelope;
+        if !self.options.plants.contains(Plant::HtNotPropagated) {
+            self.clock.update(ht);
+        }
+        self.max_lease_seen = self.max_lease_seen.max(ht_lease);
+        let vote = msg.get_msg_type() == MessageType::MsgRequestVote;
+        if vote && now_us < self.quiet_until_us {
+            return self.process(); // a restarted peer does not vote yet
+        }
+        let term = msg.term;
+        let raft = &self.raw.raft;
+        if raft.state == StateRole::Leader && term == raft.term {
+            if let Some(echo) = echo {
+                let acked = self.lease_acks.entry(from).or_insert(HybridTime::MIN);
+                *acked = (*acked).max(echo);
+            }
+        }
+        self.raw.step(msg).map_err(raft_error)?;
+        let raft = &self.raw.raft;
+        if raft.state != StateRole::Leader && raft.leader_id == from && term == raft.term {
+            let newest = match self.echo {
+                Some((t, l, lease)) if t == term && l == from => lease.max(ht_lease),
+                _ => ht_lease,
+            };
+            self.echo = Some((term, from, newest));
+            if let Some(safe) = safe {
+                self.propagated = Some(safe);
+            }
+        }
+        self.process()
+    }
+
+    /// Propose `writes` as one entry at a time from this leader's clock. Returns the
+    /// entry's op id and time; the write is done once [`Peer::is_applied`] says so.
+    pub fn propose(&mut self, writes: &[DocWrite], now_us: u64) -> Result<(OpId, HybridTime)> {
+        self.check_up()?;
+        self.set_now(now_us);
+        self.note_leadership();
+        if self.raw.raft.state != StateRole::Leader {
+            let leader = Some(self.raw.raft.leader_id).filter(|&id| id != raft::INVALID_ID);
+            return Err(Error::NotLeader { leader });
+        }
+        let ht = self.clock.now();
+        let scanned = &mut Scanned::default();
+        let entries = build_entries(&self.db, writes, ht, MarkerMode::Optional, scanned)?;
+        let batch: DocWriteBatch = entries.iter().collect();
+        self.raw.propose(vec![], encode_payload(ht, &batch)).map_err(raft_error)?;
+        let op_id = OpId::new(self.raw.raft.term, self.raw.raft.raft_log.last_index());
+        Ok((op_id, ht))
+    }
+
+    /// Handle every `Ready`; returns the envelopes to send. Call after each proposal.
+    pub fn process(&mut self) -> Result<Vec<Envelope>> {
+        let result = self.handle_ready();
+        if let Err(e) = &result {
+            self.down = Some(e.clone());
+        }
+        self.note_leadership();
+        result
+    }
+
+    fn handle_ready(&mut self) -> Result<Vec<Envelope>> {
+        let mut out = Vec::new();
+        while self.raw.has_ready() {
+            self.note_leadership();
+            let mut ready = self.raw.ready();
+            let now = ready.take_messages();
+            self.wrap(now, &mut out);
+            assert!(ready.snapshot().is_empty(), "no Raft snapshots: the log is never collected");
+            self.apply_all(ready.take_committed_entries())?;
+            let entries: Vec<LogEntry> = ready.entries().iter().map(to_log_entry).collect();
+            self.appended(&entries)?;
+            let hs =
+                ready.hs().map(|hs| HardState { term: hs.term, vote: hs.vote, commit: hs.commit });
+            if !entries.is_empty() || hs.is_some() {
+                self.log.append(&entries, hs)?;
+            }
+            if ready.must_sync() {
+                self.log.sync()?;
+            }
+            let store = self.raw.store().clone();
+            store.wl().append(ready.entries()).map_err(raft_error)?;
+            if let Some(hs) = ready.hs() {
+                store.wl().set_hardstate(hs.clone());
+            }
+            let persisted = ready.take_persisted_messages();
+            self.wrap(persisted, &mut out);
+            let mut light = self.raw.advance(ready);
+            if let Some(commit) = light.commit_index() {
+                store.wl().mut_hard_state().commit = commit;
+                let hs = store.rl().hard_state().clone();
+                let hs = HardState { term: hs.term, vote: hs.vote, commit };
+                self.log.append(&[], Some(hs))?; // not synced: bootstrap may see less
+            }
+            let later = light.take_messages();
+            self.wrap(later, &mut out);
+            self.apply_all(light.take_committed_entries())?;
+            self.raw.advance_apply();
+        }
+        Ok(out)
+    }
+
+    /// New entries reached this peer's log: a tail they replace is gone, and the clock
+    /// moves past their times.
+    fn appended(&mut self, entries: &[LogEntry]) -> Result<()> {
+        let Some(first) = entries.first() else { return Ok(()) };
+        self.unapplied.split_off(&first.op_id.index);
+        for entry in entries {
+            if let Some(ht) = entry_ht(entry)? {
+                self.clock.update(ht);
+                self.unapplied.insert(entry.op_id.index, ht);
+            }
+        }
+        Ok(())
+    }
+
+    fn apply_all(&mut self, committed: Vec<Entry>) -> Result<()> {
+        for entry in committed.iter().map(to_log_entry) {
+            assert_eq!(entry.op_id.index, self.applied + 1, "entries apply in order");
+            apply_entry(&self.db, &entry)?;
+            let ht = entry_ht(&entry)?;
+            if let Some(ht) = ht {
+                self.applied_ht = self.applied_ht.max(ht);
+            }
+            self.applied = entry.op_id.index;
+            self.unapplied.remove(&entry.op_id.index);
+            self.applied_log.push(Applied { op_id: entry.op_id, ht });
+        }
+        Ok(())
+    }
+
+    /// Wrap raft-rs's messages in envelopes.
+    fn wrap(&mut self, messages: Vec<Message>, out: &mut Vec<Envelope>) {
+        let leader = self.raw.raft.state == StateRole::Leader;
+        for msg in messages {
+            let ht = self.clock.now();
+            let (ht_lease, safe) = if leader {
+                let lease = ht.add_micros(self.options.lease_us);
+                self.lease_acks.insert(self.options.id, lease);
+                self.max_lease_seen = self.max_lease_seen.max(lease);
+                let safe = self.leader_bound().ok().map(|bound| (self.applied, bound.min(ht)));
+                (lease, safe)
+            } else {
+                (self.max_lease_seen, None)
+            };
+            let echo = match self.echo {
+                Some((term, l, lease)) if l == msg.to && term == self.raw.raft.term => Some(lease),
+                _ => None,
+            };
+            out.push(Envelope { from: self.options.id, to: msg.to, ht, ht_lease, echo, safe, msg });
+        }
+    }
+
+    /// On becoming leader: move the clock past every lease the voters reported, and
+    /// remember where this term's entries start.
+    fn note_leadership(&mut self) {
+        let raft = &self.raw.raft;
+        let term = raft.term;
+        if raft.state != StateRole::Leader {
+            return;
+        }
+        if self.led.is_none_or(|(t, _)| t != term) {
+            let first = raft.raft_log.last_index();
+            self.led = Some((term, first));
+            self.lease_acks.clear();
+            self.clock.update(self.max_lease_seen);
+        }
+    }
+
+    /// The highest time this peer may serve a read at, or why it may serve none.
+    fn leader_bound(&self) -> Result<HybridTime> {
+        let no_safe = |safe_ht| Error::SafeTimeBehind { read_ht: None, safe_ht };
+        let Some((term, first)) = self.led else { return Err(no_safe(None)) };
+        if term != self.raw.raft.term || self.applied < first {
+            return Err(no_safe(None)); // its own term's first entry is not applied yet
+        }
+        let lease = self.majority_lease();
+        let pending = self.unapplied.values().next().map(|ht| HybridTime::from_raw(ht.raw() - 1));
+        Ok(pending.map_or(lease, |p| p.min(lease)))
+    }
+
+    /// The subdocument at `path` as of `read_ht`, if this peer can serve that time.
+    pub fn read(
+        &mut self,
+        path: &DocPath,
+        read_ht: HybridTime,
+        now_us: u64,
+    ) -> Result<Option<Document>> {
+        self.check_up()?;
+        self.set_now(now_us);
+        self.note_leadership();
+        self.check_servable(read_ht)?;
+        self.clock.update(read_ht);
+        self.db.get(path, read_ht, None)
+    }
+
+    fn check_servable(&self, read_ht: HybridTime) -> Result<()> {
+        if self.raw.raft.state == StateRole::Leader {
+            let bound = self.leader_bound().map_err(|e| with_read_ht(e, read_ht))?;
+            if read_ht <= bound {
+                return Ok(());
+            }
+            let lease = self.majority_lease();
+            if read_ht > lease {
+                return Err(Error::LeaseExpired { read_ht, lease_ht: lease });
+            }
+            return Err(Error::SafeTimeBehind { read_ht: Some(read_ht), safe_ht: Some(bound) });
+        }
+        let safe = self.safe_time();
+        if read_ht <= safe {
+            return Ok(());
+        }
+        Err(Error::SafeTimeBehind { read_ht: Some(read_ht), safe_ht: Some(safe) })
+    }
+
+    fn majority_lease(&self) -> HybridTime {
+        if self.options.plants.contains(Plant::ReadsPastLease) {
+            return HybridTime::MAX;
+        }
+        let mut leases: Vec<HybridTime> = self
+            .options
+            .voters
+            .iter()
+            .map(|v| self.lease_acks.get(v).copied().unwrap_or(HybridTime::MIN))
+            .collect();
+        leases.sort_unstable_by(|a, b| b.cmp(a));
+        leases[self.options.voters.len() / 2]
+    }
+
+    /// A follower's safe time: its last applied write's, or the leader's propagated one
+    /// once applied up to the leader's commit index then.
+    pub fn safe_time(&self) -> HybridTime {
+        match self.propagated {
+            Some((index, safe)) if self.applied >= index => safe.max(self.applied_ht),
+            _ => self.applied_ht,
+        }
+    }
+
+    /// This peer's hybrid time now (a client reading "now" here).
+    pub fn now_ht(&mut self, now_us: u64) -> HybridTime {
+        self.set_now(now_us);
+        self.clock.now()
+    }
+
+    /// Whether the entry `op_id` is applied here (the same entry: same term at its index).
+    pub fn is_applied(&self, op_id: OpId) -> bool {
+        op_id.index <= self.applied
+            && self.raw.raft.raft_log.term(op_id.index).is_ok_and(|t| t == op_id.term)
+    }
+
+    /// Entries applied since the last call (bootstrap's re-applied ones first).
+    pub fn take_applied(&mut self) -> Vec<Applied> {
+        std::mem::take(&mut self.applied_log)
+    }
+
+    /// Role and progress.
+    pub fn status(&self) -> PeerStatus {
+        let raft = &self.raw.raft;
+        PeerStatus {
+            leader: raft.state == StateRole::Leader,
+            term: raft.term,
+            leader_id: raft.leader_id,
+            commit: raft.raft_log.committed,
+            applied: self.applied,
+            last_index: raft.raft_log.last_index(),
+        }
+    }
+
+    /// Flush memtables (the flushed frontier moves to the last applied write).
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_up()?;
+        self.db.flush()
+    }
+
+    /// Every stored entry, for comparing replicas.
+    pub fn dump(&self) -> Result<Vec<RawEntry>> {
+        self.check_up()?;
+        self.db.dump()
+    }
+}
+
+fn with_read_ht(e: Error, read_ht: HybridTime) -> Error {
+    match e {
+        Error::SafeTimeBehind { safe_ht, .. } => {
+            Error::SafeTimeBehind { read_ht: Some(read_ht), safe_ht }
+        }
+        other => other,
+    }
+}
+
+fn raft_node(
+    options: &PeerOptions,
+    recovery: &crate::log::Recovery,
+    commit: u64,
+    last: OpId,
+) -> Result<RawNode<MemStorage>> {
+    let conf = || ConfState::from((options.voters.clone(), vec![]));
+    let storage = MemStorage::new_with_conf_state(conf());
+    {
+        let mut core = storage.wl();
+        assert_eq!(recovery.prev.index, 0, "the log is read whole while peers run");
+        let entries: Vec<Entry> = recovery.entries.iter().map(to_raft_entry).collect();
+        core.append(&entries).map_err(raft_error)?;
+        core.set_hardstate(raft::eraftpb::HardState {
+            term: recovery.hard_state.term.max(last.term),
+            vote: recovery.hard_state.vote,
+            commit,
+            ..Default::default()
+        });
+    }
+    let config = Config {
+        id: options.id,
+        election_tick: options.election_tick,
+        min_election_tick: options.election_tick,
+        max_election_tick: options.election_tick + 1,
+        heartbeat_tick: options.heartbeat_tick,
+        // A peer cut off campaigns without raising its term, so it does not depose a
+        // healthy leader when it returns (YB's pre-elections, `FLAGS_use_preelection`).
+        pre_vote: true,
+        check_quorum: true,
+        applied: commit,
+        ..Config::default()
+    };
+    let logger = slog::Logger::root(slog::Discard, slog::o!());
+    RawNode::new(&config, storage, &logger).map_err(raft_error)
+}
+
+/// The hybrid time an entry's payload starts with (`None`: a leader's empty entry).
+fn entry_ht(entry: &LogEntry) -> Result<Option<HybridTime>> {
+    if entry.data.is_empty() {
+        return Ok(None);
+    }
+    let raw = entry
+        .data
+        .get(..8)
+        .ok_or_else(|| Error::Storage(format!("log entry {}: no hybrid time", entry.op_id)))?;
+    Ok(Some(HybridTime::from_raw(u64::from_be_bytes(raw.try_into().expect("8 bytes")))))
+}
+
+/// Apply one committed entry (as the one-voter tablet does); whether it carried writes.
+fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
+    crate::tablet::apply_entry(db, entry)
+}
+
+fn to_raft_entry(entry: &LogEntry) -> Entry {
+    Entry {
+        term: entry.op_id.term,
+        index: entry.op_id.index,
+        data: entry.data.clone().into(),
+        ..Default::default()
+    }
+}
+
+fn to_log_entry(entry: &Entry) -> LogEntry {
+    LogEntry { op_id: OpId::new(entry.term, entry.index), data: entry.data.to_vec() }
+}
+
+fn raft_error(e: raft::Error) -> Error {
+    Error::Storage(format!("raft: {e}"))
+}

@@ -1,0 +1,320 @@
+//! Three peers over an in-process queue (the simulator uses madsim's network): elections,
+//! replication, a leader change that overwrites an uncommitted tail, orphaned entries at
+//! bootstrap, and which reads each replica may serve.
+
+use super::*;
+use crate::disk::{FaultConfig, Tear};
+use crate::doc_write::WriteKind;
+use crate::error::ErrorKind;
+use crate::notation::Parser;
+use std::collections::{BTreeSet, VecDeque};
+use std::path::PathBuf;
+
+const TICK_US: u64 = 10_000;
+
+struct Group {
+    env: rocksdb::Env,
+    disks: Vec<SimDisk>,
+    peers: Vec<Option<Peer>>,
+    queue: VecDeque<Envelope>,
+    /// Links (from, to) that drop everything.
+    cut: BTreeSet<(u64, u64)>,
+    now_us: u64,
+    plants: Plants,
+}
+
+fn options(id: u64, plants: Plants) -> PeerOptions {
+    PeerOptions {
+        id,
+        voters: vec![1, 2, 3],
+        election_tick: 10 + id as usize, // distinct timeouts: peer 1 campaigns first
+        heartbeat_tick: 3,
+        lease_us: 200_000,
+        quiet_us: 300_000,
+        segment_bytes: 1 << 20,
+        plants,
+    }
+}
+
+fn dir(id: u64) -> PathBuf {
+    PathBuf::from(format!("/peer-tests/n{id}"))
+}
+
+fn path(text: &str) -> DocPath {
+    let mut p = Parser::new(text, 1);
+    let path = p.path().expect("a path");
+    p.finish().expect("only a path");
+    path
+}
+
+fn set(text: &str, value: i64) -> DocWrite {
+    let kind = WriteKind::Set(Document::Primitive(crate::encoding::Primitive::Int64(value)));
+    DocWrite { path: path(text), kind, ttl_us: None }
+}
+
+impl Group {
+    fn new(plants: Plants) -> Group {
+        let env = rocksdb::Env::mem_env().expect("an in-memory env");
+        let disks: Vec<SimDisk> = (0..3).map(|i| SimDisk::new(i, FaultConfig::default())).collect();
+        let mut group = Group {
+            env,
+            disks,
+            peers: vec![],
+            queue: VecDeque::new(),
+            cut: BTreeSet::new(),
+            now_us: 1_000_000,
+            plants,
+        };
+        for id in 1..=3 {
+            let peer = group.open(id);
+            group.peers.push(Some(peer));
+        }
+        group
+    }
+
+    fn open(&mut self, id: u64) -> Peer {
+        let disk = &self.disks[id as usize - 1];
+        let opened = Peer::open(
+            &dir(id),
+            Some(&self.env),
+            disk,
+            "log",
+            options(id, self.plants),
+            self.now_us,
+        );
+        opened.expect("the peer opens").0
+    }
+
+    fn peer(&mut self, id: u64) -> &mut Peer {
+        self.peers[id as usize - 1].as_mut().expect("the peer is up")
+    }
+
+    /// Deliver queued envelopes (and what they cause) until none is left.
+    fn deliver(&mut self) {
+        while let Some(envelope) = self.queue.pop_front() {
+            let (from, to) = (envelope.from, envelope.to);
+            if self.cut.contains(&(from, to)) {
+                continue;
+            }
+            let now = self.now_us;
+            let Some(peer) = self.peers[to as usize - 1].as_mut() else { continue };
+            let out = peer.receive(envelope, now).expect("a healthy peer takes messages");
+            self.queue.extend(out);
+        }
+    }
+
+    /// Let `ms` of time pass, ticking every peer every 10 ms.
+    fn run_ms(&mut self, ms: u64) {
+        for _ in 0..ms * 1000 / TICK_US {
+            self.now_us += TICK_US;
+            let now = self.now_us;
+            for peer in self.peers.iter_mut().flatten() {
+                let out = peer.tick(now).expect("a healthy peer ticks");
+                self.queue.extend(out);
+            }
+            self.deliver();
+        }
+    }
+
+    fn leader(&self) -> u64 {
+        let leaders: Vec<u64> = self
+            .peers
+            .iter()
+            .flatten()
+            .filter(|p| p.status().leader && !self.isolated(p.id()))
+            .map(|p| p.id())
+            .collect();
+        assert_eq!(leaders.len(), 1, "one connected leader: {leaders:?}");
+        leaders[0]
+    }
+
+    fn isolated(&self, id: u64) -> bool {
+        (1..=3).filter(|&o| o != id).all(|o| self.cut.contains(&(id, o)))
+    }
+
+    fn write(&mut self, leader: u64, writes: &[DocWrite]) -> OpId {
+        let now = self.now_us;
+        let (op_id, _) = self.peer(leader).propose(writes, now).expect("the leader proposes");
+        let out = self.peer(leader).process().expect("the leader persists");
+        self.queue.extend(out);
+        self.deliver();
+        op_id
+    }
+
+    fn isolate(&mut self, id: u64) {
+        for other in (1..=3).filter(|&o| o != id) {
+            self.cut.insert((id, other));
+            self.cut.insert((other, id));
+        }
+    }
+
+    fn crash(&mut self, id: u64) {
+        self.peers[id as usize - 1] = None;
+        self.disks[id as usize - 1].crash(Tear::None);
+    }
+
+    fn restart(&mut self, id: u64) -> BootReport {
+        let disk = &self.disks[id as usize - 1];
+        let (peer, report) = Peer::open(
+            &dir(id),
+            Some(&self.env),
+            disk,
+            "log",
+            options(id, self.plants),
+            self.now_us,
+        )
+        .expect("the peer reopens");
+        self.peers[id as usize - 1] = Some(peer);
+        report
+    }
+
+    fn get(&mut self, id: u64, text: &str, read_ht: HybridTime) -> Result<Option<Document>> {
+        let now = self.now_us;
+        self.peer(id).read(&path(text), read_ht, now)
+    }
+
+    fn dumps_agree(&mut self) -> bool {
+        let dumps: Vec<Vec<RawEntry>> =
+            (1..=3).map(|id| self.peer(id).dump().expect("a dump")).collect();
+        dumps.windows(2).all(|w| w[0] == w[1])
+    }
+}
+
+fn int(v: i64) -> Option<Document> {
+    Some(Document::Primitive(crate::encoding::Primitive::Int64(v)))
+}
+
+#[test]
+fn three_peers_elect_replicate_and_agree() {
+    let mut g = Group::new(Plants::NONE);
+    g.run_ms(300);
+    let leader = g.leader();
+    let op = g.write(leader, &[set("doc(1i32;).\"a\"", 7)]);
+    g.run_ms(50);
+    for id in 1..=3 {
+        assert!(g.peer(id).is_applied(op), "peer {id} applied {op}");
+    }
+    assert!(g.dumps_agree());
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let safe = g.peer(follower).safe_time();
+    assert_eq!(g.get(follower, "doc(1i32;).\"a\"", safe).expect("at its safe time"), int(7));
+    let above = HybridTime::from_raw(safe.raw() + (1 << 20));
+    let refused = g.get(follower, "doc(1i32;).\"a\"", above).expect_err("above its safe time");
+    assert_eq!(refused.kind(), ErrorKind::SafeTimeBehind, "{refused}");
+    let now = g.now_us;
+    let read_ht = g.peer(leader).now_ht(now);
+    assert_eq!(g.get(leader, "doc(1i32;).\"a\"", read_ht).expect("a leased leader read"), int(7));
+}
+
+#[test]
+fn a_write_to_a_follower_names_the_leader() {
+    let mut g = Group::new(Plants::NONE);
+    g.run_ms(300);
+    let leader = g.leader();
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let now = g.now_us;
+    let refused =
+        g.peer(follower).propose(&[set("doc(1i32;).\"a\"", 1)], now).expect_err("a follower");
+    assert_eq!(refused, Error::NotLeader { leader: Some(leader) });
+}
+
+#[test]
+fn a_new_leader_overwrites_the_old_leaders_uncommitted_tail() {
+    let mut g = Group::new(Plants::NONE);
+    g.run_ms(300);
+    let old = g.leader();
+    g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    g.isolate(old);
+    let lost = g.write(old, &[set("doc(1i32;).\"a\"", 2)]); // appended on the old leader only
+    g.run_ms(500);
+    let new = g.leader();
+    assert_ne!(new, old);
+    let kept = g.write(new, &[set("doc(1i32;).\"a\"", 3)]);
+    // The new leader's empty entry took the lost entry's index.
+    assert_eq!((kept.index, kept.term > lost.term), (lost.index + 1, true), "{lost} {kept}");
+    g.cut.clear();
+    g.run_ms(500);
+    assert!(!g.peer(old).is_applied(lost), "the overwritten entry never applies");
+    assert!(g.peer(old).is_applied(kept));
+    assert!(g.dumps_agree());
+    let now = g.now_us;
+    let read_ht = g.peer(new).now_ht(now);
+    assert_eq!(g.get(new, "doc(1i32;).\"a\"", read_ht).expect("a leader read"), int(3));
+}
+
+#[test]
+fn a_partitioned_leader_refuses_reads_once_its_lease_runs_out() {
+    for plants in [Plants::NONE, Plants::of(Some(Plant::ReadsPastLease))] {
+        let mut g = Group::new(plants);
+        g.run_ms(300);
+        let old = g.leader();
+        g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
+        g.isolate(old);
+        g.run_ms(60); // check_quorum has not deposed it yet
+        let new_write_seen = |g: &mut Group| {
+            let now = g.now_us;
+            let read_ht = g.peer(old).now_ht(now);
+            g.get(old, "doc(1i32;).\"a\"", read_ht)
+        };
+        let early = new_write_seen(&mut g).expect("inside its lease");
+        assert_eq!(early, int(1));
+        // Past the lease (200 ms of its clock), though it may still think it leads.
+        g.now_us += 250_000;
+        let late = new_write_seen(&mut g);
+        if plants == Plants::NONE {
+            let e = late.expect_err("past its lease");
+            assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+        } else {
+            assert_eq!(late.expect("the planted bug serves it"), int(1));
+        }
+    }
+}
+
+#[test]
+fn bootstrap_hands_orphaned_entries_to_raft_and_a_new_leader_overwrites_them() {
+    for plants in [Plants::NONE, Plants::of(Some(Plant::OrphansCommitted))] {
+        let mut g = Group::new(plants);
+        g.run_ms(300);
+        let old = g.leader();
+        g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
+        g.run_ms(50);
+        g.isolate(old);
+        let orphan = g.write(old, &[set("doc(1i32;).\"a\"", 2)]); // durable on the old leader only
+        g.crash(old);
+        let report = g.restart(old);
+        if plants == Plants::NONE {
+            assert_eq!(report.uncommitted, 1, "{report}");
+        } else {
+            assert_eq!(report.uncommitted, 0, "{report}");
+        }
+        g.run_ms(500);
+        let new = g.leader();
+        assert_ne!(new, old);
+        g.write(new, &[set("doc(1i32;).\"b\"", 3)]);
+        g.cut.clear();
+        g.run_ms(500);
+        assert!(!g.peer(new).is_applied(orphan));
+        assert_eq!(g.dumps_agree(), plants == Plants::NONE, "{plants:?}");
+    }
+}
+
+#[test]
+fn a_restarted_peer_replays_committed_entries_above_its_frontier() {
+    let mut g = Group::new(Plants::NONE);
+    g.run_ms(300);
+    let leader = g.leader();
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    g.peer(follower).flush().expect("a flush");
+    g.write(leader, &[set("doc(1i32;).\"b\"", 2)]);
+    g.write(leader, &[set("doc(1i32;).\"c\"", 3)]);
+    g.run_ms(50);
+    g.crash(follower);
+    let report = g.restart(follower);
+    // b's commit index was synced with c's entry; c's own commit came alone, unsynced.
+    assert_eq!((report.replayed, report.uncommitted), (1, 1), "{report}");
+    g.run_ms(400);
+    assert!(g.dumps_agree());
+}
