@@ -78,8 +78,9 @@ pub enum Plant {
     /// Bootstrap with peers takes every entry in the log for committed: orphaned entries a
     /// new leader overwrote come back as applied data on this peer.
     OrphansCommitted,
-    /// A peer's clock does not move past the hybrid time an envelope carries: a new leader
-    /// may write below a time an old one already acknowledged or served.
+    /// A peer's clock does not move past the hybrid times other peers gave it (in
+    /// envelopes, in the entries it appends, in the leases its voters saw): a new leader
+    /// with a slower clock writes below a time an old one already acknowledged or served.
     HtNotPropagated,
     /// A leader serves reads at any time, ignoring the lease a majority echoed (a stale
     /// read when a partitioned old leader still believes it leads).

@@ -285,9 +285,7 @@ impl Peer {
         self.check_up()?;
         self.set_now(now_us);
         let Envelope { from, ht, ht_lease, echo, safe, msg, .. } = envelope;
-        if !self.options.plants.contains(Plant::HtNotPropagated) {
-            self.clock.update(ht);
-        }
+        self.see(ht);
         self.max_lease_seen = self.max_lease_seen.max(ht_lease);
         let vote = msg.get_msg_type() == MessageType::MsgRequestVote;
         if vote && now_us < self.quiet_until_us {
@@ -332,6 +330,9 @@ impl Peer {
         let batch: DocWriteBatch = entries.iter().collect();
         self.raw.propose(vec![], encode_payload(ht, &batch)).map_err(raft_error)?;
         let op_id = OpId::new(self.raw.raft.term, self.raw.raft.raft_log.last_index());
+        // Pending from now on: the messages that carry it also carry the leader's safe
+        // time, which must stay below it.
+        self.unapplied.insert(op_id.index, ht);
         Ok((op_id, ht))
     }
 
@@ -393,7 +394,7 @@ impl Peer {
         self.unapplied.split_off(&first.op_id.index);
         for entry in entries {
             if let Some(ht) = entry_ht(entry)? {
-                self.clock.update(ht);
+                self.see(ht);
                 self.unapplied.insert(entry.op_id.index, ht);
             }
         }
@@ -449,7 +450,14 @@ impl Peer {
             let first = raft.raft_log.last_index();
             self.led = Some((term, first));
             self.lease_acks.clear();
-            self.clock.update(self.max_lease_seen);
+            self.see(self.max_lease_seen);
+        }
+    }
+
+    /// Move the clock past a time seen on another peer (the planted bug forgets it).
+    fn see(&mut self, ht: HybridTime) {
+        if !self.options.plants.contains(Plant::HtNotPropagated) {
+            self.clock.update(ht);
         }
     }
 
@@ -539,6 +547,21 @@ impl Peer {
         std::mem::take(&mut self.applied_log)
     }
 
+    /// The leader's view of each peer's replication (for diagnostics).
+    pub fn progress(&self) -> String {
+        let mut out: Vec<String> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .map(|(id, pr)| {
+                format!("{id}: {:?} matched={} next={}", pr.state, pr.matched, pr.next_idx)
+            })
+            .collect();
+        out.sort();
+        out.join(", ")
+    }
+
     /// Role and progress.
     pub fn status(&self) -> PeerStatus {
         let raft = &self.raw.raft;
@@ -604,6 +627,10 @@ fn raft_node(
         // healthy leader when it returns (YB's pre-elections, `FLAGS_use_preelection`).
         pre_vote: true,
         check_quorum: true,
+        // Up to 1 MiB of entries per append (raft-rs's default, 0, sends one entry per
+        // message: a replica catching up after a restart would need a round trip per entry).
+        max_size_per_msg: 1 << 20,
+        max_inflight_msgs: 64,
         applied: commit,
         ..Config::default()
     };

@@ -26,6 +26,7 @@
 //!   model, harness). It never steers a run or enters a trace.
 
 pub mod bench;
+pub mod cluster;
 mod convert;
 mod durability;
 mod gc_complete;

@@ -99,6 +99,31 @@ enum Command {
         #[command(flatten)]
         shape: ShapeArgs,
     },
+    /// Replicated runs: one document tablet as a Raft group on madsim's network, with
+    /// partitions, crashes, restarts, clock skew and loss; a liveness phase ends each seed.
+    Cluster {
+        /// Seeds `A..B` (B excluded).
+        #[arg(long, value_parser = parse_range, default_value = "0..10")]
+        seeds: (u64, u64),
+        /// Replicas: 1, 3 or 5.
+        #[arg(long, default_value_t = 3, value_parser = parse_replicas)]
+        replicas: usize,
+        /// Client operations and faults per seed.
+        #[arg(long, default_value_t = 1_000)]
+        ops: usize,
+        /// Worker threads.
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        /// No faults (partitions, crashes, skew, loss).
+        #[arg(long)]
+        no_faults: bool,
+        /// Switch on a planted bug.
+        #[arg(long, value_parser = parse_plant)]
+        plant: Option<Plant>,
+        /// Print each seed's trace and trace hash.
+        #[arg(long)]
+        trace: bool,
+    },
     /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`.
     Report {
         /// `merge`.
@@ -154,9 +179,50 @@ fn parse_profile(text: &str) -> Result<Profile, String> {
 
 fn parse_plant(text: &str) -> Result<Plant, String> {
     Plant::from_name(text).ok_or_else(|| {
-        let names: Vec<&str> = Plant::ALL.iter().map(|p| p.name()).collect();
+        let names: Vec<&str> =
+            Plant::ALL.iter().chain(&Plant::REPLICATED).map(|p| p.name()).collect();
         format!("unknown planted bug `{text}` (known: {})", names.join(", "))
     })
+}
+
+fn parse_replicas(text: &str) -> Result<usize, String> {
+    match text.parse() {
+        Ok(n @ (1 | 3 | 5)) => Ok(n),
+        _ => Err(format!("`{text}` replicas: a Raft group here has 1, 3 or 5")),
+    }
+}
+
+fn cluster_command(
+    (first, end): (u64, u64),
+    jobs: usize,
+    template: &docsim::cluster::ClusterConfig,
+    trace: bool,
+) -> ExitCode {
+    let outcomes = docsim::cluster::campaign(first, end, jobs, template);
+    for o in &outcomes {
+        if trace {
+            o.trace.iter().for_each(|line| println!("seed {}: {line}", o.seed));
+            println!("seed {} trace hash {:016x}", o.seed, o.trace_hash());
+        }
+        if let Some(failure) = &o.failure {
+            println!("FAIL seed {}: {failure}", o.seed);
+            println!(
+                "  reproduce: docsim cluster --seeds {}..{} --replicas {} --ops {}",
+                o.seed,
+                o.seed + 1,
+                template.replicas,
+                template.ops
+            );
+        }
+    }
+    docsim::cluster::summary(&outcomes).iter().for_each(|line| println!("{line}"));
+    let failed = outcomes.iter().any(|o| o.failure.is_some());
+    println!("{}", if failed { "FAIL" } else { "PASS" });
+    if failed {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
 }
 
 fn parse_range(text: &str) -> Result<(u64, u64), String> {
@@ -203,6 +269,16 @@ fn main() -> ExitCode {
         Command::Torture { seeds, duration, jobs, shard, report, require_all_probes, shape } => {
             let coverage = Coverage { report_dir: report.as_deref(), require_all_probes };
             torture_command(seeds, duration, jobs, shard, coverage, &shape)
+        }
+        Command::Cluster { seeds, replicas, ops, jobs, no_faults, plant, trace } => {
+            let template = docsim::cluster::ClusterConfig {
+                seed: 0,
+                replicas,
+                ops,
+                faults: !no_faults,
+                plants: docsim_engine::canary::Plants::of(plant),
+            };
+            cluster_command(seeds, jobs, &template, trace)
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),

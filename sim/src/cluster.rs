@@ -1,0 +1,773 @@
+//! A replicated run: one document tablet as a Raft group of 1, 3 or 5 replicas, each a
+//! madsim node with its own simulated disk, RocksDB instance and skewed clock, talking
+//! over madsim's network (latency, reordering, loss, partitions). `docsim cluster`.
+//!
+//! The **controller** (madsim's main task) is the clients and the fault schedule: it
+//! writes through the replica it believes leads, waits for the acknowledgement (or times
+//! out, or hears nothing because the node crashed), reads from any replica at a hybrid
+//! time of its choosing, and draws faults per seed by swarm: partitions (one node cut
+//! off, the leader cut off, flapping), crashes (tearing unsynced log data) and restarts,
+//! clock skew, packet loss, flushes. A **liveness phase** ends every seed: faults stop,
+//! the network heals, every node restarts, and within [`LIVENESS`] of simulated time there
+//! must be one leader, every replica applied up to its commit index, and identical dumps.
+//! Then `check` judges the whole history.
+//!
+//! Randomness: the workload, the schedule and each replica's election jitter come from
+//! the run's seed through separate ChaCha streams; message delays and loss come from
+//! madsim's own seeded generator. raft-rs draws nothing (see `PeerOptions`).
+
+mod check;
+mod net;
+
+use crate::convert;
+use check::{Answer, History, Proposal, Read};
+use docsim_engine::canary::Plants;
+use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
+use docsim_engine::{BootReport, ErrorKind, HybridTime, Peer, PeerOptions};
+use docsim_workloads::{Op, Profile, Workload};
+use madsim::net::NetSim;
+use net::{Shared, Slot, World};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+const STREAM_WORKLOAD: u64 = 21;
+const STREAM_SCHEDULE: u64 = 22;
+const STREAM_ELECTION: u64 = 23;
+
+/// How long the liveness phase may take, in simulated time.
+pub const LIVENESS: Duration = Duration::from_secs(10);
+/// How long a client waits for an acknowledgement.
+const WRITE_TIMEOUT: Duration = Duration::from_millis(600);
+/// A leader's hybrid-time lease: 10 ticks, the shortest election timeout, so a leader
+/// cut off loses it before raft-rs's quorum check (one to two of its own, longer,
+/// election timeouts) makes it step down.
+const LEASE_US: u64 = 100_000;
+
+/// One replicated run.
+#[derive(Clone, Debug)]
+pub struct ClusterConfig {
+    pub seed: u64,
+    pub replicas: usize,
+    /// Client operations (writes, reads) plus faults.
+    pub ops: usize,
+    pub faults: bool,
+    pub plants: Plants,
+}
+
+/// What a replicated run did, and its verdict.
+#[derive(Clone, Debug, Default)]
+pub struct ClusterOutcome {
+    pub seed: u64,
+    pub ops: usize,
+    pub writes_acked: usize,
+    pub writes_timed_out: usize,
+    pub writes_unanswered: usize,
+    pub writes_not_leader: usize,
+    pub reads_served: usize,
+    /// Refused reads by error kind.
+    pub reads_refused: BTreeMap<&'static str, usize>,
+    pub leader_changes: usize,
+    /// Steps at which two replicas claimed to lead (an old leader not yet deposed).
+    pub two_leader_steps: usize,
+    pub max_term: u64,
+    pub partitions: usize,
+    pub crashes: usize,
+    pub restarts: usize,
+    /// Entries bootstrap handed to Raft unapplied, over all restarts.
+    pub orphaned: usize,
+    /// Committed entries re-applied by bootstraps.
+    pub replayed: usize,
+    /// Proposals that never committed (their uncommitted tail was overwritten or lost).
+    pub overwritten: usize,
+    pub committed: usize,
+    /// Simulated milliseconds the liveness phase took.
+    pub liveness_ms: u64,
+    pub trace: Vec<String>,
+    pub failure: Option<String>,
+}
+
+impl ClusterOutcome {
+    /// FNV-1a over the trace lines: equal in two processes for one seed.
+    pub fn trace_hash(&self) -> u64 {
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        for byte in self.trace.iter().flat_map(|l| l.bytes().chain([b'\n'])) {
+            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+        hash
+    }
+}
+
+/// Run one replicated seed under madsim.
+pub fn run(config: &ClusterConfig) -> ClusterOutcome {
+    let mut runtime =
+        madsim::runtime::Runtime::with_seed_and_config(config.seed, madsim::Config::default());
+    runtime.set_allow_system_thread(true);
+    runtime.block_on(simulate(config.clone()))
+}
+
+fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    rng.set_stream(stream);
+    rng
+}
+
+/// The knobs one seed draws.
+struct Knobs {
+    fault_percent: u32,
+    loss_rate: f64,
+    max_skew_us: i64,
+    flush_percent: u32,
+    /// Writes in flight at once (clients).
+    clients: usize,
+    /// Percent of generated writes sent (the others become reads: read-heavy seeds).
+    write_percent: u32,
+}
+
+impl Knobs {
+    fn draw(rng: &mut ChaCha8Rng, faults: bool) -> Knobs {
+        Knobs {
+            fault_percent: if faults { [2, 5, 10, 20][rng.random_range(0..4)] } else { 0 },
+            loss_rate: if faults { [0.0, 0.0, 0.01, 0.05][rng.random_range(0..4)] } else { 0.0 },
+            max_skew_us: if faults {
+                [0, 5_000, 50_000, 500_000][rng.random_range(0..4)]
+            } else {
+                0
+            },
+            flush_percent: [0, 2, 5][rng.random_range(0..3)],
+            clients: [1, 2, 4, 8][rng.random_range(0..4)],
+            write_percent: [100, 50, 10][rng.random_range(0..3)],
+        }
+    }
+}
+
+#[allow(clippy::disallowed_methods)]
+fn simulated_now() -> madsim::time::Instant {
+    madsim::time::Instant::now()
+}
+
+/// The nemesis's current fault.
+#[derive(Clone, Copy)]
+enum Fault {
+    Partition,
+    Crash(u64),
+}
+
+/// A write a replica accepted, waiting for its answer.
+struct Pending {
+    target: u64,
+    /// The target's incarnation when it accepted (a restart loses the client's call).
+    incarnation: u64,
+    deadline: madsim::time::Instant,
+    op_id: docsim_engine::OpId,
+}
+
+/// The replicas and what the controller knows of them.
+struct Cluster {
+    config: ClusterConfig,
+    knobs: Knobs,
+    world: World,
+    env: rocksdb::Env,
+    disks: Vec<SimDisk>,
+    slots: Vec<Shared>,
+    nodes: Vec<madsim::runtime::NodeHandle>,
+    election_ticks: Vec<usize>,
+    /// Cut links (from, to), by replica id.
+    cut: std::collections::BTreeSet<(u64, u64)>,
+    history: History,
+    /// Writes proposed and not answered yet.
+    pending: Vec<Pending>,
+    /// The paths of the latest writes (documents and subkeys).
+    recent: std::collections::VecDeque<(docsim_models::DocId, Vec<docsim_models::Key>)>,
+    /// The fault in force and when it ends.
+    nemesis: Option<(madsim::time::Instant, Fault)>,
+    outcome: ClusterOutcome,
+    last_leader: Option<(u64, u64)>,
+}
+
+async fn simulate(config: ClusterConfig) -> ClusterOutcome {
+    let mut schedule = stream(config.seed, STREAM_SCHEDULE);
+    let mut workload_rng = stream(config.seed, STREAM_WORKLOAD);
+    let knobs = Knobs::draw(&mut schedule, config.faults);
+    let mut cluster = match Cluster::start(config.clone(), knobs) {
+        Ok(cluster) => cluster,
+        Err(e) => {
+            return ClusterOutcome { seed: config.seed, failure: Some(e), ..Default::default() }
+        }
+    };
+    let mut workload = Workload::new(&mut workload_rng, Some(Profile::Nested));
+    let k = &cluster.knobs;
+    let knobs = format!(
+        "knobs faults={}% loss={} skew<={}us flush={}% clients={} writes={}%",
+        k.fault_percent, k.loss_rate, k.max_skew_us, k.flush_percent, k.clients, k.write_percent
+    );
+    cluster.trace(knobs);
+    let result = cluster.drive(&mut schedule, &mut workload_rng, &mut workload).await;
+    let result = match result {
+        Ok(()) => cluster.liveness().await,
+        Err(e) => Err(e),
+    };
+    let mut outcome = std::mem::take(&mut cluster.outcome);
+    outcome.seed = config.seed;
+    outcome.failure = result.err();
+    outcome
+}
+
+impl Cluster {
+    fn start(config: ClusterConfig, knobs: Knobs) -> Result<Cluster, String> {
+        let env = rocksdb::Env::mem_env().map_err(|e| e.to_string())?;
+        let mut election = stream(config.seed, STREAM_ELECTION);
+        let n = config.replicas as u64;
+        let election_ticks = (0..n).map(|_| 10 + election.random_range(0..10)).collect();
+        let disks =
+            (0..n).map(|i| SimDisk::new(config.seed ^ (i << 48), FaultConfig::default())).collect();
+        let world = World { start: simulated_now() };
+        let loss = knobs.loss_rate;
+        NetSim::current().update_config(|c| c.packet_loss_rate = loss);
+        let mut cluster = Cluster {
+            config,
+            knobs,
+            world,
+            env,
+            disks,
+            slots: Vec::new(),
+            nodes: Vec::new(),
+            election_ticks,
+            cut: Default::default(),
+            history: History::default(),
+            pending: Vec::new(),
+            nemesis: None,
+            recent: Default::default(),
+            outcome: ClusterOutcome::default(),
+            last_leader: None,
+        };
+        for id in 1..=n {
+            let (peer, _) =
+                cluster.open(id).map_err(|e| format!("node {id} does not open: {e}"))?;
+            let slot: Shared = std::sync::Arc::new(std::sync::Mutex::new(Slot {
+                peer: Some(peer),
+                ..Slot::default()
+            }));
+            cluster.slots.push(slot.clone());
+            cluster.nodes.push(net::spawn_node(id, slot, world));
+        }
+        Ok(cluster)
+    }
+
+    fn ids(&self) -> impl Iterator<Item = u64> {
+        1..=self.config.replicas as u64
+    }
+
+    fn options(&self, id: u64) -> PeerOptions {
+        PeerOptions {
+            id,
+            voters: self.ids().collect(),
+            election_tick: self.election_ticks[id as usize - 1],
+            heartbeat_tick: 3,
+            lease_us: LEASE_US,
+            quiet_us: LEASE_US
+                + 2 * self.knobs.max_skew_us as u64
+                + 2 * net::TICK.as_micros() as u64,
+            segment_bytes: 64 << 10,
+            plants: self.config.plants,
+        }
+    }
+
+    fn open(&self, id: u64) -> docsim_engine::Result<(Peer, BootReport)> {
+        let dir = PathBuf::from(format!("/cluster/n{id}"));
+        let disk = &self.disks[id as usize - 1];
+        let skew = self.slots.get(id as usize - 1).map_or(0, |s| s.lock().expect("slot").skew_us);
+        Peer::open(&dir, Some(&self.env), disk, "log", self.options(id), self.world.now_us(skew))
+    }
+
+    fn slot(&self, id: u64) -> std::sync::MutexGuard<'_, Slot> {
+        self.slots[id as usize - 1].lock().expect("slot lock")
+    }
+
+    fn now_us(&self, id: u64) -> u64 {
+        let skew = self.slot(id).skew_us;
+        self.world.now_us(skew)
+    }
+
+    /// Take every replica's applied entries into the history.
+    fn collect(&mut self) -> Result<(), String> {
+        for id in self.ids() {
+            let applied = std::mem::take(&mut self.slot(id).applied);
+            for a in applied {
+                self.history.applied(id, a.op_id, a.ht)?;
+            }
+            if let Some(e) = self.slot(id).refused.first() {
+                return Err(format!("node {id} failed: {e}"));
+            }
+        }
+        self.note_leader();
+        Ok(())
+    }
+
+    fn note_leader(&mut self) {
+        let claiming = self
+            .ids()
+            .filter(|&id| self.slot(id).peer.as_ref().is_some_and(|p| p.status().leader))
+            .count();
+        if claiming > 1 {
+            self.outcome.two_leader_steps += 1;
+        }
+        for id in self.ids() {
+            let Some(status) = self.slot(id).peer.as_ref().map(|p| p.status()) else { continue };
+            self.outcome.max_term = self.outcome.max_term.max(status.term);
+            if status.leader && self.last_leader.is_none_or(|(term, _)| term < status.term) {
+                self.last_leader = Some((status.term, id));
+                self.outcome.leader_changes += 1;
+                self.trace(format!("leader node={id} term={}", status.term));
+            }
+        }
+    }
+
+    fn trace(&mut self, line: String) {
+        self.outcome.trace.push(line);
+    }
+
+    /// The replica a client sends writes to: the newest leader it heard of, if up.
+    fn leader_guess(&self) -> Option<u64> {
+        let mut best: Option<(u64, u64)> = None;
+        for id in self.ids() {
+            if let Some(status) = self.slot(id).peer.as_ref().map(|p| p.status()) {
+                if status.leader && best.is_none_or(|(term, _)| status.term > term) {
+                    best = Some((status.term, id));
+                }
+            }
+        }
+        best.map(|(_, id)| id)
+    }
+
+    async fn drive(
+        &mut self,
+        schedule: &mut ChaCha8Rng,
+        rng: &mut ChaCha8Rng,
+        workload: &mut Workload,
+    ) -> Result<(), String> {
+        madsim::time::sleep(Duration::from_millis(400)).await; // the first election
+        self.collect()?;
+        for _ in 0..self.config.ops {
+            self.outcome.ops += 1;
+            self.fault(schedule)?;
+            if schedule.random_range(0..100) < self.knobs.flush_percent {
+                let id = schedule.random_range(1..=self.config.replicas as u64);
+                if let Some(peer) = self.slot(id).peer.as_mut() {
+                    let _ = peer.flush();
+                }
+            } else {
+                let now = self.world.now_us(0) << 12;
+                let op = workload.next_op(rng, now, 0);
+                if self.pending.len() < self.knobs.clients {
+                    self.client_op(schedule, op)?;
+                }
+            }
+            let pause_ms = schedule.random_range(0..20);
+            madsim::time::sleep(Duration::from_millis(pause_ms)).await;
+            self.collect()?;
+            self.settle(false);
+        }
+        madsim::time::sleep(WRITE_TIMEOUT).await;
+        self.collect()?;
+        self.settle(true);
+        Ok(())
+    }
+
+    fn client_op(&mut self, schedule: &mut ChaCha8Rng, op: Op) -> Result<(), String> {
+        match op {
+            Op::Write { .. } | Op::Batch { .. }
+                if schedule.random_range(0..100) >= self.knobs.write_percent =>
+            {
+                if !self.recent.is_empty() {
+                    let (doc, path) =
+                        self.recent[schedule.random_range(0..self.recent.len())].clone();
+                    self.read(schedule, doc, path);
+                }
+                Ok(())
+            }
+            Op::Write { write, .. } => self.write(schedule, vec![write]),
+            Op::Batch { writes, .. } => self.write(schedule, writes),
+            Op::Get { doc, path, .. } => {
+                // Half the reads go to a path written lately: a stale replica shows there.
+                let (doc, path) = match self.recent.len() {
+                    0 => (doc, path),
+                    n if schedule.random_bool(0.5) => {
+                        self.recent[schedule.random_range(0..n)].clone()
+                    }
+                    _ => (doc, path),
+                };
+                self.read(schedule, doc, path);
+                Ok(())
+            }
+            _ => Ok(()), // markers, default TTLs, CQL, Redis: not replicated yet
+        }
+    }
+
+    /// Send a write to the replica the client believes leads (sometimes to any); it joins
+    /// the pending writes, answered by a later [`Cluster::settle`].
+    fn write(
+        &mut self,
+        schedule: &mut ChaCha8Rng,
+        writes: Vec<docsim_workloads::DocWrite>,
+    ) -> Result<(), String> {
+        let n = self.config.replicas as u64;
+        let target = match self.leader_guess() {
+            Some(id) if schedule.random_range(0..10) > 0 => id,
+            _ => schedule.random_range(1..=n),
+        };
+        let now_us = self.now_us(target);
+        let engine_writes: Vec<_> = writes.iter().map(convert::write).collect();
+        let proposed = {
+            let mut slot = self.slot(target);
+            let slot = &mut *slot;
+            let incarnation = slot.incarnation;
+            match slot.peer.as_mut() {
+                None => return Ok(()),
+                Some(peer) => peer.propose(&engine_writes, now_us).and_then(|p| {
+                    let out = peer.process()?;
+                    slot.outbox.extend(out);
+                    Ok((p, incarnation))
+                }),
+            }
+        };
+        let ((op_id, ht), incarnation) = match proposed {
+            Ok(p) => p,
+            Err(e) if e.kind() == ErrorKind::NotLeader => {
+                self.outcome.writes_not_leader += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(format!("node {target} refused a write: {e}")),
+        };
+        for w in &writes {
+            if self.recent.len() == 16 {
+                self.recent.pop_front();
+            }
+            self.recent.push_back((w.doc.clone(), w.path.clone()));
+        }
+        let deadline = simulated_now() + WRITE_TIMEOUT;
+        self.pending.push(Pending { target, incarnation, deadline, op_id });
+        let proposal = Proposal { op_id, ht, writes, answer: Answer::TimedOut };
+        let earlier = self.history.proposals.insert(op_id, proposal);
+        assert!(earlier.is_none(), "two proposals got op id {op_id}");
+        Ok(())
+    }
+
+    /// Answer the pending writes that have an answer: applied at the replica that took
+    /// them (acknowledged), that replica crashed since (no answer), or past the deadline.
+    fn settle(&mut self, all: bool) {
+        let now = simulated_now();
+        let mut still = Vec::new();
+        for p in std::mem::take(&mut self.pending) {
+            let answer = {
+                let slot = self.slot(p.target);
+                match slot.peer.as_ref() {
+                    _ if slot.incarnation != p.incarnation => Some(Answer::Unanswered),
+                    None => Some(Answer::Unanswered),
+                    Some(peer) if peer.is_applied(p.op_id) => Some(Answer::Acked),
+                    Some(_) if all || now >= p.deadline => Some(Answer::TimedOut),
+                    Some(_) => None,
+                }
+            };
+            let Some(answer) = answer else {
+                still.push(p);
+                continue;
+            };
+            match answer {
+                Answer::Acked => self.outcome.writes_acked += 1,
+                Answer::TimedOut => self.outcome.writes_timed_out += 1,
+                Answer::Unanswered => self.outcome.writes_unanswered += 1,
+            }
+            let proposal = self.history.proposals.get_mut(&p.op_id).expect("proposed");
+            proposal.answer = answer;
+            let ht = proposal.ht;
+            self.trace(format!("write node={} {} at {ht}: {answer:?}", p.target, p.op_id));
+        }
+        self.pending = still;
+    }
+
+    /// Where a client reads: any replica, or one that claims to lead (maybe an old
+    /// leader cut off from the rest: its reads must be refused once its lease is gone).
+    fn read_target(&self, schedule: &mut ChaCha8Rng) -> u64 {
+        let n = self.config.replicas as u64;
+        let claiming: Vec<u64> = self
+            .ids()
+            .filter(|&id| self.slot(id).peer.as_ref().is_some_and(|p| p.status().leader))
+            .collect();
+        match schedule.random_range(0..2) {
+            0 if !claiming.is_empty() => claiming[schedule.random_range(0..claiming.len())],
+            _ => schedule.random_range(1..=n),
+        }
+    }
+
+    fn read(
+        &mut self,
+        schedule: &mut ChaCha8Rng,
+        doc: docsim_models::DocId,
+        path: Vec<docsim_models::Key>,
+    ) {
+        let id = self.read_target(schedule);
+        let now_us = self.now_us(id);
+        let mut slot = self.slot(id);
+        let Some(peer) = slot.peer.as_mut() else { return };
+        // A leader is read "now" (its clock) most of the time; a follower at its safe time,
+        // a little before it, or now (refused unless it is caught up).
+        let leader = peer.status().leader;
+        let read_ht = match schedule.random_range(0..4) {
+            0 => peer.now_ht(now_us),
+            _ if leader => peer.now_ht(now_us),
+            1 => HybridTime::from_raw(
+                peer.safe_time().raw().saturating_sub(schedule.random_range(0..1 << 22)),
+            ),
+            _ => peer.safe_time(),
+        };
+        let engine_path = convert::path(&doc, &path);
+        let result = peer.read(&engine_path, read_ht, now_us);
+        drop(slot);
+        let shown = match &result {
+            Ok(got) => got.as_ref().map_or("(absent)".to_owned(), |d| d.to_string()),
+            Err(e) => format!("error: {}", e.kind()),
+        };
+        self.trace(format!("get node={id} {engine_path} @{read_ht}: {shown}"));
+        match result {
+            Ok(got) => {
+                self.outcome.reads_served += 1;
+                self.history.reads.push(Read { node: id, doc, path, read_ht, got });
+            }
+            Err(e) => *self.outcome.reads_refused.entry(e.kind().name()).or_default() += 1,
+        }
+    }
+
+    /// The nemesis: at most one partition or crash at a time, each lasting a drawn while
+    /// (50 ms, a flap, to 2 s) before the network heals or the node restarts; clock skew
+    /// changes on its own.
+    fn fault(&mut self, schedule: &mut ChaCha8Rng) -> Result<(), String> {
+        let now = simulated_now();
+        if let Some((until, fault)) = self.nemesis {
+            if now < until {
+                return Ok(());
+            }
+            self.nemesis = None;
+            match fault {
+                Fault::Partition => self.heal(),
+                Fault::Crash(id) => self.restart(id)?,
+            }
+        }
+        if schedule.random_range(0..100) >= self.knobs.fault_percent {
+            return Ok(());
+        }
+        let n = self.config.replicas as u64;
+        let victim = match self.leader_guess() {
+            Some(leader) if schedule.random_bool(0.5) => leader,
+            _ => schedule.random_range(1..=n),
+        };
+        let lasts_ms = [50, 200, 500, 1_000, 2_000][schedule.random_range(0..5)];
+        let until = now + Duration::from_millis(lasts_ms);
+        match schedule.random_range(0..5) {
+            0 | 1 => {
+                self.isolate(victim);
+                self.nemesis = Some((until, Fault::Partition));
+            }
+            2 | 3 => {
+                self.crash(victim);
+                self.nemesis = Some((until, Fault::Crash(victim)));
+            }
+            _ => {
+                let max = self.knobs.max_skew_us;
+                let skew = if max == 0 { 0 } else { schedule.random_range(-max..=max) };
+                self.slot(victim).skew_us = skew;
+                self.trace(format!("skew node={victim} {skew}us"));
+            }
+        }
+        Ok(())
+    }
+
+    fn isolate(&mut self, id: u64) {
+        let net = NetSim::current();
+        for other in self.ids().filter(|&o| o != id) {
+            let (a, b) = (self.nodes[id as usize - 1].id(), self.nodes[other as usize - 1].id());
+            net.clog_link(a, b);
+            net.clog_link(b, a);
+            self.cut.insert((id, other));
+            self.cut.insert((other, id));
+        }
+        self.outcome.partitions += 1;
+        self.trace(format!("partition {id} | rest"));
+    }
+
+    fn heal(&mut self) {
+        let net = NetSim::current();
+        for (a, b) in std::mem::take(&mut self.cut) {
+            net.unclog_link(self.nodes[a as usize - 1].id(), self.nodes[b as usize - 1].id());
+        }
+        self.trace("heal".into());
+    }
+
+    fn crash(&mut self, id: u64) {
+        if self.slot(id).peer.is_none() {
+            return;
+        }
+        let _ = self.collect();
+        madsim::runtime::Handle::current().kill(self.nodes[id as usize - 1].id());
+        let mut slot = self.slot(id);
+        slot.peer = None;
+        slot.outbox.clear();
+        drop(slot);
+        self.disks[id as usize - 1].crash(Tear::Random);
+        self.outcome.crashes += 1;
+        self.trace(format!("crash node={id}"));
+    }
+
+    fn restart(&mut self, id: u64) -> Result<(), String> {
+        let (peer, report) =
+            self.open(id).map_err(|e| format!("node {id} does not restart: {e}"))?;
+        self.outcome.restarts += 1;
+        self.outcome.orphaned += report.uncommitted;
+        self.outcome.replayed += report.replayed;
+        self.trace(format!("restart node={id}: {report}"));
+        let mut slot = self.slot(id);
+        slot.peer = Some(peer);
+        slot.incarnation += 1;
+        drop(slot);
+        madsim::runtime::Handle::current().restart(self.nodes[id as usize - 1].id());
+        Ok(())
+    }
+
+    /// Faults stop, the network heals, every node runs: the group must converge.
+    async fn liveness(&mut self) -> Result<(), String> {
+        self.heal();
+        NetSim::current().update_config(|c| c.packet_loss_rate = 0.0);
+        for id in self.ids().collect::<Vec<_>>() {
+            if self.slot(id).peer.is_none() {
+                self.restart(id)?;
+            }
+        }
+        let start = simulated_now();
+        loop {
+            madsim::time::sleep(Duration::from_millis(50)).await;
+            self.collect()?;
+            if let Some(last_index) = self.converged() {
+                self.outcome.liveness_ms = start.elapsed().as_millis() as u64;
+                self.trace(format!("converged at index {last_index}"));
+                self.same_dumps()?;
+                let counts = self.history.check(last_index)?;
+                self.outcome.committed = counts.committed;
+                self.outcome.overwritten = counts.proposals_lost;
+                return Ok(());
+            }
+            if start.elapsed() > LIVENESS {
+                let statuses: Vec<String> = self
+                    .ids()
+                    .map(|id| {
+                        let slot = self.slot(id);
+                        let status = slot.peer.as_ref().map(|p| (p.status(), p.progress()));
+                        format!("{id}: {status:?}")
+                    })
+                    .collect();
+                return Err(format!("no convergence within {LIVENESS:?}: {}", statuses.join("; ")));
+            }
+        }
+    }
+
+    /// One leader all replicas follow, everything applied: the last index.
+    fn converged(&self) -> Option<u64> {
+        let statuses: Vec<_> =
+            self.ids().filter_map(|id| self.slot(id).peer.as_ref().map(|p| p.status())).collect();
+        let leader = statuses.iter().find(|s| s.leader)?;
+        let all = statuses.len() == self.config.replicas
+            && statuses.iter().all(|s| {
+                s.term == leader.term
+                    && s.leader_id == leader.leader_id
+                    && s.applied == leader.last_index
+                    && s.last_index == leader.last_index
+            });
+        all.then_some(leader.last_index)
+    }
+
+    fn same_dumps(&self) -> Result<(), String> {
+        let dumps: Vec<_> = self
+            .ids()
+            .map(|id| {
+                self.slot(id).peer.as_ref().expect("all up").dump().map_err(|e| e.to_string())
+            })
+            .collect::<Result<_, _>>()?;
+        for (i, dump) in dumps.iter().enumerate().skip(1) {
+            if *dump != dumps[0] {
+                return Err(format!(
+                    "node {} and node 1 hold different data after convergence",
+                    i + 1
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Run seeds `first..end` on `jobs` threads (each seed in its own madsim runtime);
+/// outcomes in seed order.
+pub fn campaign(
+    first: u64,
+    end: u64,
+    jobs: usize,
+    template: &ClusterConfig,
+) -> Vec<ClusterOutcome> {
+    let next = std::sync::atomic::AtomicU64::new(first);
+    let results = std::sync::Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..jobs.max(1) {
+            scope.spawn(|| loop {
+                let seed = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if seed >= end {
+                    return;
+                }
+                let outcome = run(&ClusterConfig { seed, ..template.clone() });
+                results.lock().expect("results").push(outcome);
+            });
+        }
+    });
+    let mut outcomes = results.into_inner().expect("results");
+    outcomes.sort_by_key(|o| o.seed);
+    outcomes
+}
+
+/// The campaign's totals, one line per counter.
+pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
+    let sum = |f: fn(&ClusterOutcome) -> usize| outcomes.iter().map(f).sum::<usize>();
+    let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
+    for o in outcomes {
+        for (kind, n) in &o.reads_refused {
+            *refused.entry(kind).or_default() += n;
+        }
+    }
+    let refused: Vec<String> = refused.iter().map(|(k, n)| format!("{k}={n}")).collect();
+    vec![
+        format!("seeds {}  failures {}", outcomes.len(), outcomes.iter().filter(|o| o.failure.is_some()).count()),
+        format!("ops {}  committed writes {}", sum(|o| o.ops), sum(|o| o.committed)),
+        format!(
+            "writes acked {}  timed out {}  unanswered {}  not_leader {}  never committed {}",
+            sum(|o| o.writes_acked),
+            sum(|o| o.writes_timed_out),
+            sum(|o| o.writes_unanswered),
+            sum(|o| o.writes_not_leader),
+            sum(|o| o.overwritten)
+        ),
+        format!("reads served {}  refused [{}]", sum(|o| o.reads_served), refused.join(" ")),
+        format!(
+            "leader changes {}  two-leader steps {}  partitions {}  crashes {}  restarts {}  orphaned entries {}  replayed {}",
+            sum(|o| o.leader_changes),
+            sum(|o| o.two_leader_steps),
+            sum(|o| o.partitions),
+            sum(|o| o.crashes),
+            sum(|o| o.restarts),
+            sum(|o| o.orphaned),
+            sum(|o| o.replayed)
+        ),
+        format!(
+            "liveness max {} ms (bound {} ms)",
+            outcomes.iter().map(|o| o.liveness_ms).max().unwrap_or(0),
+            LIVENESS.as_millis()
+        ),
+    ]
+}

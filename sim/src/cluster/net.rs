@@ -1,0 +1,111 @@
+//! The replicas as madsim nodes: each node runs a receiver task (envelopes from its
+//! endpoint into its peer) and a ticker task (raft-rs ticks every [`TICK`] of simulated
+//! time). A node's peer lives in a shared [`Slot`] that the controller (the clients and
+//! the fault schedule, on madsim's main node) also reaches, as a co-located client would;
+//! what the peer has to send goes to the slot's outbox and leaves with the node's tasks.
+//! Killing the node stops its tasks and unbinds its endpoint: messages in flight to it
+//! are dropped, as the network drops packets to a dead host.
+
+use docsim_engine::{Applied, Envelope, Peer};
+use madsim::net::Endpoint;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Raft's tick.
+pub const TICK: Duration = Duration::from_millis(10);
+const PORT: u16 = 7100;
+const TAG: u64 = 1;
+
+/// One replica's state, shared between its node's tasks and the controller.
+#[derive(Default)]
+pub struct Slot {
+    /// `None` while the node is down.
+    pub peer: Option<Peer>,
+    /// Envelopes waiting for the node's tasks to send.
+    pub outbox: Vec<Envelope>,
+    /// This node's clock offset from true simulated time, in microseconds.
+    pub skew_us: i64,
+    /// How many times the node restarted.
+    pub incarnation: u64,
+    /// Entries the peer applied, not yet taken by the controller.
+    pub applied: Vec<Applied>,
+    /// Envelopes the peer could not take (raft-rs refused them), by message.
+    pub refused: Vec<String>,
+}
+
+pub type Shared = Arc<Mutex<Slot>>;
+
+/// The simulated time every node's physical clock derives from.
+#[derive(Clone, Copy)]
+pub struct World {
+    pub start: madsim::time::Instant,
+}
+
+impl World {
+    /// A node's physical clock: simulated time since the run began, plus its skew.
+    pub fn now_us(&self, skew_us: i64) -> u64 {
+        let elapsed_us = self.start.elapsed().as_micros() as i64;
+        (1_000_000 + elapsed_us + skew_us).max(1) as u64
+    }
+}
+
+/// The address of replica `id` (1-based).
+pub fn addr(id: u64) -> SocketAddr {
+    SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, id as u8)), PORT)
+}
+
+/// Create replica `id`'s madsim node; it starts serving at once (and again after every
+/// `restart`).
+pub fn spawn_node(id: u64, slot: Shared, world: World) -> madsim::runtime::NodeHandle {
+    madsim::runtime::Handle::current()
+        .create_node()
+        .name(format!("n{id}"))
+        .ip(addr(id).ip())
+        .init(move || serve(id, slot.clone(), world))
+        .build()
+}
+
+async fn serve(id: u64, slot: Shared, world: World) {
+    let endpoint = Arc::new(Endpoint::bind(addr(id)).await.expect("a node binds its address"));
+    madsim::task::spawn(tick(slot.clone(), world, endpoint.clone()));
+    while let Ok((payload, _)) = endpoint.recv_from_raw(TAG).await {
+        let envelope = *payload.downcast::<Envelope>().expect("peers send envelopes");
+        let out = with_peer(&slot, world, |peer, now_us| peer.receive(envelope, now_us));
+        send(&endpoint, out).await;
+    }
+}
+
+async fn tick(slot: Shared, world: World, endpoint: Arc<Endpoint>) {
+    loop {
+        madsim::time::sleep(TICK).await;
+        let out = with_peer(&slot, world, |peer, now_us| peer.tick(now_us));
+        send(&endpoint, out).await;
+    }
+}
+
+/// Run `f` on the slot's peer (if up); returns what is to be sent, outbox included.
+fn with_peer(
+    slot: &Shared,
+    world: World,
+    f: impl FnOnce(&mut Peer, u64) -> docsim_engine::Result<Vec<Envelope>>,
+) -> Vec<Envelope> {
+    let mut slot = slot.lock().expect("slot lock");
+    let slot = &mut *slot;
+    let now_us = world.now_us(slot.skew_us);
+    let Some(peer) = slot.peer.as_mut() else { return Vec::new() };
+    match f(peer, now_us) {
+        Ok(out) => slot.outbox.extend(out),
+        Err(e) => slot.refused.push(e.to_string()),
+    }
+    slot.applied.extend(peer.take_applied());
+    std::mem::take(&mut slot.outbox)
+}
+
+async fn send(endpoint: &Endpoint, out: Vec<Envelope>) {
+    for envelope in out {
+        let to = addr(envelope.to);
+        // A send to a node that is down fails like a lost packet: Raft retries.
+        let _ = endpoint.send_to_raw(to, TAG, Box::new(envelope)).await;
+    }
+}
