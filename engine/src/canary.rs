@@ -85,6 +85,15 @@ pub enum Plant {
     /// A leader serves reads at any time, ignoring the lease a majority echoed (a stale
     /// read when a partitioned old leader still believes it leads).
     ReadsPastLease,
+    /// A write is acknowledged once the leader's own log holds it durably, before a
+    /// majority does: a leader change loses it.
+    AckBeforeQuorum,
+    /// A follower applies entries as they arrive, before they commit: a new leader's
+    /// overwrite of that tail leaves the follower with data that never committed.
+    ApplyBeforeCommit,
+    /// Term and vote are synced only when entries come with them: a peer that votes and
+    /// loses power votes again in the same term, and two leaders share it.
+    VoteNotSynced,
 }
 
 impl Plant {
@@ -114,8 +123,14 @@ impl Plant {
     ];
 
     /// The bugs of the replicated tablet, caught by `docsim cluster`.
-    pub const REPLICATED: [Plant; 3] =
-        [Plant::OrphansCommitted, Plant::HtNotPropagated, Plant::ReadsPastLease];
+    pub const REPLICATED: [Plant; 6] = [
+        Plant::OrphansCommitted,
+        Plant::HtNotPropagated,
+        Plant::ReadsPastLease,
+        Plant::AckBeforeQuorum,
+        Plant::ApplyBeforeCommit,
+        Plant::VoteNotSynced,
+    ];
 
     /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
     /// it in hundreds of seeds, not tens, and its reproducer is longer than a dozen ops.
@@ -155,6 +170,9 @@ impl Plant {
             Plant::OrphansCommitted => "orphans-committed",
             Plant::HtNotPropagated => "ht-not-propagated",
             Plant::ReadsPastLease => "reads-past-lease",
+            Plant::AckBeforeQuorum => "ack-before-quorum",
+            Plant::ApplyBeforeCommit => "apply-before-commit",
+            Plant::VoteNotSynced => "vote-not-synced",
         }
     }
 

@@ -357,12 +357,18 @@ impl Peer {
             self.apply_all(ready.take_committed_entries())?;
             let entries: Vec<LogEntry> = ready.entries().iter().map(to_log_entry).collect();
             self.appended(&entries)?;
+            if self.plant(Plant::ApplyBeforeCommit) {
+                self.apply_uncommitted(&entries)?;
+            }
             let hs =
                 ready.hs().map(|hs| HardState { term: hs.term, vote: hs.vote, commit: hs.commit });
             if !entries.is_empty() || hs.is_some() {
                 self.log.append(&entries, hs)?;
             }
-            if ready.must_sync() {
+            // Term and vote must be durable before a vote leaves (the planted bug syncs
+            // only when entries came, so a lone new vote may die with the power).
+            let vote_only = entries.is_empty();
+            if ready.must_sync() && !(vote_only && self.plant(Plant::VoteNotSynced)) {
                 self.log.sync()?;
             }
             let store = self.raw.store().clone();
@@ -401,8 +407,30 @@ impl Peer {
         Ok(())
     }
 
+    fn plant(&self, bug: Plant) -> bool {
+        self.options.plants.contains(bug)
+    }
+
+    /// The planted bug: a follower applies entries as they arrive, before they commit.
+    fn apply_uncommitted(&mut self, entries: &[LogEntry]) -> Result<()> {
+        if self.raw.raft.state == StateRole::Leader {
+            return Ok(());
+        }
+        let next: Vec<Entry> =
+            entries.iter().filter(|e| e.op_id.index > self.applied).map(to_raft_entry).collect();
+        let contiguous = next.first().is_some_and(|e| e.index == self.applied + 1);
+        if contiguous {
+            self.apply_all(next)
+        } else {
+            Ok(())
+        }
+    }
+
     fn apply_all(&mut self, committed: Vec<Entry>) -> Result<()> {
         for entry in committed.iter().map(to_log_entry) {
+            if entry.op_id.index <= self.applied && self.plant(Plant::ApplyBeforeCommit) {
+                continue; // applied early
+            }
             assert_eq!(entry.op_id.index, self.applied + 1, "entries apply in order");
             apply_entry(&self.db, &entry)?;
             let ht = entry_ht(&entry)?;
@@ -538,7 +566,12 @@ impl Peer {
 
     /// Whether the entry `op_id` is applied here (the same entry: same term at its index).
     pub fn is_applied(&self, op_id: OpId) -> bool {
-        op_id.index <= self.applied
+        let done = if self.options.plants.contains(Plant::AckBeforeQuorum) {
+            self.raw.raft.raft_log.persisted // durable here, whatever the others hold
+        } else {
+            self.applied
+        };
+        op_id.index <= done
             && self.raw.raft.raft_log.term(op_id.index).is_ok_and(|t| t == op_id.term)
     }
 

@@ -567,7 +567,8 @@ impl Cluster {
         let until = now + Duration::from_millis(lasts_ms);
         match schedule.random_range(0..5) {
             0 | 1 => {
-                self.isolate(victim);
+                let side = self.minority(schedule, victim);
+                self.partition(&side);
                 self.nemesis = Some((until, Fault::Partition));
             }
             2 | 3 => {
@@ -584,17 +585,35 @@ impl Cluster {
         Ok(())
     }
 
-    fn isolate(&mut self, id: u64) {
+    /// Cut every link between `side` and the other replicas, both ways.
+    fn partition(&mut self, side: &[u64]) {
         let net = NetSim::current();
-        for other in self.ids().filter(|&o| o != id) {
-            let (a, b) = (self.nodes[id as usize - 1].id(), self.nodes[other as usize - 1].id());
-            net.clog_link(a, b);
-            net.clog_link(b, a);
-            self.cut.insert((id, other));
-            self.cut.insert((other, id));
+        let rest: Vec<u64> = self.ids().filter(|id| !side.contains(id)).collect();
+        for &a in side {
+            for &b in &rest {
+                let (na, nb) = (self.nodes[a as usize - 1].id(), self.nodes[b as usize - 1].id());
+                net.clog_link(na, nb);
+                net.clog_link(nb, na);
+                self.cut.insert((a, b));
+                self.cut.insert((b, a));
+            }
         }
         self.outcome.partitions += 1;
-        self.trace(format!("partition {id} | rest"));
+        let show = |ids: &[u64]| ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
+        self.trace(format!("partition {} | {}", show(side), show(&rest)));
+    }
+
+    /// A minority holding `victim` (alone, or with followers up to just under half).
+    fn minority(&self, schedule: &mut ChaCha8Rng, victim: u64) -> Vec<u64> {
+        let n = self.config.replicas as u64;
+        let size = schedule.random_range(1..=((n - 1) / 2).max(1));
+        let mut side = vec![victim];
+        let mut others: Vec<u64> = self.ids().filter(|&id| id != victim).collect();
+        while (side.len() as u64) < size && !others.is_empty() {
+            side.push(others.remove(schedule.random_range(0..others.len())));
+        }
+        side.sort_unstable();
+        side
     }
 
     fn heal(&mut self) {
