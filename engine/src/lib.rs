@@ -68,6 +68,12 @@
 //! flush, compaction, crash points — and answers with typed results or a typed [`Error`]
 //! whose [`ErrorKind`] says what the caller must do. The node never parses text.
 //!
+//! **Replicas** ([`Peer`]): a tablet replicated by a Raft group of 1, 3 or 5. The caller
+//! moves [`Envelope`]s between peers and ticks them; envelopes carry hybrid time and a
+//! hybrid-time lease, so a replica knows which reads it may serve (a leader within its
+//! majority's lease, a follower at or below its safe time), and a restarted replica hands
+//! the entries above its persisted commit index to Raft unapplied.
+//!
 //! **docscript** ([`notation`], [`script`]) is a thin client on top: it parses a line into
 //! a typed request (CQL and Redis text through their own parsers, whose errors carry a
 //! column), calls the node, and prints the typed result; printing and parsing round-trip,

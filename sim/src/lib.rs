@@ -17,6 +17,9 @@
 //!   derives every field of what each restart must report. Reads cannot tell a
 //!   compaction that keeps too much, so after every full compaction `gc_complete` checks
 //!   each tablet's dump for what no read at or above the cutoff can need.
+//! - [`cluster`] runs one document tablet as a Raft group of replicas on madsim's network
+//!   (partitions, crashes, skew, loss, a liveness phase) and judges the whole history:
+//!   `docsim cluster`.
 //! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
 //!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
