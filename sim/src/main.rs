@@ -96,6 +96,10 @@ enum Command {
         /// every rare path it claims to test).
         #[arg(long)]
         require_all_probes: bool,
+        /// Replicas per tablet: 3 or 5 run replicated seeds (`docsim cluster`, with
+        /// --seeds, --jobs, --ops and --plant); 1 (the default) runs the one-node simulator.
+        #[arg(long, default_value_t = 1, value_parser = parse_replicas)]
+        replicas: usize,
         #[command(flatten)]
         shape: ShapeArgs,
     },
@@ -266,7 +270,30 @@ fn main() -> ExitCode {
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),
-        Command::Torture { seeds, duration, jobs, shard, report, require_all_probes, shape } => {
+        Command::Torture { seeds, replicas, jobs, shape, .. } if replicas > 1 => {
+            let Some(seeds) = seeds else {
+                eprintln!("docsim: torture --replicas needs --seeds A..B");
+                return ExitCode::from(2);
+            };
+            let template = docsim::cluster::ClusterConfig {
+                seed: 0,
+                replicas,
+                ops: shape.ops,
+                faults: true,
+                plants: docsim_engine::canary::Plants::of(shape.plant),
+            };
+            cluster_command(seeds, jobs, &template, false)
+        }
+        Command::Torture {
+            seeds,
+            duration,
+            jobs,
+            shard,
+            report,
+            require_all_probes,
+            shape,
+            ..
+        } => {
             let coverage = Coverage { report_dir: report.as_deref(), require_all_probes };
             torture_command(seeds, duration, jobs, shard, coverage, &shape)
         }
