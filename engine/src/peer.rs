@@ -580,6 +580,12 @@ impl Peer {
         std::mem::take(&mut self.applied_log)
     }
 
+    /// The op id of the last entry in this peer's log (committed or not).
+    pub fn last_op_id(&self) -> OpId {
+        let log = &self.raw.raft.raft_log;
+        OpId::new(log.last_term(), log.last_index())
+    }
+
     /// The leader's view of each peer's replication (for diagnostics).
     pub fn progress(&self) -> String {
         let mut out: Vec<String> = self

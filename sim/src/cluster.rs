@@ -18,6 +18,9 @@
 
 mod check;
 mod net;
+mod script;
+
+pub use script::{is_cluster_script, run_cluster_script};
 
 use crate::convert;
 use check::{Answer, History, Proposal, Read};
@@ -127,6 +130,18 @@ struct Knobs {
 }
 
 impl Knobs {
+    /// A script's knobs: no loss, no skew; every fault is a command.
+    fn quiet() -> Knobs {
+        Knobs {
+            fault_percent: 0,
+            loss_rate: 0.0,
+            max_skew_us: 0,
+            flush_percent: 0,
+            clients: 1,
+            write_percent: 100,
+        }
+    }
+
     fn draw(rng: &mut ChaCha8Rng, faults: bool) -> Knobs {
         Knobs {
             fault_percent: if faults { [2, 5, 10, 20][rng.random_range(0..4)] } else { 0 },

@@ -616,6 +616,24 @@ fn script(file: &Path, data_dir: Option<PathBuf>, plant: Option<Plant>) -> ExitC
             return ExitCode::from(2);
         }
     };
+    if docsim::cluster::is_cluster_script(&text) {
+        let plants = docsim_engine::canary::Plants::of(plant);
+        return match docsim::cluster::run_cluster_script(&text, plants) {
+            Ok(out) => {
+                print!("{out}");
+                let failed = out.lines().any(|l| l.starts_with("check: ") && l != "check: ok");
+                if failed {
+                    ExitCode::FAILURE
+                } else {
+                    ExitCode::SUCCESS
+                }
+            }
+            Err(e) => {
+                eprintln!("docsim: {}: {e}", file.display());
+                ExitCode::from(2)
+            }
+        };
+    }
     match docsim::run_script_file(&text, data_dir.as_deref(), plant) {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => ExitCode::FAILURE,

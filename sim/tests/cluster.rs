@@ -100,3 +100,47 @@ fn two_processes_print_the_same_trace() {
     assert!(first.contains("trace hash"), "{first}");
     assert_eq!(first, second);
 }
+
+/// Replicated golden scripts (`src/cluster/testscripts/*.ds`): the output must equal the
+/// `.out` beside each, byte for byte, and end with the whole-history check passing.
+/// `UPDATE_GOLDENFILES=1 cargo test` rewrites the `.out` files; review the diff.
+#[test]
+fn replicated_golden_scripts() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cluster/testscripts");
+    let mut scripts: Vec<_> = std::fs::read_dir(&dir)
+        .expect("the testscripts directory")
+        .map(|e| e.expect("an entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "ds"))
+        .collect();
+    scripts.sort();
+    assert!(scripts.len() >= 5, "{scripts:?}");
+    let update = std::env::var_os("UPDATE_GOLDENFILES").is_some();
+    for script in scripts {
+        let text = std::fs::read_to_string(&script).expect("a script");
+        assert!(docsim::cluster::is_cluster_script(&text), "{}", script.display());
+        let out = docsim::cluster::run_cluster_script(&text, Plants::NONE).expect("it parses");
+        assert!(out.ends_with("check: ok\n"), "{}:\n{out}", script.display());
+        let golden = script.with_extension("out");
+        if update {
+            std::fs::write(&golden, &out).expect("write the golden file");
+        }
+        let want = std::fs::read_to_string(&golden).unwrap_or_else(|e| {
+            panic!("{}: {e} (UPDATE_GOLDENFILES=1 writes it)", golden.display())
+        });
+        assert_eq!(out, want, "{}", script.display());
+    }
+}
+
+#[test]
+fn a_replicated_script_with_a_bad_line_names_it() {
+    let bad = "cluster replicas=3 seed=1\nwait 10ms\npartition 1 2\n";
+    let e = docsim::cluster::run_cluster_script(bad, Plants::NONE).expect_err("line 3");
+    assert_eq!((e.line, e.column), (3, 13), "{e}");
+    let header = docsim::cluster::run_cluster_script("cluster replicas=4 seed=1\n", Plants::NONE);
+    assert!(header.expect_err("4 replicas").to_string().contains("1, 3 or 5"));
+    let out = docsim::cluster::run_cluster_script(
+        "cluster replicas=3 seed=1\ncrash node=7\n",
+        Plants::NONE,
+    );
+    assert_eq!(out.expect("it parses"), "error: line 2: no replica 7 (1..=3)\n");
+}
