@@ -25,7 +25,8 @@
 //!   peer that wins an election moves its clock past the highest its voters sent, so a
 //!   new leader never writes at or below a time an old leader may have served a read at.
 //!   A restarted peer forgot what it had seen: it refuses to vote for `quiet_us` after it
-//!   starts (unless its disk shows it never ran) (long enough for any lease it echoed to be passed by every clock).
+//!   starts (unless its disk shows it never ran): long enough for any lease it echoed
+//!   to be passed by every clock.
 //! - A follower serves reads at or below its *safe time*: the time of the last entry it
 //!   applied, or the leader's safe time propagated with the leader's commit index once
 //!   it has applied that far. Above: `safe_time_behind`. Each read moves the clock past
@@ -202,7 +203,6 @@ impl Peer {
         let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
         let plan =
             plan_replay(recovery.prev, &ops, frontier.op_id, commit).map_err(Error::ReplayGap)?;
-        let mut clock = HybridClock::new(Given(now_us));
         let mut report = BootReport {
             frontier,
             replayed: 0,
@@ -210,50 +210,60 @@ impl Peer {
             last: None,
             uncommitted: ops.iter().filter(|op| op.index > commit).count(),
         };
-        let mut applied_log = Vec::new();
-        let mut applied_ht = frontier.ht;
-        let mut unapplied = BTreeMap::new();
-        for (i, entry) in recovery.entries.iter().enumerate() {
-            let ht = entry_ht(entry)?;
-            if let Some(ht) = ht {
-                clock.update(ht);
-                if entry.op_id.index <= commit {
-                    applied_ht = applied_ht.max(ht);
-                } else {
-                    unapplied.insert(entry.op_id.index, ht);
-                }
-            }
-            if plan.contains(&i) {
-                if apply_entry(&db, entry)? {
-                    report.replayed += 1;
-                    report.first.get_or_insert(entry.op_id);
-                    report.last = Some(entry.op_id);
-                }
-                applied_log.push(Applied { op_id: entry.op_id, ht });
-            }
-        }
         let raw = raft_node(&options, &recovery, commit, last)?;
         // A peer that never ran (nothing on its disk) never echoed a lease: no quiet.
         let ran = recovery.hard_state.term > 0 || last.index > 0;
-        let peer = Peer {
+        let mut peer = Peer {
             quiet_until_us: if ran { now_us.saturating_add(options.quiet_us) } else { 0 },
             options,
             db,
             log,
             raw,
-            clock,
+            clock: HybridClock::new(Given(now_us)),
             applied: commit,
-            applied_ht,
-            unapplied,
+            applied_ht: frontier.ht,
+            unapplied: BTreeMap::new(),
             max_lease_seen: HybridTime::MIN,
             lease_acks: BTreeMap::new(),
             led: None,
             echo: None,
             propagated: None,
-            applied_log,
+            applied_log: Vec::new(),
             down: None,
         };
+        peer.replay(&recovery.entries, plan, commit, &mut report)?;
         Ok((peer, report))
+    }
+
+    /// Bootstrap's pass over the log: the clock moves past every entry, the planned
+    /// committed entries are re-applied, and those above `commit` are pending.
+    fn replay(
+        &mut self,
+        entries: &[LogEntry],
+        plan: std::ops::Range<usize>,
+        commit: u64,
+        report: &mut BootReport,
+    ) -> Result<()> {
+        for (i, entry) in entries.iter().enumerate() {
+            let ht = entry_ht(entry)?;
+            if let Some(ht) = ht {
+                self.clock.update(ht);
+                if entry.op_id.index <= commit {
+                    self.applied_ht = self.applied_ht.max(ht);
+                } else {
+                    self.unapplied.insert(entry.op_id.index, ht);
+                }
+            }
+            if plan.contains(&i) {
+                if apply_entry(&self.db, entry)? {
+                    report.replayed += 1;
+                    report.first.get_or_insert(entry.op_id);
+                    report.last = Some(entry.op_id);
+                }
+                self.applied_log.push(Applied { op_id: entry.op_id, ht });
+            }
+        }
+        Ok(())
     }
 
     /// This peer's id.

@@ -777,7 +777,11 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
     }
     let refused: Vec<String> = refused.iter().map(|(k, n)| format!("{k}={n}")).collect();
     vec![
-        format!("seeds {}  failures {}", outcomes.len(), outcomes.iter().filter(|o| o.failure.is_some()).count()),
+        format!(
+            "seeds {}  failures {}",
+            outcomes.len(),
+            outcomes.iter().filter(|o| o.failure.is_some()).count()
+        ),
         format!("ops {}  committed writes {}", sum(|o| o.ops), sum(|o| o.committed)),
         format!(
             "writes acked {}  timed out {}  unanswered {}  not_leader {}  never committed {}",
@@ -789,7 +793,8 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
         ),
         format!("reads served {}  refused [{}]", sum(|o| o.reads_served), refused.join(" ")),
         format!(
-            "leader changes {}  two-leader steps {}  partitions {}  crashes {}  restarts {}  orphaned entries {}  replayed {}",
+            "leader changes {}  two-leader steps {}  partitions {}  crashes {}  restarts {}  \
+             orphaned entries {}  replayed {}",
             sum(|o| o.leader_changes),
             sum(|o| o.two_leader_steps),
             sum(|o| o.partitions),

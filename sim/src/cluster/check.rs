@@ -98,7 +98,8 @@ impl History {
             if let Some(ht) = ht {
                 if ht <= last_ht {
                     return Err(format!(
-                        "hybrid time went back along the log: {term}.{index} at {ht} after {last_ht}"
+                        "hybrid time went back along the log: {term}.{index} at {ht} \
+                         after {last_ht}"
                     ));
                 }
                 last_ht = ht;
