@@ -16,17 +16,18 @@
 //!
 //! **Which reads are safe** (docsim's rule, after YB's hybrid-time leader lease,
 //! `ReplicaState::MajorityReplicatedHtLeaseExpiration`, and `MvccManager::SafeTime`):
-//! - A leader asks for a *hybrid-time lease* in every message it sends (its time plus
-//!   `lease_us`); a follower echoes the newest one it received from its leader. The lease
-//!   a majority echoed bounds the leader's reads: above it, `lease_expired`. Below it, a
+//! - A leader asks for a *hybrid-time lease* in every message it sends (its physical time
+//!   plus `lease_us`, YB's `FLAGS_ht_lease_duration_ms`); a follower echoes the newest one
+//!   it received from its leader, and the leader grants itself one at every moment. The
+//!   lease a majority holds bounds the leader's reads: above it, `lease_expired`. Below it, a
 //!   read must also be below the first entry not applied yet, and the leader must have
 //!   applied its own term's first entry: otherwise `safe_time_behind`.
 //! - Every peer remembers the highest lease it has seen and sends it with everything; a
 //!   peer that wins an election moves its clock past the highest its voters sent, so a
 //!   new leader never writes at or below a time an old leader may have served a read at.
-//!   A restarted peer forgot what it had seen: it refuses to vote for `quiet_us` after it
-//!   starts (unless its disk shows it never ran): long enough for any lease it echoed
-//!   to be passed by every clock.
+//!   A restarted peer forgot what it had seen: it neither votes nor campaigns for
+//!   `quiet_us` after it starts (unless its disk shows it never ran): long enough for
+//!   any lease it echoed to be passed by every clock.
 //! - A follower serves reads at or below its *safe time*: the time of the last entry it
 //!   applied, or the leader's safe time propagated with the leader's commit index once
 //!   it has applied that far. Above: `safe_time_behind`. Each read moves the clock past
@@ -68,14 +69,16 @@ pub struct PeerOptions {
     /// Every voter's id.
     pub voters: Vec<u64>,
     /// Ticks without a leader before this peer campaigns. raft-rs draws its randomized
-    /// timeout from `rand::thread_rng()`; the range given to raft-rs is one tick wide, so
-    /// the jitter must come from the caller's seeded stream (added here).
+    /// timeout from `rand::thread_rng()`; the range given to raft-rs here is one tick wide,
+    /// so the caller adds the jitter to this value, from its own seeded stream.
     pub election_tick: usize,
     /// Ticks between a leader's heartbeats.
     pub heartbeat_tick: usize,
     /// How far ahead of its clock a leader asks for a hybrid-time lease.
     pub lease_us: u64,
-    /// How long a restarted peer refuses to vote.
+    /// How long a restarted peer neither votes nor campaigns: at least `lease_us` plus
+    /// every clock's possible lead and skew changes, so that any lease it echoed before the
+    /// crash is in the past on every clock when it next helps elect a leader.
     pub quiet_us: u64,
     /// Raft log segment size in bytes.
     pub segment_bytes: usize,
@@ -157,6 +160,8 @@ pub struct Peer {
     log: Log,
     raw: RawNode<MemStorage>,
     clock: HybridClock<Given>,
+    /// The physical time of the current call.
+    now_us: u64,
     /// The last applied index (entries with and without writes).
     applied: u64,
     /// The time of the last applied write.
@@ -220,6 +225,7 @@ impl Peer {
             log,
             raw,
             clock: HybridClock::new(Given(now_us)),
+            now_us,
             applied: commit,
             applied_ht: frontier.ht,
             unapplied: BTreeMap::new(),
@@ -279,6 +285,7 @@ impl Peer {
     }
 
     fn set_now(&mut self, now_us: u64) {
+        self.now_us = now_us;
         self.clock.physical_mut().0 = now_us;
     }
 
@@ -286,7 +293,9 @@ impl Peer {
     pub fn tick(&mut self, now_us: u64) -> Result<Vec<Envelope>> {
         self.check_up()?;
         self.set_now(now_us);
-        self.raw.tick();
+        if now_us >= self.quiet_until_us {
+            self.raw.tick(); // a restarted peer neither votes nor campaigns while quiet
+        }
         self.process()
     }
 
@@ -460,8 +469,7 @@ impl Peer {
         for msg in messages {
             let ht = self.clock.now();
             let (ht_lease, safe) = if leader {
-                let lease = ht.add_micros(self.options.lease_us);
-                self.lease_acks.insert(self.options.id, lease);
+                let lease = self.own_lease();
                 self.max_lease_seen = self.max_lease_seen.max(lease);
                 let safe = self.leader_bound().ok().map(|bound| (self.applied, bound.min(ht)));
                 (lease, safe)
@@ -549,14 +557,26 @@ impl Peer {
         if self.options.plants.contains(Plant::ReadsPastLease) {
             return HybridTime::MAX;
         }
+        let own = self.own_lease();
         let mut leases: Vec<HybridTime> = self
             .options
             .voters
             .iter()
-            .map(|v| self.lease_acks.get(v).copied().unwrap_or(HybridTime::MIN))
+            .map(|&v| match v == self.options.id {
+                true => own,
+                false => self.lease_acks.get(&v).copied().unwrap_or(HybridTime::MIN),
+            })
             .collect();
         leases.sort_unstable_by(|a, b| b.cmp(a));
         leases[self.options.voters.len() / 2]
+    }
+
+    /// The lease a leader asks for now (and grants itself): physical time + `lease_us`.
+    /// From physical time, never from the hybrid clock: reads up to the lease move the
+    /// clock there, and a lease from the clock would ratchet ahead of every physical
+    /// clock, past what a restarted peer's quiet period covers.
+    fn own_lease(&self) -> HybridTime {
+        HybridTime::from_micros(self.now_us.saturating_add(self.options.lease_us))
     }
 
     /// A follower's safe time: its last applied write's, or the leader's propagated one
@@ -659,12 +679,10 @@ fn raft_node(
         assert_eq!(recovery.prev.index, 0, "the log is read whole while peers run");
         let entries: Vec<Entry> = recovery.entries.iter().map(to_raft_entry).collect();
         core.append(&entries).map_err(raft_error)?;
-        core.set_hardstate(raft::eraftpb::HardState {
-            term: recovery.hard_state.term.max(last.term),
-            vote: recovery.hard_state.vote,
-            commit,
-            ..Default::default()
-        });
+        let term = recovery.hard_state.term.max(last.term);
+        // A vote belongs to its term: a newer term in the log starts with none.
+        let vote = if term == recovery.hard_state.term { recovery.hard_state.vote } else { 0 };
+        core.set_hardstate(raft::eraftpb::HardState { term, vote, commit, ..Default::default() });
     }
     let config = Config {
         id: options.id,

@@ -127,6 +127,8 @@ struct Knobs {
     clients: usize,
     /// Percent of generated writes sent (the others become reads: read-heavy seeds).
     write_percent: u32,
+    /// Faults in force at once.
+    max_faults: usize,
 }
 
 impl Knobs {
@@ -139,6 +141,7 @@ impl Knobs {
             flush_percent: 0,
             clients: 1,
             write_percent: 100,
+            max_faults: 0,
         }
     }
 
@@ -154,6 +157,7 @@ impl Knobs {
             flush_percent: [0, 2, 5][rng.random_range(0..3)],
             clients: [1, 2, 4, 8][rng.random_range(0..4)],
             write_percent: [100, 50, 10][rng.random_range(0..3)],
+            max_faults: rng.random_range(1..=2),
         }
     }
 }
@@ -196,8 +200,10 @@ struct Cluster {
     pending: Vec<Pending>,
     /// The paths of the latest writes (documents and subkeys).
     recent: std::collections::VecDeque<(docsim_models::DocId, Vec<docsim_models::Key>)>,
-    /// The fault in force and when it ends.
-    nemesis: Option<(madsim::time::Instant, Fault)>,
+    /// The faults in force and when each ends.
+    nemesis: Vec<(madsim::time::Instant, Fault)>,
+    /// The first failure `collect` found (sticky).
+    broken: Option<String>,
     outcome: ClusterOutcome,
     last_leader: Option<(u64, u64)>,
 }
@@ -253,7 +259,8 @@ impl Cluster {
             cut: Default::default(),
             history: History::default(),
             pending: Vec::new(),
-            nemesis: None,
+            nemesis: Vec::new(),
+            broken: None,
             recent: Default::default(),
             outcome: ClusterOutcome::default(),
             last_leader: None,
@@ -282,8 +289,11 @@ impl Cluster {
             election_tick: self.election_ticks[id as usize - 1],
             heartbeat_tick: 3,
             lease_us: LEASE_US,
+            // A lease is at most lease_us past its leader's clock, which leads true time by
+            // up to max_skew; the restarted peer's clock may trail by as much, and a skew
+            // change while it waits may shorten the wait by twice that.
             quiet_us: LEASE_US
-                + 2 * self.knobs.max_skew_us as u64
+                + 4 * self.knobs.max_skew_us as u64
                 + 2 * net::TICK.as_micros() as u64,
             segment_bytes: 64 << 10,
             plants: self.config.plants,
@@ -306,10 +316,30 @@ impl Cluster {
         self.world.now_us(skew)
     }
 
-    /// Take every replica's applied entries into the history.
+    /// Take every replica's applied entries into the history. A failure sticks: once the
+    /// history is broken every later call reports it, so no caller can drop it.
     fn collect(&mut self) -> Result<(), String> {
+        if let Some(e) = &self.broken {
+            return Err(e.clone());
+        }
+        let result = self.collect_once();
+        if let Err(e) = &result {
+            self.broken = Some(e.clone());
+        }
+        result
+    }
+
+    fn collect_once(&mut self) -> Result<(), String> {
         for id in self.ids() {
-            let applied = std::mem::take(&mut self.slot(id).applied);
+            let applied = {
+                let mut slot = self.slot(id);
+                let slot = &mut *slot;
+                let mut applied = std::mem::take(&mut slot.applied);
+                if let Some(peer) = slot.peer.as_mut() {
+                    applied.extend(peer.take_applied()); // applied inside the controller's calls
+                }
+                applied
+            };
             for a in applied {
                 self.history.applied(id, a.op_id, a.ht)?;
             }
@@ -370,8 +400,9 @@ impl Cluster {
             self.fault(schedule)?;
             if schedule.random_range(0..100) < self.knobs.flush_percent {
                 let id = schedule.random_range(1..=self.config.replicas as u64);
-                if let Some(peer) = self.slot(id).peer.as_mut() {
-                    let _ = peer.flush();
+                let flushed = self.slot(id).peer.as_mut().map(|peer| peer.flush());
+                if let Some(Err(e)) = flushed {
+                    return Err(format!("node {id} failed to flush: {e}"));
                 }
             } else {
                 let now = self.world.now_us(0) << 12;
@@ -399,7 +430,7 @@ impl Cluster {
                 if !self.recent.is_empty() {
                     let (doc, path) =
                         self.recent[schedule.random_range(0..self.recent.len())].clone();
-                    self.read(schedule, doc, path);
+                    return self.read(schedule, doc, path);
                 }
                 Ok(())
             }
@@ -414,8 +445,7 @@ impl Cluster {
                     }
                     _ => (doc, path),
                 };
-                self.read(schedule, doc, path);
-                Ok(())
+                self.read(schedule, doc, path)
             }
             _ => Ok(()), // markers, default TTLs, CQL, Redis: not replicated yet
         }
@@ -522,21 +552,22 @@ impl Cluster {
         schedule: &mut ChaCha8Rng,
         doc: docsim_models::DocId,
         path: Vec<docsim_models::Key>,
-    ) {
+    ) -> Result<(), String> {
         let id = self.read_target(schedule);
         let now_us = self.now_us(id);
         let mut slot = self.slot(id);
-        let Some(peer) = slot.peer.as_mut() else { return };
+        let Some(peer) = slot.peer.as_mut() else { return Ok(()) };
         // A leader is read "now" (its clock) most of the time; a follower at its safe time,
         // a little before it, or now (refused unless it is caught up).
+        // A leader also ahead of now, inside the lease it may hold.
         let leader = peer.status().leader;
-        let read_ht = match schedule.random_range(0..4) {
-            0 => peer.now_ht(now_us),
-            _ if leader => peer.now_ht(now_us),
-            1 => HybridTime::from_raw(
+        let read_ht = match (leader, schedule.random_range(0..4)) {
+            (true, 0) => peer.now_ht(now_us).add_micros(schedule.random_range(0..LEASE_US)),
+            (true, _) | (false, 0) => peer.now_ht(now_us),
+            (false, 1) => HybridTime::from_raw(
                 peer.safe_time().raw().saturating_sub(schedule.random_range(0..1 << 22)),
             ),
-            _ => peer.safe_time(),
+            (false, _) => peer.safe_time(),
         };
         let engine_path = convert::path(&doc, &path);
         let result = peer.read(&engine_path, read_ht, now_us);
@@ -551,26 +582,30 @@ impl Cluster {
                 self.outcome.reads_served += 1;
                 self.history.reads.push(Read { node: id, doc, path, read_ht, got });
             }
-            Err(e) => *self.outcome.reads_refused.entry(e.kind().name()).or_default() += 1,
+            Err(e) if matches!(e.kind(), ErrorKind::LeaseExpired | ErrorKind::SafeTimeBehind) => {
+                *self.outcome.reads_refused.entry(e.kind().name()).or_default() += 1;
+            }
+            Err(e) => return Err(format!("node {id} failed a read of {engine_path}: {e}")),
         }
+        Ok(())
     }
 
-    /// The nemesis: at most one partition or crash at a time, each lasting a drawn while
-    /// (50 ms, a flap, to 2 s) before the network heals or the node restarts; clock skew
-    /// changes on its own.
+    /// The nemesis: up to one or two faults in force at once (a swarm knob) — at most one
+    /// partition, crashes of replicas that are up — each lasting a drawn while (50 ms, a
+    /// flap, to 2 s) before the network heals or the replica restarts; clock skew changes
+    /// on its own.
     fn fault(&mut self, schedule: &mut ChaCha8Rng) -> Result<(), String> {
         let now = simulated_now();
-        if let Some((until, fault)) = self.nemesis {
-            if now < until {
-                return Ok(());
-            }
-            self.nemesis = None;
+        for (until, fault) in std::mem::take(&mut self.nemesis) {
             match fault {
+                _ if now < until => self.nemesis.push((until, fault)),
                 Fault::Partition => self.heal(),
                 Fault::Crash(id) => self.restart(id)?,
             }
         }
-        if schedule.random_range(0..100) >= self.knobs.fault_percent {
+        if self.nemesis.len() >= self.knobs.max_faults
+            || schedule.random_range(0..100) >= self.knobs.fault_percent
+        {
             return Ok(());
         }
         let n = self.config.replicas as u64;
@@ -580,22 +615,24 @@ impl Cluster {
         };
         let lasts_ms = [50, 200, 500, 1_000, 2_000][schedule.random_range(0..5)];
         let until = now + Duration::from_millis(lasts_ms);
+        let partitioned = self.nemesis.iter().any(|(_, f)| matches!(f, Fault::Partition));
         match schedule.random_range(0..5) {
-            0 | 1 => {
+            0 | 1 if !partitioned => {
                 let side = self.minority(schedule, victim);
                 self.partition(&side);
-                self.nemesis = Some((until, Fault::Partition));
+                self.nemesis.push((until, Fault::Partition));
             }
-            2 | 3 => {
+            2 | 3 if self.slot(victim).peer.is_some() => {
                 self.crash(victim);
-                self.nemesis = Some((until, Fault::Crash(victim)));
+                self.nemesis.push((until, Fault::Crash(victim)));
             }
-            _ => {
+            4 => {
                 let max = self.knobs.max_skew_us;
                 let skew = if max == 0 { 0 } else { schedule.random_range(-max..=max) };
                 self.slot(victim).skew_us = skew;
                 self.trace(format!("skew node={victim} {skew}us"));
             }
+            _ => {}
         }
         Ok(())
     }
@@ -686,6 +723,7 @@ impl Cluster {
                 self.outcome.liveness_ms = start.elapsed().as_millis() as u64;
                 self.trace(format!("converged at index {last_index}"));
                 self.same_dumps()?;
+                self.read_every_document()?;
                 let counts = self.history.check(last_index)?;
                 self.outcome.committed = counts.committed;
                 self.outcome.overwritten = counts.proposals_lost;
@@ -718,6 +756,34 @@ impl Cluster {
                     && s.last_index == leader.last_index
             });
         all.then_some(leader.last_index)
+    }
+
+    /// After convergence, every replica reads every document any proposal wrote, at its
+    /// safe time (past every committed write): the check compares each with the model, so
+    /// a wrong apply the same on every replica shows even where no sampled read looked.
+    fn read_every_document(&mut self) -> Result<(), String> {
+        let docs: std::collections::BTreeSet<docsim_models::DocId> = self
+            .history
+            .proposals
+            .values()
+            .flat_map(|p| p.writes.iter().map(|w| w.doc.clone()))
+            .collect();
+        for id in self.ids().collect::<Vec<_>>() {
+            let now_us = self.now_us(id);
+            for doc in &docs {
+                let path = convert::path(doc, &[]);
+                let mut slot = self.slot(id);
+                let peer = slot.peer.as_mut().expect("every replica runs after convergence");
+                let read_ht = peer.safe_time();
+                let got = peer
+                    .read(&path, read_ht, now_us)
+                    .map_err(|e| format!("node {id} refused a read after convergence: {e}"))?;
+                drop(slot);
+                let read = Read { node: id, doc: doc.clone(), path: vec![], read_ht, got };
+                self.history.reads.push(read);
+            }
+        }
+        Ok(())
     }
 
     fn same_dumps(&self) -> Result<(), String> {

@@ -8,7 +8,7 @@
 //! set <path> = <document> [to=<i>]     # through the leader (or replica i); waits 600 ms
 //! del <path> [to=<i>]
 //! get <path> from=<i> [@now | @safe | @<T>]
-//! partition 1,2 | 3                    # heal
+//! partition 1,2 | 3                    # (every replica once); heal
 //! crash node=<i>                       # restart node=<i>
 //! flush node=<i>
 //! wait <duration>                      # simulated time passes (ticks, messages)
@@ -29,9 +29,17 @@ use std::time::Duration;
 
 /// One parsed command.
 enum Command {
-    Write { write: DocWrite, to: Option<u64> },
-    Get { path: DocPath, from: u64, at: ReadAt },
-    Partition(Vec<u64>),
+    Write {
+        write: DocWrite,
+        to: Option<u64>,
+    },
+    Get {
+        path: DocPath,
+        from: u64,
+        at: ReadAt,
+    },
+    /// The two sides, as written.
+    Partition(Vec<u64>, Vec<u64>),
     Heal,
     Crash(u64),
     Restart(u64),
@@ -121,22 +129,21 @@ fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
             Command::Get { path, from, at }
         }
         Some("partition") => {
-            let mut side = Vec::new();
-            loop {
-                side.push(p.unsigned()?);
-                if !p.eat(",") {
-                    break;
-                }
-            }
+            let side = node_list(&mut p)?;
             p.expect("|")?;
-            p.take_rest(); // the other side is every other replica
-            Command::Partition(side)
+            Command::Partition(side, node_list(&mut p)?)
         }
         Some("heal") => Command::Heal,
         Some("crash") => Command::Crash(required_node(&mut p)?),
         Some("restart") => Command::Restart(required_node(&mut p)?),
         Some("flush") => Command::Flush(required_node(&mut p)?),
-        Some("wait") => Command::Wait(Duration::from_micros(p.duration_us()?)),
+        Some("wait") => {
+            let us = p.duration_us()?;
+            if us > 600_000_000 {
+                return Err(p.error("wait at most 10m (the simulated group ticks every 10 ms)"));
+            }
+            Command::Wait(Duration::from_micros(us))
+        }
         Some("leader") => Command::Leader,
         Some("status") => Command::Status,
         Some("converge") => Command::Converge,
@@ -144,6 +151,14 @@ fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
     };
     p.finish()?;
     Ok(command)
+}
+
+fn node_list(p: &mut Parser<'_>) -> Result<Vec<u64>, ParseError> {
+    let mut nodes = vec![p.unsigned()?];
+    while p.eat(",") {
+        nodes.push(p.unsigned()?);
+    }
+    Ok(nodes)
 }
 
 fn node_option(p: &mut Parser<'_>, name: &str) -> Result<Option<u64>, ParseError> {
@@ -164,15 +179,10 @@ async fn run(config: ClusterConfig, commands: Vec<(usize, Command)>) -> String {
         Err(e) => return format!("error: {e}\n"),
     };
     let mut out = String::new();
+    let mut broken = false;
     for (line, command) in commands {
-        let bad_node = match &command {
-            Command::Write { to: Some(i), .. } | Command::Get { from: i, .. } => Some(*i),
-            Command::Crash(i) | Command::Restart(i) | Command::Flush(i) => Some(*i),
-            Command::Partition(side) => side.iter().copied().find(|i| *i == 0 || *i > replicas),
-            _ => None,
-        };
-        if let Some(i) = bad_node.filter(|&i| i == 0 || i > replicas) {
-            out.push_str(&format!("error: line {line}: no replica {i} (1..={replicas})\n"));
+        if let Err(e) = check_nodes(&command, replicas) {
+            out.push_str(&format!("error: line {line}: {e}\n"));
             continue;
         }
         let lines = execute(&mut cluster, command).await;
@@ -180,18 +190,40 @@ async fn run(config: ClusterConfig, commands: Vec<(usize, Command)>) -> String {
             out.push_str(l);
             out.push('\n');
         });
-        if let Err(e) = cluster.collect() {
-            out.push_str(&format!("check: {e}\n"));
+        if let (Err(e), false) = (cluster.collect(), broken) {
+            out.push_str(&format!("check: {e}\n")); // sticky: said once
+            broken = true;
         }
     }
     out
+}
+
+/// The replicas a command names exist; a partition's two sides split the group.
+fn check_nodes(command: &Command, replicas: u64) -> Result<(), String> {
+    let named: Vec<u64> = match command {
+        Command::Write { to: Some(i), .. } | Command::Get { from: i, .. } => vec![*i],
+        Command::Crash(i) | Command::Restart(i) | Command::Flush(i) => vec![*i],
+        Command::Partition(a, b) => a.iter().chain(b).copied().collect(),
+        _ => vec![],
+    };
+    if let Some(i) = named.iter().find(|&&i| i == 0 || i > replicas) {
+        return Err(format!("no replica {i} (1..={replicas})"));
+    }
+    if let Command::Partition(a, b) = command {
+        let mut all: Vec<u64> = a.iter().chain(b).copied().collect();
+        all.sort_unstable();
+        if all != (1..=replicas).collect::<Vec<_>>() {
+            return Err(format!("a partition names every replica 1..={replicas} once"));
+        }
+    }
+    Ok(())
 }
 
 async fn execute(cluster: &mut Cluster, command: Command) -> Vec<String> {
     match command {
         Command::Write { write, to } => vec![write_line(cluster, write, to).await],
         Command::Get { path, from, at } => vec![get_line(cluster, &path, from, at)],
-        Command::Partition(side) => {
+        Command::Partition(side, _) => {
             cluster.partition(&side);
             vec![]
         }
@@ -199,9 +231,15 @@ async fn execute(cluster: &mut Cluster, command: Command) -> Vec<String> {
             cluster.heal();
             vec![]
         }
+        Command::Crash(id) if cluster.slot(id).peer.is_none() => {
+            vec![format!("error: node {id} is down")]
+        }
         Command::Crash(id) => {
             cluster.crash(id);
             vec![]
+        }
+        Command::Restart(id) if cluster.slot(id).peer.is_some() => {
+            vec![format!("error: node {id} is up")]
         }
         Command::Restart(id) => match cluster.restart(id) {
             Ok(()) => vec![cluster.outcome.trace.last().cloned().unwrap_or_default()],
