@@ -50,6 +50,7 @@ use crate::error::{Error, Result};
 use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
 use crate::log::{HardState, Log, LogEntry, OpId};
 use crate::replay::plan_replay;
+use crate::replica::{CrashPoint, CrashStage};
 use crate::tablet::encode_payload;
 use crate::write_batch::DocWriteBatch;
 use raft::eraftpb::{ConfState, Entry, Message, MessageType};
@@ -144,6 +145,44 @@ pub struct PeerStatus {
     pub last_index: u64,
 }
 
+/// A moment in a replica's work where the simulator cuts its power: once a new entry is
+/// appended (not synced), once it is synced (before the messages that needed it leave),
+/// once a committed entry is applied, once messages were sent, or once a vote was sent.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum PeerCrash {
+    AfterAppend,
+    AfterSync,
+    AfterApply,
+    AfterSend,
+    AfterVote,
+}
+
+impl PeerCrash {
+    pub const ALL: [PeerCrash; 5] = [
+        PeerCrash::AfterAppend,
+        PeerCrash::AfterSync,
+        PeerCrash::AfterApply,
+        PeerCrash::AfterSend,
+        PeerCrash::AfterVote,
+    ];
+
+    /// The docscript name (`after-append`, ...).
+    pub fn name(self) -> &'static str {
+        match self {
+            PeerCrash::AfterAppend => "after-append",
+            PeerCrash::AfterSync => "after-sync",
+            PeerCrash::AfterApply => "after-apply",
+            PeerCrash::AfterSend => "after-send",
+            PeerCrash::AfterVote => "after-vote",
+        }
+    }
+
+    /// The stage with this docscript name.
+    pub fn from_name(name: &str) -> Option<PeerCrash> {
+        PeerCrash::ALL.into_iter().find(|c| c.name() == name)
+    }
+}
+
 /// The caller's physical time, set before each call.
 struct Given(u64);
 
@@ -184,6 +223,8 @@ pub struct Peer {
     applied_log: Vec<Applied>,
     /// Why the peer stopped (a failed disk write): it refuses everything until reopened.
     down: Option<Error>,
+    /// A power cut armed for a moment of its work.
+    crash_at: Option<PeerCrash>,
 }
 
 impl Peer {
@@ -236,6 +277,7 @@ impl Peer {
             propagated: None,
             applied_log: Vec::new(),
             down: None,
+            crash_at: None,
         };
         peer.replay(&recovery.entries, plan, commit, &mut report)?;
         Ok((peer, report))
@@ -384,11 +426,15 @@ impl Peer {
             if !entries.is_empty() || hs.is_some() {
                 self.log.append(&entries, hs)?;
             }
+            if !entries.is_empty() {
+                self.maybe_crash(PeerCrash::AfterAppend)?;
+            }
             // Term and vote must be durable before a vote leaves (the planted bug syncs
             // only when entries came, so a lone new vote may die with the power).
             let vote_only = entries.is_empty();
             if ready.must_sync() && !(vote_only && self.plant(Plant::VoteNotSynced)) {
                 self.log.sync()?;
+                self.maybe_crash(PeerCrash::AfterSync)?;
             }
             let store = self.raw.store().clone();
             store.wl().append(ready.entries()).map_err(raft_error)?;
@@ -445,7 +491,52 @@ impl Peer {
         }
     }
 
+    /// Arm a power cut at `at` (the caller cuts the power when the peer reports it: an
+    /// error of kind `crashed`, or [`Peer::crash_after_send`]).
+    pub fn arm_crash(&mut self, at: Option<PeerCrash>) {
+        self.crash_at = at;
+    }
+
+    /// The peer's power is cut if it was armed here.
+    fn maybe_crash(&mut self, at: PeerCrash) -> Result<()> {
+        if self.crash_at != Some(at) {
+            return Ok(());
+        }
+        self.crash_at = None;
+        let stage = match at {
+            PeerCrash::AfterAppend => CrashStage::AfterAppend,
+            PeerCrash::AfterSync => CrashStage::AfterSync,
+            _ => CrashStage::AfterApply,
+        };
+        Err(Error::Crashed(CrashPoint::Write(stage)))
+    }
+
+    /// Whether an armed power cut fired: the peer refuses everything, and its caller
+    /// is to cut the power for real.
+    pub fn powered_off(&self) -> bool {
+        matches!(self.down, Some(Error::Crashed(_)) | Some(Error::Down { cause: None }))
+    }
+
+    /// Whether the power goes once `sent` has left (armed after a send, or after a vote
+    /// when `sent` grants one); the peer then refuses everything.
+    pub fn crash_after_send(&mut self, sent: &[Envelope]) -> bool {
+        let vote = sent
+            .iter()
+            .any(|e| e.msg.get_msg_type() == MessageType::MsgRequestVoteResponse && !e.msg.reject);
+        let fires = match self.crash_at {
+            Some(PeerCrash::AfterSend) => !sent.is_empty(),
+            Some(PeerCrash::AfterVote) => vote,
+            _ => false,
+        };
+        if fires {
+            self.crash_at = None;
+            self.down = Some(Error::Down { cause: None });
+        }
+        fires
+    }
+
     fn apply_all(&mut self, committed: Vec<Entry>) -> Result<()> {
+        let applied_any = !committed.is_empty();
         for entry in committed.iter().map(to_log_entry) {
             if entry.op_id.index <= self.applied && self.plant(Plant::ApplyBeforeCommit) {
                 continue; // applied early
@@ -459,6 +550,9 @@ impl Peer {
             self.applied = entry.op_id.index;
             self.unapplied.remove(&entry.op_id.index);
             self.applied_log.push(Applied { op_id: entry.op_id, ht });
+        }
+        if applied_any {
+            self.maybe_crash(PeerCrash::AfterApply)?;
         }
         Ok(())
     }

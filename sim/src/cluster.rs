@@ -26,7 +26,7 @@ use crate::convert;
 use check::{Answer, History, Proposal, Read};
 use docsim_engine::canary::Plants;
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
-use docsim_engine::{BootReport, ErrorKind, HybridTime, Peer, PeerOptions};
+use docsim_engine::{BootReport, ErrorKind, HybridTime, Peer, PeerCrash, PeerOptions};
 use docsim_workloads::{Op, Profile, Workload};
 use madsim::net::NetSim;
 use net::{Shared, Slot, World};
@@ -346,6 +346,10 @@ impl Cluster {
             if let Some(e) = self.slot(id).refused.first() {
                 return Err(format!("node {id} failed: {e}"));
             }
+            if std::mem::take(&mut self.slot(id).crashed) {
+                self.trace(format!("crash node={id} (armed, fired)"));
+                self.power_off(id);
+            }
         }
         self.note_leader();
         Ok(())
@@ -400,7 +404,10 @@ impl Cluster {
             self.fault(schedule)?;
             if schedule.random_range(0..100) < self.knobs.flush_percent {
                 let id = schedule.random_range(1..=self.config.replicas as u64);
-                let flushed = self.slot(id).peer.as_mut().map(|peer| peer.flush());
+                let mut slot = self.slot(id);
+                let peer = slot.peer.as_mut().filter(|p| !p.powered_off());
+                let flushed = peer.map(|peer| peer.flush());
+                drop(slot);
                 if let Some(Err(e)) = flushed {
                     return Err(format!("node {id} failed to flush: {e}"));
                 }
@@ -463,23 +470,10 @@ impl Cluster {
             Some(id) if schedule.random_range(0..10) > 0 => id,
             _ => schedule.random_range(1..=n),
         };
-        let now_us = self.now_us(target);
         let engine_writes: Vec<_> = writes.iter().map(convert::write).collect();
-        let proposed = {
-            let mut slot = self.slot(target);
-            let slot = &mut *slot;
-            let incarnation = slot.incarnation;
-            match slot.peer.as_mut() {
-                None => return Ok(()),
-                Some(peer) => peer.propose(&engine_writes, now_us).and_then(|p| {
-                    let out = peer.process()?;
-                    slot.outbox.extend(out);
-                    Ok((p, incarnation))
-                }),
-            }
-        };
-        let ((op_id, ht), incarnation) = match proposed {
-            Ok(p) => p,
+        let ((op_id, ht), incarnation) = match self.propose(target, &engine_writes) {
+            Ok(Some(p)) => p,
+            Ok(None) => return Ok(()),
             Err(e) if e.kind() == ErrorKind::NotLeader => {
                 self.outcome.writes_not_leader += 1;
                 return Ok(());
@@ -495,9 +489,34 @@ impl Cluster {
         let deadline = simulated_now() + WRITE_TIMEOUT;
         self.pending.push(Pending { target, incarnation, deadline, op_id });
         let proposal = Proposal { op_id, ht, writes, answer: Answer::TimedOut };
-        let earlier = self.history.proposals.insert(op_id, proposal);
-        assert!(earlier.is_none(), "two proposals got op id {op_id}");
+        if self.history.proposals.insert(op_id, proposal).is_some() {
+            // Only two leaders in one term can hand out one op id twice.
+            return Err(format!("two leaders in term {}: both proposed {op_id}", op_id.term));
+        }
         Ok(())
+    }
+
+    /// Propose `writes` at replica `target` and persist them there: the op id, its time and
+    /// the replica's incarnation, or `None` when the replica is down. A power cut armed
+    /// for the append or the sync fires here: the write is then in doubt.
+    #[allow(clippy::type_complexity)]
+    fn propose(
+        &mut self,
+        target: u64,
+        writes: &[docsim_engine::DocWrite],
+    ) -> docsim_engine::Result<Option<((docsim_engine::OpId, HybridTime), u64)>> {
+        let now_us = self.now_us(target);
+        let mut slot = self.slot(target);
+        let slot = &mut *slot;
+        let incarnation = slot.incarnation;
+        let Some(peer) = slot.peer.as_mut().filter(|p| !p.powered_off()) else { return Ok(None) };
+        let proposed = peer.propose(writes, now_us)?;
+        match peer.process() {
+            Ok(out) => slot.outbox.extend(out),
+            Err(e) if e.kind() == ErrorKind::Crashed => slot.crashed = true,
+            Err(e) => return Err(e),
+        }
+        Ok(Some((proposed, incarnation)))
     }
 
     /// Answer the pending writes that have an answer: applied at the replica that took
@@ -556,7 +575,7 @@ impl Cluster {
         let id = self.read_target(schedule);
         let now_us = self.now_us(id);
         let mut slot = self.slot(id);
-        let Some(peer) = slot.peer.as_mut() else { return Ok(()) };
+        let Some(peer) = slot.peer.as_mut().filter(|p| !p.powered_off()) else { return Ok(()) };
         // A leader is read "now" (its clock) most of the time; a follower at its safe time,
         // a little before it, or now (refused unless it is caught up).
         // A leader also ahead of now, inside the lease it may hold.
@@ -600,6 +619,11 @@ impl Cluster {
             match fault {
                 _ if now < until => self.nemesis.push((until, fault)),
                 Fault::Partition => self.heal(),
+                Fault::Crash(id) if self.slot(id).peer.is_some() => {
+                    if let Some(peer) = self.slot(id).peer.as_mut() {
+                        peer.arm_crash(None); // armed, never reached
+                    }
+                }
                 Fault::Crash(id) => self.restart(id)?,
             }
         }
@@ -623,7 +647,13 @@ impl Cluster {
                 self.nemesis.push((until, Fault::Partition));
             }
             2 | 3 if self.slot(victim).peer.is_some() => {
-                self.crash(victim);
+                match schedule.random_bool(0.5) {
+                    true => self.crash(victim),
+                    false => {
+                        let at = PeerCrash::ALL[schedule.random_range(0..PeerCrash::ALL.len())];
+                        self.arm_crash(victim, at);
+                    }
+                }
                 self.nemesis.push((until, Fault::Crash(victim)));
             }
             4 => {
@@ -680,15 +710,32 @@ impl Cluster {
         if self.slot(id).peer.is_none() {
             return;
         }
-        let _ = self.collect();
+        let _ = self.collect(); // a failure sticks: the next collect reports it
+        if self.slot(id).peer.is_some() {
+            self.trace(format!("crash node={id}"));
+            self.power_off(id);
+        }
+    }
+
+    /// Cut replica `id`'s power: its tasks stop, its memory goes, its disk keeps only
+    /// what was synced (torn at random).
+    fn power_off(&mut self, id: u64) {
         madsim::runtime::Handle::current().kill(self.nodes[id as usize - 1].id());
         let mut slot = self.slot(id);
         slot.peer = None;
         slot.outbox.clear();
+        slot.crashed = false;
         drop(slot);
         self.disks[id as usize - 1].crash(Tear::Random);
         self.outcome.crashes += 1;
-        self.trace(format!("crash node={id}"));
+    }
+
+    /// Arm a power cut of replica `id` at a moment of its work (it fires when reached).
+    fn arm_crash(&mut self, id: u64, at: PeerCrash) {
+        if let Some(peer) = self.slot(id).peer.as_mut() {
+            peer.arm_crash(Some(at));
+        }
+        self.trace(format!("crash node={id} at {}", at.name()));
     }
 
     fn restart(&mut self, id: u64) -> Result<(), String> {
@@ -710,6 +757,13 @@ impl Cluster {
     async fn liveness(&mut self) -> Result<(), String> {
         self.heal();
         NetSim::current().update_config(|c| c.packet_loss_rate = 0.0);
+        self.nemesis.clear();
+        for id in self.ids().collect::<Vec<_>>() {
+            if let Some(peer) = self.slot(id).peer.as_mut() {
+                peer.arm_crash(None); // no power cut armed earlier fires now
+            }
+        }
+        self.collect()?; // a cut that fired is carried out before the restarts
         for id in self.ids().collect::<Vec<_>>() {
             if self.slot(id).peer.is_none() {
                 self.restart(id)?;
@@ -723,7 +777,9 @@ impl Cluster {
                 self.outcome.liveness_ms = start.elapsed().as_millis() as u64;
                 self.trace(format!("converged at index {last_index}"));
                 self.same_dumps()?;
-                self.read_every_document()?;
+                if !self.read_every_document()? {
+                    continue; // a leader's lease still trails its newest write: wait
+                }
                 let counts = self.history.check(last_index)?;
                 self.outcome.committed = counts.committed;
                 self.outcome.overwritten = counts.proposals_lost;
@@ -761,13 +817,16 @@ impl Cluster {
     /// After convergence, every replica reads every document any proposal wrote, at its
     /// safe time (past every committed write): the check compares each with the model, so
     /// a wrong apply the same on every replica shows even where no sampled read looked.
-    fn read_every_document(&mut self) -> Result<(), String> {
+    /// `false` while some replica cannot serve its safe time yet (a new leader whose
+    /// clock was moved past an old leader's lease, ahead of its own physical clock).
+    fn read_every_document(&mut self) -> Result<bool, String> {
         let docs: std::collections::BTreeSet<docsim_models::DocId> = self
             .history
             .proposals
             .values()
             .flat_map(|p| p.writes.iter().map(|w| w.doc.clone()))
             .collect();
+        let mut reads = Vec::new();
         for id in self.ids().collect::<Vec<_>>() {
             let now_us = self.now_us(id);
             for doc in &docs {
@@ -775,15 +834,19 @@ impl Cluster {
                 let mut slot = self.slot(id);
                 let peer = slot.peer.as_mut().expect("every replica runs after convergence");
                 let read_ht = peer.safe_time();
-                let got = peer
-                    .read(&path, read_ht, now_us)
-                    .map_err(|e| format!("node {id} refused a read after convergence: {e}"))?;
+                let got = match peer.read(&path, read_ht, now_us) {
+                    Ok(got) => got,
+                    Err(e) if e.kind() == ErrorKind::LeaseExpired => return Ok(false),
+                    Err(e) => {
+                        return Err(format!("node {id} refused a read after convergence: {e}"))
+                    }
+                };
                 drop(slot);
-                let read = Read { node: id, doc: doc.clone(), path: vec![], read_ht, got };
-                self.history.reads.push(read);
+                reads.push(Read { node: id, doc: doc.clone(), path: vec![], read_ht, got });
             }
         }
-        Ok(())
+        self.history.reads.extend(reads);
+        Ok(true)
     }
 
     fn same_dumps(&self) -> Result<(), String> {
@@ -822,7 +885,17 @@ pub fn campaign(
                 if seed >= end {
                     return;
                 }
-                let outcome = run(&ClusterConfig { seed, ..template.clone() });
+                let config = ClusterConfig { seed, ..template.clone() };
+                // A panic is a failed seed, not a dead campaign.
+                let outcome = std::panic::catch_unwind(|| run(&config)).unwrap_or_else(|panic| {
+                    let why = panic
+                        .downcast_ref::<String>()
+                        .cloned()
+                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                        .unwrap_or_default();
+                    let failure = Some(format!("panic: {why}"));
+                    ClusterOutcome { seed, failure, ..Default::default() }
+                });
                 results.lock().expect("results").push(outcome);
             });
         }

@@ -6,7 +6,7 @@
 //! Killing the node stops its tasks and unbinds its endpoint: messages in flight to it
 //! are dropped, as the network drops packets to a dead host.
 
-use docsim_engine::{Applied, Envelope, Peer};
+use docsim_engine::{Applied, Envelope, ErrorKind, Peer};
 use madsim::net::Endpoint;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -26,6 +26,8 @@ pub struct Slot {
     pub outbox: Vec<Envelope>,
     /// This node's clock offset from true simulated time, in microseconds.
     pub skew_us: i64,
+    /// The peer's armed power cut fired: the controller cuts the power.
+    pub crashed: bool,
     /// How many times the node restarted.
     pub incarnation: u64,
     /// Entries the peer applied, not yet taken by the controller.
@@ -72,7 +74,7 @@ async fn serve(id: u64, slot: Shared, world: World) {
     while let Ok((payload, _)) = endpoint.recv_from_raw(TAG).await {
         let envelope = *payload.downcast::<Envelope>().expect("peers send envelopes");
         let out = with_peer(&slot, world, |peer, now_us| peer.receive(envelope, now_us));
-        send(&endpoint, out).await;
+        send(&slot, &endpoint, out).await;
     }
 }
 
@@ -80,7 +82,7 @@ async fn tick(slot: Shared, world: World, endpoint: Arc<Endpoint>) {
     loop {
         madsim::time::sleep(TICK).await;
         let out = with_peer(&slot, world, |peer, now_us| peer.tick(now_us));
-        send(&endpoint, out).await;
+        send(&slot, &endpoint, out).await;
     }
 }
 
@@ -96,16 +98,26 @@ fn with_peer(
     let Some(peer) = slot.peer.as_mut() else { return Vec::new() };
     match f(peer, now_us) {
         Ok(out) => slot.outbox.extend(out),
+        Err(e) if e.kind() == ErrorKind::Crashed => slot.crashed = true,
+        Err(_) if peer.powered_off() => {} // whoever cut it tells the controller
         Err(e) => slot.refused.push(e.to_string()),
     }
     slot.applied.extend(peer.take_applied());
     std::mem::take(&mut slot.outbox)
 }
 
-async fn send(endpoint: &Endpoint, out: Vec<Envelope>) {
+/// Send what a peer produced; a power cut armed for after this send fires once it left.
+async fn send(slot: &Shared, endpoint: &Endpoint, out: Vec<Envelope>) {
+    let fires = {
+        let mut slot = slot.lock().expect("slot lock");
+        slot.peer.as_mut().is_some_and(|peer| peer.crash_after_send(&out))
+    };
     for envelope in out {
         let to = addr(envelope.to);
         // A send to a node that is down fails like a lost packet: Raft retries.
         let _ = endpoint.send_to_raw(to, TAG, Box::new(envelope)).await;
+    }
+    if fires {
+        slot.lock().expect("slot lock").crashed = true;
     }
 }

@@ -9,7 +9,7 @@
 //! del <path> [to=<i>]
 //! get <path> from=<i> [@now | @safe | @<T>]
 //! partition 1,2 | 3                    # (every replica once); heal
-//! crash node=<i>                       # restart node=<i>
+//! crash node=<i> [at <stage>]          # after-append|sync|apply|send|vote; restart node=<i>
 //! flush node=<i>
 //! wait <duration>                      # simulated time passes (ticks, messages)
 //! leader                               # who leads now
@@ -23,7 +23,7 @@ use crate::convert;
 use docsim_engine::canary::Plants;
 use docsim_engine::notation::{ParseError, Parser};
 use docsim_engine::script::{format_get, strip_comment};
-use docsim_engine::{DocPath, DocWrite, Document, HybridTime, WriteKind};
+use docsim_engine::{DocPath, DocWrite, Document, HybridTime, PeerCrash, WriteKind};
 use docsim_models::{Doc, DocId, Key, Ttl, Write};
 use std::time::Duration;
 
@@ -41,7 +41,7 @@ enum Command {
     /// The two sides, as written.
     Partition(Vec<u64>, Vec<u64>),
     Heal,
-    Crash(u64),
+    Crash(u64, Option<PeerCrash>),
     Restart(u64),
     Flush(u64),
     Wait(Duration),
@@ -109,32 +109,14 @@ fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
             let to = node_option(&mut p, "to=")?;
             Command::Write { write: DocWrite { path, kind: WriteKind::Del, ttl_us: None }, to }
         }
-        Some("get") => {
-            let path = p.path()?;
-            let (mut from, mut at) = (None, ReadAt::Now);
-            while !p.at_end() {
-                if p.eat("from=") {
-                    from = Some(p.unsigned()?);
-                } else if p.eat("@now") {
-                    at = ReadAt::Now;
-                } else if p.eat("@safe") {
-                    at = ReadAt::Safe;
-                } else if p.eat("@") {
-                    at = ReadAt::At(p.hybrid_time()?);
-                } else {
-                    return Err(p.error(format!("unexpected {}", p.found())));
-                }
-            }
-            let from = from.ok_or_else(|| p.error("`get` needs from=<i>"))?;
-            Command::Get { path, from, at }
-        }
+        Some("get") => parse_get(&mut p)?,
         Some("partition") => {
             let side = node_list(&mut p)?;
             p.expect("|")?;
             Command::Partition(side, node_list(&mut p)?)
         }
         Some("heal") => Command::Heal,
-        Some("crash") => Command::Crash(required_node(&mut p)?),
+        Some("crash") => parse_crash(&mut p)?,
         Some("restart") => Command::Restart(required_node(&mut p)?),
         Some("flush") => Command::Flush(required_node(&mut p)?),
         Some("wait") => {
@@ -151,6 +133,38 @@ fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
     };
     p.finish()?;
     Ok(command)
+}
+
+fn parse_get(p: &mut Parser<'_>) -> Result<Command, ParseError> {
+    let path = p.path()?;
+    let (mut from, mut at) = (None, ReadAt::Now);
+    while !p.at_end() {
+        if p.eat("from=") {
+            from = Some(p.unsigned()?);
+        } else if p.eat("@now") {
+            at = ReadAt::Now;
+        } else if p.eat("@safe") {
+            at = ReadAt::Safe;
+        } else if p.eat("@") {
+            at = ReadAt::At(p.hybrid_time()?);
+        } else {
+            return Err(p.error(format!("unexpected {}", p.found())));
+        }
+    }
+    let from = from.ok_or_else(|| p.error("`get` needs from=<i>"))?;
+    Ok(Command::Get { path, from, at })
+}
+
+fn parse_crash(p: &mut Parser<'_>) -> Result<Command, ParseError> {
+    let id = required_node(p)?;
+    if !p.eat_word("at") {
+        return Ok(Command::Crash(id, None));
+    }
+    let word = p.token().unwrap_or_default();
+    let names: Vec<&str> = PeerCrash::ALL.iter().map(|c| c.name()).collect();
+    let at = PeerCrash::from_name(word)
+        .ok_or_else(|| p.error(format!("unknown stage `{word}` (known: {})", names.join(", "))))?;
+    Ok(Command::Crash(id, Some(at)))
 }
 
 fn node_list(p: &mut Parser<'_>) -> Result<Vec<u64>, ParseError> {
@@ -202,7 +216,7 @@ async fn run(config: ClusterConfig, commands: Vec<(usize, Command)>) -> String {
 fn check_nodes(command: &Command, replicas: u64) -> Result<(), String> {
     let named: Vec<u64> = match command {
         Command::Write { to: Some(i), .. } | Command::Get { from: i, .. } => vec![*i],
-        Command::Crash(i) | Command::Restart(i) | Command::Flush(i) => vec![*i],
+        Command::Crash(i, _) | Command::Restart(i) | Command::Flush(i) => vec![*i],
         Command::Partition(a, b) => a.iter().chain(b).copied().collect(),
         _ => vec![],
     };
@@ -231,11 +245,15 @@ async fn execute(cluster: &mut Cluster, command: Command) -> Vec<String> {
             cluster.heal();
             vec![]
         }
-        Command::Crash(id) if cluster.slot(id).peer.is_none() => {
+        Command::Crash(id, _) if cluster.slot(id).peer.is_none() => {
             vec![format!("error: node {id} is down")]
         }
-        Command::Crash(id) => {
+        Command::Crash(id, None) => {
             cluster.crash(id);
+            vec![]
+        }
+        Command::Crash(id, Some(at)) => {
+            cluster.arm_crash(id, at);
             vec![]
         }
         Command::Restart(id) if cluster.slot(id).peer.is_some() => {
@@ -294,22 +312,9 @@ async fn write_line(cluster: &mut Cluster, write: DocWrite, to: Option<u64>) -> 
         return "error: no replica claims to lead".into();
     };
     let model = model_write(&write);
-    let now_us = cluster.now_us(target);
-    let proposed = {
-        let mut slot = cluster.slot(target);
-        let slot = &mut *slot;
-        let incarnation = slot.incarnation;
-        match slot.peer.as_mut() {
-            None => return format!("error: node {target} is down"),
-            Some(peer) => peer.propose(std::slice::from_ref(&write), now_us).and_then(|p| {
-                let out = peer.process()?;
-                slot.outbox.extend(out);
-                Ok((p, incarnation))
-            }),
-        }
-    };
-    let ((op_id, ht), incarnation) = match proposed {
-        Ok(p) => p,
+    let ((op_id, ht), incarnation) = match cluster.propose(target, std::slice::from_ref(&write)) {
+        Ok(Some(p)) => p,
+        Ok(None) => return format!("error: node {target} is down"),
         Err(e) => return format!("error: {}: {e}", e.kind()),
     };
     let deadline = simulated_now() + WRITE_TIMEOUT;
