@@ -26,6 +26,10 @@ struct RunArgs {
     /// The seed: decimal, 0x-hex, or a git commit hash.
     #[arg(long, value_parser = parse_seed)]
     seed: u64,
+    /// Replicas per tablet: 3 or 5 run the seed replicated (`docsim cluster`; `replay`
+    /// prints its trace); 1 (the default) runs the one-node simulator.
+    #[arg(long, default_value_t = 1, value_parser = parse_replicas)]
+    replicas: usize,
     #[command(flatten)]
     shape: ShapeArgs,
 }
@@ -267,6 +271,16 @@ fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Script { file, data_dir, plant } => script(&file, data_dir, plant),
+        Command::Run { run: args, .. } | Command::Replay { run: args } if args.replicas > 1 => {
+            let template = docsim::cluster::ClusterConfig {
+                seed: args.seed,
+                replicas: args.replicas,
+                ops: args.shape.ops,
+                faults: true,
+                plants: docsim_engine::canary::Plants::of(args.shape.plant),
+            };
+            cluster_command((args.seed, args.seed + 1), 1, &template, true)
+        }
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),

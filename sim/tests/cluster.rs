@@ -91,6 +91,15 @@ fn a_seed_runs_the_same_alone_and_after_other_seeds_on_one_thread() {
     assert!(alone.leader_changes > 0 && alone.trace.len() > 100);
 }
 
+/// A replicated seed's trace, pinned: a change that moves it (to the engine, raft-rs's
+/// handling, the schedule or the workload) shows here and is re-pinned on purpose.
+#[test]
+fn the_trace_of_seed_1_is_pinned() {
+    let outcome = run(&config(1, 3, None));
+    assert_eq!(outcome.failure, None);
+    assert_eq!(format!("{:016x}", outcome.trace_hash()), "bb7d7396c6c080b3");
+}
+
 #[test]
 fn two_processes_print_the_same_trace() {
     let trace = || {
