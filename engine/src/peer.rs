@@ -50,8 +50,9 @@ use crate::error::{Error, Result};
 use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
 use crate::log::{HardState, Log, LogEntry, OpId};
 use crate::replay::plan_replay;
+use crate::replica::{raft_error, to_log_entry, to_raft_entry};
 use crate::replica::{CrashPoint, CrashStage};
-use crate::tablet::encode_payload;
+use crate::tablet::{apply_entry, encode_payload};
 use crate::write_batch::DocWriteBatch;
 use raft::eraftpb::{ConfState, Entry, Message, MessageType};
 use raft::storage::MemStorage;
@@ -809,26 +810,4 @@ fn entry_ht(entry: &LogEntry) -> Result<Option<HybridTime>> {
         .get(..8)
         .ok_or_else(|| Error::Storage(format!("log entry {}: no hybrid time", entry.op_id)))?;
     Ok(Some(HybridTime::from_raw(u64::from_be_bytes(raw.try_into().expect("8 bytes")))))
-}
-
-/// Apply one committed entry (as the one-voter tablet does); whether it carried writes.
-fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
-    crate::tablet::apply_entry(db, entry)
-}
-
-fn to_raft_entry(entry: &LogEntry) -> Entry {
-    Entry {
-        term: entry.op_id.term,
-        index: entry.op_id.index,
-        data: entry.data.clone().into(),
-        ..Default::default()
-    }
-}
-
-fn to_log_entry(entry: &Entry) -> LogEntry {
-    LogEntry { op_id: OpId::new(entry.term, entry.index), data: entry.data.to_vec() }
-}
-
-fn raft_error(e: raft::Error) -> Error {
-    Error::Storage(format!("raft: {e}"))
 }

@@ -284,7 +284,7 @@ fn committed_index(recovery: &Recovery, last: OpId) -> u64 {
     recovery.hard_state.commit.max(last.index)
 }
 
-fn to_raft_entry(entry: &LogEntry) -> Entry {
+pub(crate) fn to_raft_entry(entry: &LogEntry) -> Entry {
     Entry {
         term: entry.op_id.term,
         index: entry.op_id.index,
@@ -293,10 +293,10 @@ fn to_raft_entry(entry: &LogEntry) -> Entry {
     }
 }
 
-fn to_log_entry(entry: &Entry) -> LogEntry {
+pub(crate) fn to_log_entry(entry: &Entry) -> LogEntry {
     LogEntry { op_id: OpId::new(entry.term, entry.index), data: entry.data.to_vec() }
 }
 
-fn raft_error(e: raft::Error) -> Error {
+pub(crate) fn raft_error(e: raft::Error) -> Error {
     Error::Storage(format!("raft: {e}"))
 }

@@ -23,6 +23,7 @@ mod script;
 pub use script::{is_cluster_script, run_cluster_script};
 
 use crate::convert;
+use crate::simulate::simulated_now;
 use check::{Answer, History, Proposal, Read};
 use docsim_engine::canary::Plants;
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
@@ -95,11 +96,8 @@ pub struct ClusterOutcome {
 impl ClusterOutcome {
     /// FNV-1a over the trace lines: equal in two processes for one seed.
     pub fn trace_hash(&self) -> u64 {
-        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
-        for byte in self.trace.iter().flat_map(|l| l.bytes().chain([b'\n'])) {
-            hash = (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
-        }
-        hash
+        let fnv = crate::simulate::fnv;
+        self.trace.iter().fold(crate::simulate::FNV_OFFSET, |hash, line| fnv(hash, line.as_bytes()))
     }
 }
 
@@ -160,11 +158,6 @@ impl Knobs {
             max_faults: rng.random_range(1..=2),
         }
     }
-}
-
-#[allow(clippy::disallowed_methods)]
-fn simulated_now() -> madsim::time::Instant {
-    madsim::time::Instant::now()
 }
 
 /// The nemesis's current fault.
@@ -405,7 +398,7 @@ impl Cluster {
             if schedule.random_range(0..100) < self.knobs.flush_percent {
                 let id = schedule.random_range(1..=self.config.replicas as u64);
                 let mut slot = self.slot(id);
-                let peer = slot.peer.as_mut().filter(|p| !p.powered_off());
+                let peer = slot.running();
                 let flushed = peer.map(|peer| peer.flush());
                 drop(slot);
                 if let Some(Err(e)) = flushed {
@@ -509,7 +502,7 @@ impl Cluster {
         let mut slot = self.slot(target);
         let slot = &mut *slot;
         let incarnation = slot.incarnation;
-        let Some(peer) = slot.peer.as_mut().filter(|p| !p.powered_off()) else { return Ok(None) };
+        let Some(peer) = slot.running() else { return Ok(None) };
         let proposed = peer.propose(writes, now_us)?;
         match peer.process() {
             Ok(out) => slot.outbox.extend(out),
@@ -575,7 +568,7 @@ impl Cluster {
         let id = self.read_target(schedule);
         let now_us = self.now_us(id);
         let mut slot = self.slot(id);
-        let Some(peer) = slot.peer.as_mut().filter(|p| !p.powered_off()) else { return Ok(()) };
+        let Some(peer) = slot.running() else { return Ok(()) };
         // A leader is read "now" (its clock) most of the time; a follower at its safe time,
         // a little before it, or now (refused unless it is caught up).
         // A leader also ahead of now, inside the lease it may hold.

@@ -78,6 +78,16 @@ pub fn path(id: &DocId, subkeys: &[Key]) -> DocPath {
     DocPath::new(doc_key(id), subkeys.iter().map(entry).collect())
 }
 
+/// An engine path → the model's document id and subkeys below it.
+pub fn doc_and_subkeys(path: &DocPath) -> (DocId, Vec<Key>) {
+    let doc = DocId {
+        colocation: path.doc_key.colocation_id,
+        hashed: path.doc_key.hashed.iter().map(key).collect(),
+        range: path.doc_key.range.iter().map(key).collect(),
+    };
+    (doc, path.subkeys.iter().map(key).collect())
+}
+
 /// Engine document → model document.
 pub fn doc(d: &Document) -> Doc {
     match d {

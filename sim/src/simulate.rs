@@ -151,7 +151,7 @@ impl PhysicalClock for SimClock {
 /// Inside the madsim runtime `Instant::now` reads simulated time (madsim intercepts the
 /// clock); this is the one place the simulation reads it.
 #[allow(clippy::disallowed_methods)]
-fn simulated_now() -> madsim::time::Instant {
+pub(crate) fn simulated_now() -> madsim::time::Instant {
     madsim::time::Instant::now()
 }
 
@@ -592,9 +592,10 @@ fn record(
     }
 }
 
-const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+pub(crate) const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
 
-fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
+/// FNV-1a over `bytes` and a newline, continuing from `hash`.
+pub(crate) fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
     for &b in bytes.iter().chain(b"\n") {
         hash ^= u64::from(b);
         hash = hash.wrapping_mul(0x0100_0000_01b3);

@@ -65,24 +65,19 @@ impl Group {
             now_us: 1_000_000,
             plants,
         };
+        group.peers = vec![None, None, None];
         for id in 1..=3 {
-            let peer = group.open(id);
-            group.peers.push(Some(peer));
+            group.restart(id);
         }
         group
     }
 
-    fn open(&mut self, id: u64) -> Peer {
-        let disk = &self.disks[id as usize - 1];
-        let opened = Peer::open(
-            &dir(id),
-            Some(&self.env),
-            disk,
-            "log",
-            options(id, self.plants),
-            self.now_us,
-        );
-        opened.expect("the peer opens").0
+    /// Three peers that elected a leader: the group and the leader.
+    fn elected(plants: Plants) -> (Group, u64) {
+        let mut group = Group::new(plants);
+        group.run_ms(300);
+        let leader = group.leader();
+        (group, leader)
     }
 
     fn peer(&mut self, id: u64) -> &mut Peer {
@@ -153,17 +148,12 @@ impl Group {
         self.disks[id as usize - 1].crash(Tear::None);
     }
 
+    /// Open (or reopen) peer `id` from its disk.
     fn restart(&mut self, id: u64) -> BootReport {
         let disk = &self.disks[id as usize - 1];
-        let (peer, report) = Peer::open(
-            &dir(id),
-            Some(&self.env),
-            disk,
-            "log",
-            options(id, self.plants),
-            self.now_us,
-        )
-        .expect("the peer reopens");
+        let options = options(id, self.plants);
+        let opened = Peer::open(&dir(id), Some(&self.env), disk, "log", options, self.now_us);
+        let (peer, report) = opened.expect("the peer opens");
         self.peers[id as usize - 1] = Some(peer);
         report
     }
@@ -171,6 +161,13 @@ impl Group {
     fn get(&mut self, id: u64, text: &str, read_ht: HybridTime) -> Result<Option<Document>> {
         let now = self.now_us;
         self.peer(id).read(&path(text), read_ht, now)
+    }
+
+    /// A read at peer `id`'s clock's "now".
+    fn get_now(&mut self, id: u64, text: &str) -> Result<Option<Document>> {
+        let now = self.now_us;
+        let read_ht = self.peer(id).now_ht(now);
+        self.get(id, text, read_ht)
     }
 
     fn dumps_agree(&mut self) -> bool {
@@ -186,9 +183,7 @@ fn int(v: i64) -> Option<Document> {
 
 #[test]
 fn three_peers_elect_replicate_and_agree() {
-    let mut g = Group::new(Plants::NONE);
-    g.run_ms(300);
-    let leader = g.leader();
+    let (mut g, leader) = Group::elected(Plants::NONE);
     let op = g.write(leader, &[set("doc(1i32;).\"a\"", 7)]);
     g.run_ms(50);
     for id in 1..=3 {
@@ -201,16 +196,12 @@ fn three_peers_elect_replicate_and_agree() {
     let above = HybridTime::from_raw(safe.raw() + (1 << 20));
     let refused = g.get(follower, "doc(1i32;).\"a\"", above).expect_err("above its safe time");
     assert_eq!(refused.kind(), ErrorKind::SafeTimeBehind, "{refused}");
-    let now = g.now_us;
-    let read_ht = g.peer(leader).now_ht(now);
-    assert_eq!(g.get(leader, "doc(1i32;).\"a\"", read_ht).expect("a leased leader read"), int(7));
+    assert_eq!(g.get_now(leader, "doc(1i32;).\"a\"").expect("a leased leader read"), int(7));
 }
 
 #[test]
 fn a_write_to_a_follower_names_the_leader() {
-    let mut g = Group::new(Plants::NONE);
-    g.run_ms(300);
-    let leader = g.leader();
+    let (mut g, leader) = Group::elected(Plants::NONE);
     let follower = (1..=3).find(|&id| id != leader).expect("a follower");
     let now = g.now_us;
     let refused =
@@ -220,9 +211,7 @@ fn a_write_to_a_follower_names_the_leader() {
 
 #[test]
 fn a_new_leader_overwrites_the_old_leaders_uncommitted_tail() {
-    let mut g = Group::new(Plants::NONE);
-    g.run_ms(300);
-    let old = g.leader();
+    let (mut g, old) = Group::elected(Plants::NONE);
     g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
     g.isolate(old);
@@ -238,25 +227,17 @@ fn a_new_leader_overwrites_the_old_leaders_uncommitted_tail() {
     assert!(!g.peer(old).is_applied(lost), "the overwritten entry never applies");
     assert!(g.peer(old).is_applied(kept));
     assert!(g.dumps_agree());
-    let now = g.now_us;
-    let read_ht = g.peer(new).now_ht(now);
-    assert_eq!(g.get(new, "doc(1i32;).\"a\"", read_ht).expect("a leader read"), int(3));
+    assert_eq!(g.get_now(new, "doc(1i32;).\"a\"").expect("a leader read"), int(3));
 }
 
 #[test]
 fn a_partitioned_leader_refuses_reads_once_its_lease_runs_out() {
     for plants in [Plants::NONE, Plants::of(Some(Plant::ReadsPastLease))] {
-        let mut g = Group::new(plants);
-        g.run_ms(300);
-        let old = g.leader();
+        let (mut g, old) = Group::elected(plants);
         g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
         g.isolate(old);
         g.run_ms(60); // check_quorum has not deposed it yet
-        let new_write_seen = |g: &mut Group| {
-            let now = g.now_us;
-            let read_ht = g.peer(old).now_ht(now);
-            g.get(old, "doc(1i32;).\"a\"", read_ht)
-        };
+        let new_write_seen = |g: &mut Group| g.get_now(old, "doc(1i32;).\"a\"");
         let early = new_write_seen(&mut g).expect("inside its lease");
         assert_eq!(early, int(1));
         // Past the lease (200 ms of its clock), though it may still think it leads.
@@ -274,9 +255,7 @@ fn a_partitioned_leader_refuses_reads_once_its_lease_runs_out() {
 #[test]
 fn bootstrap_hands_orphaned_entries_to_raft_and_a_new_leader_overwrites_them() {
     for plants in [Plants::NONE, Plants::of(Some(Plant::OrphansCommitted))] {
-        let mut g = Group::new(plants);
-        g.run_ms(300);
-        let old = g.leader();
+        let (mut g, old) = Group::elected(plants);
         g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
         g.run_ms(50);
         g.isolate(old);
@@ -301,9 +280,7 @@ fn bootstrap_hands_orphaned_entries_to_raft_and_a_new_leader_overwrites_them() {
 
 #[test]
 fn a_restarted_peer_replays_committed_entries_above_its_frontier() {
-    let mut g = Group::new(Plants::NONE);
-    g.run_ms(300);
-    let leader = g.leader();
+    let (mut g, leader) = Group::elected(Plants::NONE);
     let follower = (1..=3).find(|&id| id != leader).expect("a follower");
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);

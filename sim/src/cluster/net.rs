@@ -36,6 +36,13 @@ pub struct Slot {
     pub refused: Vec<String>,
 }
 
+impl Slot {
+    /// The peer, if it runs: not down, and no armed power cut has fired in it.
+    pub fn running(&mut self) -> Option<&mut Peer> {
+        self.peer.as_mut().filter(|p| !p.powered_off())
+    }
+}
+
 pub type Shared = Arc<Mutex<Slot>>;
 
 /// The simulated time every node's physical clock derives from.

@@ -23,8 +23,8 @@ use crate::convert;
 use docsim_engine::canary::Plants;
 use docsim_engine::notation::{ParseError, Parser};
 use docsim_engine::script::{format_get, strip_comment};
-use docsim_engine::{DocPath, DocWrite, Document, HybridTime, PeerCrash, WriteKind};
-use docsim_models::{Doc, DocId, Key, Ttl, Write};
+use docsim_engine::{DocPath, DocWrite, HybridTime, PeerCrash, WriteKind};
+use docsim_models::{Ttl, Write};
 use std::time::Duration;
 
 /// One parsed command.
@@ -348,7 +348,7 @@ fn get_line(cluster: &mut Cluster, path: &DocPath, from: u64, at: ReadAt) -> Str
     drop(slot);
     match result {
         Ok(got) => {
-            let (doc, subkeys) = model_path(path);
+            let (doc, subkeys) = convert::doc_and_subkeys(path);
             let read =
                 super::check::Read { node: from, doc, path: subkeys, read_ht, got: got.clone() };
             cluster.history.reads.push(read);
@@ -360,24 +360,10 @@ fn get_line(cluster: &mut Cluster, path: &DocPath, from: u64, at: ReadAt) -> Str
 
 /// The model's form of a script write (for the whole-history check at `converge`).
 fn model_write(write: &DocWrite) -> docsim_workloads::DocWrite {
-    let (doc, path) = model_path(&write.path);
+    let (doc, path) = convert::doc_and_subkeys(&write.path);
     let write_kind = match &write.kind {
-        WriteKind::Set(d) => Write::Set(model_doc(d)),
+        WriteKind::Set(d) => Write::Set(convert::doc(d)),
         _ => Write::Del,
     };
     docsim_workloads::DocWrite { doc, path, write: write_kind, ttl: Ttl::Inherit }
-}
-
-fn model_doc(d: &Document) -> Doc {
-    convert::doc(d)
-}
-
-fn model_path(path: &DocPath) -> (DocId, Vec<Key>) {
-    let key = |e| convert::key(e);
-    let doc = DocId {
-        colocation: path.doc_key.colocation_id,
-        hashed: path.doc_key.hashed.iter().map(key).collect(),
-        range: path.doc_key.range.iter().map(key).collect(),
-    };
-    (doc, path.subkeys.iter().map(key).collect())
 }
