@@ -17,14 +17,19 @@
 //! madsim's own seeded generator. raft-rs draws nothing (see `PeerOptions`).
 
 mod check;
+mod command;
+mod execute;
 mod net;
 mod script;
+mod shrink;
 
 pub use script::{is_cluster_script, run_cluster_script};
+pub use shrink::{failure_class, shrink_script, ShrunkScript};
 
 use crate::convert;
 use crate::simulate::simulated_now;
-use check::{Answer, History, Proposal, Read};
+use check::{Answer, History, Read};
+use command::{Command, Header, ReadAt};
 use docsim_engine::canary::Plants;
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
 use docsim_engine::{BootReport, ErrorKind, HybridTime, Peer, PeerCrash, PeerOptions};
@@ -89,7 +94,11 @@ pub struct ClusterOutcome {
     pub committed: usize,
     /// Simulated milliseconds the liveness phase took.
     pub liveness_ms: u64,
+    /// What the run printed: a replicated script of [`ClusterOutcome::script`] prints it
+    /// line for line.
     pub trace: Vec<String>,
+    /// The run as a replicated docscript: its header, then each command it carried out.
+    pub script: Vec<String>,
     pub failure: Option<String>,
 }
 
@@ -118,7 +127,7 @@ fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
 /// The knobs one seed draws.
 struct Knobs {
     fault_percent: u32,
-    loss_rate: f64,
+    loss_percent: u32,
     max_skew_us: i64,
     flush_percent: u32,
     /// Writes in flight at once (clients).
@@ -130,12 +139,12 @@ struct Knobs {
 }
 
 impl Knobs {
-    /// A script's knobs: no loss, no skew; every fault is a command.
-    fn quiet() -> Knobs {
+    /// A script's knobs: its header's loss and skew bound; every fault is a command.
+    fn scripted(loss_percent: u32, max_skew_us: i64) -> Knobs {
         Knobs {
             fault_percent: 0,
-            loss_rate: 0.0,
-            max_skew_us: 0,
+            loss_percent,
+            max_skew_us,
             flush_percent: 0,
             clients: 1,
             write_percent: 100,
@@ -146,7 +155,7 @@ impl Knobs {
     fn draw(rng: &mut ChaCha8Rng, faults: bool) -> Knobs {
         Knobs {
             fault_percent: if faults { [2, 5, 10, 20][rng.random_range(0..4)] } else { 0 },
-            loss_rate: if faults { [0.0, 0.0, 0.01, 0.05][rng.random_range(0..4)] } else { 0.0 },
+            loss_percent: if faults { [0, 0, 1, 5][rng.random_range(0..4)] } else { 0 },
             max_skew_us: if faults {
                 [0, 5_000, 50_000, 500_000][rng.random_range(0..4)]
             } else {
@@ -213,19 +222,21 @@ async fn simulate(config: ClusterConfig) -> ClusterOutcome {
     };
     let mut workload = Workload::new(&mut workload_rng, Some(Profile::Nested));
     let k = &cluster.knobs;
-    let knobs = format!(
-        "knobs faults={}% loss={} skew<={}us flush={}% clients={} writes={}%",
-        k.fault_percent, k.loss_rate, k.max_skew_us, k.flush_percent, k.clients, k.write_percent
-    );
-    cluster.trace(knobs);
-    let result = cluster.drive(&mut schedule, &mut workload_rng, &mut workload).await;
-    let result = match result {
-        Ok(()) => cluster.liveness().await,
-        Err(e) => Err(e),
+    let header = Header {
+        replicas: config.replicas,
+        seed: config.seed,
+        loss_percent: k.loss_percent,
+        max_skew_us: k.max_skew_us as u64,
     };
+    let knobs = format!(
+        "# seed {} drew: faults={}% flush={}% clients={} writes={}% max-faults={}",
+        config.seed, k.fault_percent, k.flush_percent, k.clients, k.write_percent, k.max_faults
+    );
+    cluster.outcome.script.extend([header.to_string(), knobs]);
+    cluster.drive(&mut schedule, &mut workload_rng, &mut workload).await;
     let mut outcome = std::mem::take(&mut cluster.outcome);
     outcome.seed = config.seed;
-    outcome.failure = result.err();
+    outcome.failure = cluster.broken.take();
     outcome
 }
 
@@ -238,7 +249,7 @@ impl Cluster {
         let disks =
             (0..n).map(|i| SimDisk::new(config.seed ^ (i << 48), FaultConfig::default())).collect();
         let world = World { start: simulated_now() };
-        let loss = knobs.loss_rate;
+        let loss = f64::from(knobs.loss_percent) / 100.0;
         NetSim::current().update_config(|c| c.packet_loss_rate = loss);
         let mut cluster = Cluster {
             config,
@@ -317,9 +328,17 @@ impl Cluster {
         }
         let result = self.collect_once();
         if let Err(e) = &result {
-            self.broken = Some(e.clone());
+            self.fail(e.clone());
         }
         result
+    }
+
+    /// The run failed: said once in the trace (`check: <why>`); the first failure sticks.
+    fn fail(&mut self, why: String) {
+        if self.broken.is_none() {
+            self.trace(format!("check: {why}"));
+            self.broken = Some(why);
+        }
     }
 
     fn collect_once(&mut self) -> Result<(), String> {
@@ -362,7 +381,7 @@ impl Cluster {
             if status.leader && self.last_leader.is_none_or(|(term, _)| term < status.term) {
                 self.last_leader = Some((status.term, id));
                 self.outcome.leader_changes += 1;
-                self.trace(format!("leader node={id} term={}", status.term));
+                self.trace(format!("elected node={id} term={}", status.term));
             }
         }
     }
@@ -384,109 +403,83 @@ impl Cluster {
         best.map(|(_, id)| id)
     }
 
+    /// The random run: decide each command from the seed and what the controller sees,
+    /// and carry it out with [`Cluster::step`] (which records it); stop at the first
+    /// failure; end with the liveness phase and the whole-history check.
     async fn drive(
         &mut self,
         schedule: &mut ChaCha8Rng,
         rng: &mut ChaCha8Rng,
         workload: &mut Workload,
-    ) -> Result<(), String> {
-        madsim::time::sleep(Duration::from_millis(400)).await; // the first election
-        self.collect()?;
+    ) {
+        self.step(Command::Wait(Duration::from_millis(400))).await; // the first election
         for _ in 0..self.config.ops {
+            if self.broken.is_some() {
+                return;
+            }
             self.outcome.ops += 1;
-            self.fault(schedule)?;
+            self.fault(schedule).await;
             if schedule.random_range(0..100) < self.knobs.flush_percent {
                 let id = schedule.random_range(1..=self.config.replicas as u64);
-                let mut slot = self.slot(id);
-                let peer = slot.running();
-                let flushed = peer.map(|peer| peer.flush());
-                drop(slot);
-                if let Some(Err(e)) = flushed {
-                    return Err(format!("node {id} failed to flush: {e}"));
+                if self.slot(id).running().is_some() {
+                    self.step(Command::Flush(id)).await;
                 }
             } else {
                 let now = self.world.now_us(0) << 12;
                 let op = workload.next_op(rng, now, 0);
                 if self.pending.len() < self.knobs.clients {
-                    self.client_op(schedule, op)?;
+                    self.client_op(schedule, op).await;
                 }
             }
             let pause_ms = schedule.random_range(0..20);
-            madsim::time::sleep(Duration::from_millis(pause_ms)).await;
-            self.collect()?;
-            self.settle(false);
+            if pause_ms > 0 {
+                self.step(Command::Wait(Duration::from_millis(pause_ms))).await;
+            }
         }
-        madsim::time::sleep(WRITE_TIMEOUT).await;
-        self.collect()?;
-        self.settle(true);
-        Ok(())
+        if self.broken.is_none() {
+            self.step(Command::Wait(WRITE_TIMEOUT)).await;
+            self.step(Command::Converge).await;
+        }
     }
 
-    fn client_op(&mut self, schedule: &mut ChaCha8Rng, op: Op) -> Result<(), String> {
-        match op {
+    async fn client_op(&mut self, schedule: &mut ChaCha8Rng, op: Op) {
+        let (doc, path) = match op {
             Op::Write { .. } | Op::Batch { .. }
                 if schedule.random_range(0..100) >= self.knobs.write_percent =>
             {
-                if !self.recent.is_empty() {
-                    let (doc, path) =
-                        self.recent[schedule.random_range(0..self.recent.len())].clone();
-                    return self.read(schedule, doc, path);
+                if self.recent.is_empty() {
+                    return;
                 }
-                Ok(())
+                self.recent[schedule.random_range(0..self.recent.len())].clone()
             }
-            Op::Write { write, .. } => self.write(schedule, vec![write]),
-            Op::Batch { writes, .. } => self.write(schedule, writes),
-            Op::Get { doc, path, .. } => {
-                // Half the reads go to a path written lately: a stale replica shows there.
-                let (doc, path) = match self.recent.len() {
-                    0 => (doc, path),
-                    n if schedule.random_bool(0.5) => {
-                        self.recent[schedule.random_range(0..n)].clone()
-                    }
-                    _ => (doc, path),
-                };
-                self.read(schedule, doc, path)
-            }
-            _ => Ok(()), // markers, default TTLs, CQL, Redis: not replicated yet
-        }
+            Op::Write { write, .. } => return self.write_op(schedule, vec![write]).await,
+            Op::Batch { writes, .. } => return self.write_op(schedule, writes).await,
+            // Half the reads go to a path written lately: a stale replica shows there.
+            Op::Get { doc, path, .. } => match self.recent.len() {
+                n if n > 0 && schedule.random_bool(0.5) => {
+                    self.recent[schedule.random_range(0..n)].clone()
+                }
+                _ => (doc, path),
+            },
+            _ => return, // markers, default TTLs, CQL, Redis: not replicated yet
+        };
+        self.read_op(schedule, doc, path).await;
     }
 
-    /// Send a write to the replica the client believes leads (sometimes to any); it joins
-    /// the pending writes, answered by a later [`Cluster::settle`].
-    fn write(
+    /// A client sends a write to the replica it believes leads (sometimes to any); it
+    /// joins the pending writes, answered by a later [`Cluster::settle`].
+    async fn write_op(
         &mut self,
         schedule: &mut ChaCha8Rng,
         writes: Vec<docsim_workloads::DocWrite>,
-    ) -> Result<(), String> {
+    ) {
         let n = self.config.replicas as u64;
         let target = match self.leader_guess() {
             Some(id) if schedule.random_range(0..10) > 0 => id,
             _ => schedule.random_range(1..=n),
         };
-        let engine_writes: Vec<_> = writes.iter().map(convert::write).collect();
-        let ((op_id, ht), incarnation) = match self.propose(target, &engine_writes) {
-            Ok(Some(p)) => p,
-            Ok(None) => return Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotLeader => {
-                self.outcome.writes_not_leader += 1;
-                return Ok(());
-            }
-            Err(e) => return Err(format!("node {target} refused a write: {e}")),
-        };
-        for w in &writes {
-            if self.recent.len() == 16 {
-                self.recent.pop_front();
-            }
-            self.recent.push_back((w.doc.clone(), w.path.clone()));
-        }
-        let deadline = simulated_now() + WRITE_TIMEOUT;
-        self.pending.push(Pending { target, incarnation, deadline, op_id });
-        let proposal = Proposal { op_id, ht, writes, answer: Answer::TimedOut };
-        if self.history.proposals.insert(op_id, proposal).is_some() {
-            // Only two leaders in one term can hand out one op id twice.
-            return Err(format!("two leaders in term {}: both proposed {op_id}", op_id.term));
-        }
-        Ok(())
+        let writes = writes.iter().map(convert::write).collect();
+        self.step(Command::Write { writes, to: Some(target), wait: false }).await;
     }
 
     /// Propose `writes` at replica `target` and persist them there: the op id, its time and
@@ -540,7 +533,7 @@ impl Cluster {
             let proposal = self.history.proposals.get_mut(&p.op_id).expect("proposed");
             proposal.answer = answer;
             let ht = proposal.ht;
-            self.trace(format!("write node={} {} at {ht}: {answer:?}", p.target, p.op_id));
+            self.trace(format!("write node={} {} @{ht}: {}", p.target, p.op_id, answer.name()));
         }
         self.pending = still;
     }
@@ -559,71 +552,56 @@ impl Cluster {
         }
     }
 
-    fn read(
+    /// A client reads a running replica: a leader "now" (its clock) most of the time, or
+    /// ahead of now inside the lease it may hold; a follower at its safe time, a little
+    /// before it, or now (refused unless it is caught up).
+    async fn read_op(
         &mut self,
         schedule: &mut ChaCha8Rng,
         doc: docsim_models::DocId,
         path: Vec<docsim_models::Key>,
-    ) -> Result<(), String> {
+    ) {
         let id = self.read_target(schedule);
-        let now_us = self.now_us(id);
-        let mut slot = self.slot(id);
-        let Some(peer) = slot.running() else { return Ok(()) };
-        // A leader is read "now" (its clock) most of the time; a follower at its safe time,
-        // a little before it, or now (refused unless it is caught up).
-        // A leader also ahead of now, inside the lease it may hold.
-        let leader = peer.status().leader;
-        let read_ht = match (leader, schedule.random_range(0..4)) {
-            (true, 0) => peer.now_ht(now_us).add_micros(schedule.random_range(0..LEASE_US)),
-            (true, _) | (false, 0) => peer.now_ht(now_us),
-            (false, 1) => HybridTime::from_raw(
-                peer.safe_time().raw().saturating_sub(schedule.random_range(0..1 << 22)),
-            ),
-            (false, _) => peer.safe_time(),
+        let Some((leader, safe)) =
+            self.slot(id).running().map(|peer| (peer.status().leader, peer.safe_time()))
+        else {
+            return;
         };
-        let engine_path = convert::path(&doc, &path);
-        let result = peer.read(&engine_path, read_ht, now_us);
-        drop(slot);
-        let shown = match &result {
-            Ok(got) => got.as_ref().map_or("(absent)".to_owned(), |d| d.to_string()),
-            Err(e) => format!("error: {}", e.kind()),
+        let at = match (leader, schedule.random_range(0..4)) {
+            (true, 0) => ReadAt::Now { ahead_us: schedule.random_range(0..LEASE_US) },
+            (true, _) | (false, 0) => ReadAt::Now { ahead_us: 0 },
+            (false, 1) => ReadAt::At(HybridTime::from_raw(
+                safe.raw().saturating_sub(schedule.random_range(0..1 << 22)),
+            )),
+            (false, _) => ReadAt::Safe,
         };
-        self.trace(format!("get node={id} {engine_path} @{read_ht}: {shown}"));
-        match result {
-            Ok(got) => {
-                self.outcome.reads_served += 1;
-                self.history.reads.push(Read { node: id, doc, path, read_ht, got });
-            }
-            Err(e) if matches!(e.kind(), ErrorKind::LeaseExpired | ErrorKind::SafeTimeBehind) => {
-                *self.outcome.reads_refused.entry(e.kind().name()).or_default() += 1;
-            }
-            Err(e) => return Err(format!("node {id} failed a read of {engine_path}: {e}")),
-        }
-        Ok(())
+        let path = convert::path(&doc, &path);
+        self.step(Command::Get { path, from: id, at }).await;
     }
 
     /// The nemesis: up to one or two faults in force at once (a swarm knob) — at most one
     /// partition, crashes of replicas that are up — each lasting a drawn while (50 ms, a
     /// flap, to 2 s) before the network heals or the replica restarts; clock skew changes
     /// on its own.
-    fn fault(&mut self, schedule: &mut ChaCha8Rng) -> Result<(), String> {
+    async fn fault(&mut self, schedule: &mut ChaCha8Rng) {
         let now = simulated_now();
         for (until, fault) in std::mem::take(&mut self.nemesis) {
             match fault {
                 _ if now < until => self.nemesis.push((until, fault)),
-                Fault::Partition => self.heal(),
-                Fault::Crash(id) if self.slot(id).peer.is_some() => {
-                    if let Some(peer) = self.slot(id).peer.as_mut() {
-                        peer.arm_crash(None); // armed, never reached
-                    }
+                Fault::Partition => self.step(Command::Heal).await,
+                Fault::Crash(id) if self.slot(id).running().is_some() => {
+                    self.step(Command::Disarm(id)).await; // armed, never reached
                 }
-                Fault::Crash(id) => self.restart(id)?,
+                Fault::Crash(id) if self.slot(id).peer.is_some() => {
+                    self.nemesis.push((until, fault)); // fired: collect cuts it, then restart
+                }
+                Fault::Crash(id) => self.step(Command::Restart(id)).await,
             }
         }
         if self.nemesis.len() >= self.knobs.max_faults
             || schedule.random_range(0..100) >= self.knobs.fault_percent
         {
-            return Ok(());
+            return;
         }
         let n = self.config.replicas as u64;
         let victim = match self.leader_guess() {
@@ -636,28 +614,25 @@ impl Cluster {
         match schedule.random_range(0..5) {
             0 | 1 if !partitioned => {
                 let side = self.minority(schedule, victim);
-                self.partition(&side);
+                let rest = self.ids().filter(|id| !side.contains(id)).collect();
+                self.step(Command::Partition(side, rest)).await;
                 self.nemesis.push((until, Fault::Partition));
             }
-            2 | 3 if self.slot(victim).peer.is_some() => {
-                match schedule.random_bool(0.5) {
-                    true => self.crash(victim),
-                    false => {
-                        let at = PeerCrash::ALL[schedule.random_range(0..PeerCrash::ALL.len())];
-                        self.arm_crash(victim, at);
-                    }
-                }
+            2 | 3 if self.slot(victim).running().is_some() => {
+                let at = match schedule.random_bool(0.5) {
+                    true => None,
+                    false => Some(PeerCrash::ALL[schedule.random_range(0..PeerCrash::ALL.len())]),
+                };
+                self.step(Command::Crash(victim, at)).await;
                 self.nemesis.push((until, Fault::Crash(victim)));
             }
             4 => {
                 let max = self.knobs.max_skew_us;
                 let skew = if max == 0 { 0 } else { schedule.random_range(-max..=max) };
-                self.slot(victim).skew_us = skew;
-                self.trace(format!("skew node={victim} {skew}us"));
+                self.step(Command::Skew(victim, skew)).await;
             }
             _ => {}
         }
-        Ok(())
     }
 
     /// Cut every link between `side` and the other replicas, both ways.
@@ -748,7 +723,9 @@ impl Cluster {
 
     /// Faults stop, the network heals, every node runs: the group must converge.
     async fn liveness(&mut self) -> Result<(), String> {
-        self.heal();
+        if !self.cut.is_empty() {
+            self.heal();
+        }
         NetSim::current().update_config(|c| c.packet_loss_rate = 0.0);
         self.nemesis.clear();
         for id in self.ids().collect::<Vec<_>>() {

@@ -131,6 +131,9 @@ enum Command {
         /// Print each seed's trace and trace hash.
         #[arg(long)]
         trace: bool,
+        /// Where failing seeds write `cluster-<seed>/repro.ds` (`docsim shrink` shrinks it).
+        #[arg(long, default_value = "reports/runs")]
+        reports: PathBuf,
     },
     /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`.
     Report {
@@ -205,6 +208,7 @@ fn cluster_command(
     jobs: usize,
     template: &docsim::cluster::ClusterConfig,
     trace: bool,
+    reports: &Path,
 ) -> ExitCode {
     let outcomes = docsim::cluster::campaign(first, end, jobs, template);
     for o in &outcomes {
@@ -221,6 +225,14 @@ fn cluster_command(
                 template.replicas,
                 template.ops
             );
+            match write_cluster_reproducer(reports, o, template) {
+                Ok(dir) => println!(
+                    "  reproducer: {}  (shrink: docsim shrink {})",
+                    dir.join("repro.ds").display(),
+                    dir.display()
+                ),
+                Err(e) => eprintln!("docsim: cannot write the reproducer of seed {}: {e}", o.seed),
+            }
         }
     }
     docsim::cluster::summary(&outcomes).iter().for_each(|line| println!("{line}"));
@@ -231,6 +243,70 @@ fn cluster_command(
     } else {
         ExitCode::SUCCESS
     }
+}
+
+/// A failed replicated seed's recorded script, `<reports>/cluster-<seed>/repro.ds`: it
+/// prints the run's trace, failure included, under `docsim script` alone.
+fn write_cluster_reproducer(
+    reports: &Path,
+    outcome: &docsim::cluster::ClusterOutcome,
+    template: &docsim::cluster::ClusterConfig,
+) -> std::io::Result<PathBuf> {
+    let dir = reports.join(format!("cluster-{}", outcome.seed));
+    std::fs::create_dir_all(&dir)?;
+    let plant = Plant::ALL
+        .into_iter()
+        .chain(Plant::REPLICATED)
+        .find(|&p| template.plants.contains(p))
+        .map(|p| p.name());
+    let plant_arg = report::plant_arg(plant);
+    let path = dir.join("repro.ds");
+    let failure = outcome.failure.as_deref().unwrap_or_default();
+    let mut text = format!(
+        "# docsim replicated reproducer: seed {} commit {COMMIT}: {failure}\n\
+         # run alone: docsim script {plant_arg}{}\n",
+        outcome.seed,
+        path.display()
+    );
+    if let Some(plant) = plant {
+        text.push_str(&format!("# plant={plant}\n"));
+    }
+    outcome.script.iter().for_each(|line| text.push_str(&format!("{line}\n")));
+    std::fs::write(&path, text)?;
+    Ok(dir)
+}
+
+/// Shrink a failed replicated seed's `repro.ds` into `shrunk.ds`.
+fn shrink_cluster(dir: &Path, text: &str) -> ExitCode {
+    let plant = text.lines().find_map(|l| l.strip_prefix("# plant=")).and_then(Plant::from_name);
+    let plants = docsim_engine::canary::Plants::of(plant);
+    let Some(shrunk) = docsim::cluster::shrink_script(text, plants) else {
+        println!("{} no longer fails: nothing to shrink", dir.join("repro.ds").display());
+        return ExitCode::FAILURE;
+    };
+    let path = dir.join("shrunk.ds");
+    let plant_arg = report::plant_arg(plant.map(|p| p.name()));
+    let header = format!(
+        "# docsim shrunk replicated reproducer: commit {COMMIT}, {} commands (from {}): {}\n\
+         # run alone: docsim script {plant_arg}{}\n",
+        shrunk.after,
+        shrunk.before,
+        shrunk.failure,
+        path.display()
+    );
+    if let Err(e) = std::fs::write(&path, format!("{header}{}", shrunk.text)) {
+        eprintln!("docsim: cannot write {}: {e}", path.display());
+        return ExitCode::from(2);
+    }
+    println!(
+        "shrunk {} commands to {} in {} runs ({})",
+        shrunk.before,
+        shrunk.after,
+        shrunk.runs,
+        docsim::cluster::failure_class(&shrunk.failure)
+    );
+    println!("wrote {}", path.display());
+    ExitCode::SUCCESS
 }
 
 fn parse_range(text: &str) -> Result<(u64, u64), String> {
@@ -279,7 +355,7 @@ fn main() -> ExitCode {
                 faults: true,
                 plants: docsim_engine::canary::Plants::of(args.shape.plant),
             };
-            cluster_command((args.seed, args.seed + 1), 1, &template, true)
+            cluster_command((args.seed, args.seed + 1), 1, &template, true, &args.shape.reports)
         }
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
@@ -296,7 +372,7 @@ fn main() -> ExitCode {
                 faults: true,
                 plants: docsim_engine::canary::Plants::of(shape.plant),
             };
-            cluster_command(seeds, jobs, &template, false)
+            cluster_command(seeds, jobs, &template, false, &shape.reports)
         }
         Command::Torture {
             seeds,
@@ -311,7 +387,7 @@ fn main() -> ExitCode {
             let coverage = Coverage { report_dir: report.as_deref(), require_all_probes };
             torture_command(seeds, duration, jobs, shard, coverage, &shape)
         }
-        Command::Cluster { seeds, replicas, ops, jobs, no_faults, plant, trace } => {
+        Command::Cluster { seeds, replicas, ops, jobs, no_faults, plant, trace, reports } => {
             let template = docsim::cluster::ClusterConfig {
                 seed: 0,
                 replicas,
@@ -319,7 +395,7 @@ fn main() -> ExitCode {
                 faults: !no_faults,
                 plants: docsim_engine::canary::Plants::of(plant),
             };
-            cluster_command(seeds, jobs, &template, trace)
+            cluster_command(seeds, jobs, &template, trace, &reports)
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
@@ -332,6 +408,11 @@ fn main() -> ExitCode {
 
 fn shrink(dir: &Path) -> ExitCode {
     let read = |name: &str| std::fs::read_to_string(dir.join(name));
+    if let Ok(text) = read("repro.ds").as_deref() {
+        if docsim::cluster::is_cluster_script(text) {
+            return shrink_cluster(dir, text);
+        }
+    }
     let (ops, meta) = match (read("ops.json"), read("run.json")) {
         (Ok(ops), Ok(meta)) => (ops, meta),
         (Err(e), _) | (_, Err(e)) => {

@@ -261,6 +261,44 @@ fn parse_ttl(p: &mut Parser<'_>, mut write: DocWrite) -> PResult<DocWrite> {
 fn parse_batch(p: &mut Parser<'_>) -> PResult<Command> {
     p.expect("@")?;
     let ht = p.hybrid_time()?;
+    let writes = parse_batch_body(p)?;
+    Ok(Command::Batch { ht, writes })
+}
+
+/// The writes of a command without its `@T` (replicated docscript, where the leader picks
+/// the time): `set|extend|obj|del <path> ... [ttl=<dur>]`, or `batch { ...; ... }`, the
+/// command word already read as `word`.
+pub fn parse_writes(p: &mut Parser<'_>, word: &str) -> PResult<Vec<DocWrite>> {
+    match word {
+        "batch" => parse_batch_body(p),
+        _ => {
+            let write = parse_write(p, word, true)?;
+            Ok(vec![parse_ttl(p, write)?])
+        }
+    }
+}
+
+/// `writes` as [`parse_writes`] reads them back.
+pub fn format_writes(writes: &[DocWrite]) -> String {
+    struct Writes<'a>(&'a [DocWrite]);
+    impl fmt::Display for Writes<'_> {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            match self.0 {
+                [one] => {
+                    write!(f, "{one}")?;
+                    write_ttl(f, one.ttl_us)
+                }
+                writes => {
+                    f.write_str("batch ")?;
+                    write_batch_body(f, writes)
+                }
+            }
+        }
+    }
+    Writes(writes).to_string()
+}
+
+fn parse_batch_body(p: &mut Parser<'_>) -> PResult<Vec<DocWrite>> {
     p.expect("{")?;
     let mut writes = Vec::new();
     while !p.eat("}") {
@@ -276,7 +314,7 @@ fn parse_batch(p: &mut Parser<'_>) -> PResult<Command> {
             break;
         }
     }
-    Ok(Command::Batch { ht, writes })
+    Ok(writes)
 }
 
 fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
@@ -387,6 +425,19 @@ impl fmt::Display for DocWrite {
     }
 }
 
+/// `{ <write>; <write> }`.
+fn write_batch_body(f: &mut fmt::Formatter<'_>, writes: &[DocWrite]) -> fmt::Result {
+    f.write_str("{ ")?;
+    for (i, w) in writes.iter().enumerate() {
+        if i > 0 {
+            f.write_str("; ")?;
+        }
+        write!(f, "{w}")?;
+        write_ttl(f, w.ttl_us)?;
+    }
+    f.write_str(" }")
+}
+
 fn write_ttl(f: &mut fmt::Formatter<'_>, ttl_us: Option<u64>) -> fmt::Result {
     match ttl_us {
         Some(us) => write!(f, " ttl={}", format_duration_us(us)),
@@ -404,15 +455,8 @@ impl fmt::Display for Command {
                 write_ttl(f, write.ttl_us)
             }
             Command::Batch { ht, writes } => {
-                write!(f, "batch @{ht} {{ ")?;
-                for (i, w) in writes.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str("; ")?;
-                    }
-                    write!(f, "{w}")?;
-                    write_ttl(f, w.ttl_us)?;
-                }
-                f.write_str(" }")
+                write!(f, "batch @{ht} ")?;
+                write_batch_body(f, writes)
             }
             Command::DefaultTtl(None) => f.write_str("default_ttl none"),
             Command::DefaultTtl(Some(us)) => write!(f, "default_ttl {}", format_duration_us(*us)),

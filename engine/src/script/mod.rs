@@ -24,7 +24,10 @@
 mod command;
 mod run;
 
-pub use command::{parse_line, strip_comment, Command, DumpStyle, FaultCommand, FileRun};
+pub use command::{
+    format_writes, parse_line, parse_writes, strip_comment, Command, DumpStyle, FaultCommand,
+    FileRun,
+};
 pub use run::{
     error_kind_names, format_entry, format_get, format_restart, format_restart_full,
     format_segment, run_script, CommandError, Runner, ScriptOutcome,

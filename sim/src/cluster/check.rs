@@ -27,6 +27,17 @@ pub enum Answer {
     Unanswered,
 }
 
+impl Answer {
+    /// As a trace prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Answer::Acked => "acked",
+            Answer::TimedOut => "timed out",
+            Answer::Unanswered => "no answer",
+        }
+    }
+}
+
 /// One proposal a leader accepted.
 pub struct Proposal {
     pub op_id: OpId,
