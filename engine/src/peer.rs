@@ -148,20 +148,24 @@ pub struct PeerStatus {
 
 /// A moment in a replica's work where the simulator cuts its power: once a new entry is
 /// appended (not synced), once it is synced (before the messages that needed it leave),
-/// once a committed entry is applied, once messages were sent, or once a vote was sent.
+/// once entries are known committed (before they apply), once a committed entry is
+/// applied, once messages were sent, or once a vote was sent.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum PeerCrash {
     AfterAppend,
     AfterSync,
+    /// Entries known committed, not yet applied (nor their commit index persisted).
+    AfterCommit,
     AfterApply,
     AfterSend,
     AfterVote,
 }
 
 impl PeerCrash {
-    pub const ALL: [PeerCrash; 5] = [
+    pub const ALL: [PeerCrash; 6] = [
         PeerCrash::AfterAppend,
         PeerCrash::AfterSync,
+        PeerCrash::AfterCommit,
         PeerCrash::AfterApply,
         PeerCrash::AfterSend,
         PeerCrash::AfterVote,
@@ -172,6 +176,7 @@ impl PeerCrash {
         match self {
             PeerCrash::AfterAppend => "after-append",
             PeerCrash::AfterSync => "after-sync",
+            PeerCrash::AfterCommit => "after-commit",
             PeerCrash::AfterApply => "after-apply",
             PeerCrash::AfterSend => "after-send",
             PeerCrash::AfterVote => "after-vote",
@@ -538,6 +543,9 @@ impl Peer {
 
     fn apply_all(&mut self, committed: Vec<Entry>) -> Result<()> {
         let applied_any = !committed.is_empty();
+        if applied_any {
+            self.maybe_crash(PeerCrash::AfterCommit)?;
+        }
         for entry in committed.iter().map(to_log_entry) {
             if entry.op_id.index <= self.applied && self.plant(Plant::ApplyBeforeCommit) {
                 continue; // applied early

@@ -83,6 +83,10 @@ pub struct ClusterOutcome {
     pub two_leader_steps: usize,
     pub max_term: u64,
     pub partitions: usize,
+    /// Partitions that left no group with a majority.
+    pub no_majority_partitions: usize,
+    /// Cuts that left a bridge: one replica reaching two halves that do not reach each other.
+    pub bridges: usize,
     pub crashes: usize,
     pub restarts: usize,
     /// Entries bootstrap handed to Raft unapplied, over all restarts.
@@ -611,11 +615,16 @@ impl Cluster {
         let lasts_ms = [50, 200, 500, 1_000, 2_000][schedule.random_range(0..5)];
         let until = now + Duration::from_millis(lasts_ms);
         let partitioned = self.nemesis.iter().any(|(_, f)| matches!(f, Fault::Partition));
-        match schedule.random_range(0..5) {
+        match schedule.random_range(0..6) {
             0 | 1 if !partitioned => {
                 let side = self.minority(schedule, victim);
                 let rest = self.ids().filter(|id| !side.contains(id)).collect();
-                self.step(Command::Partition(side, rest)).await;
+                self.step(Command::Partition(vec![side, rest])).await;
+                self.nemesis.push((until, Fault::Partition));
+            }
+            5 if !partitioned && n > 1 => {
+                let command = self.split_or_bridge(schedule, victim);
+                self.step(command).await;
                 self.nemesis.push((until, Fault::Partition));
             }
             2 | 3 if self.slot(victim).running().is_some() => {
@@ -635,22 +644,60 @@ impl Cluster {
         }
     }
 
-    /// Cut every link between `side` and the other replicas, both ways.
-    fn partition(&mut self, side: &[u64]) {
-        let net = NetSim::current();
-        let rest: Vec<u64> = self.ids().filter(|id| !side.contains(id)).collect();
-        for &a in side {
-            for &b in &rest {
-                let (na, nb) = (self.nodes[a as usize - 1].id(), self.nodes[b as usize - 1].id());
-                net.clog_link(na, nb);
-                net.clog_link(nb, na);
-                self.cut.insert((a, b));
-                self.cut.insert((b, a));
+    /// Cut every link between two of `groups`, both ways.
+    fn partition(&mut self, groups: &[Vec<u64>]) {
+        let mut links = Vec::new();
+        for (i, a) in groups.iter().enumerate() {
+            for b in &groups[i + 1..] {
+                links.extend(a.iter().flat_map(|&x| b.iter().map(move |&y| (x, y))));
             }
         }
+        self.clog(&links);
+        if groups.iter().all(|g| g.len() * 2 <= self.config.replicas) {
+            self.outcome.no_majority_partitions += 1;
+        }
+        let shown: Vec<String> = groups
+            .iter()
+            .map(|g| g.iter().map(u64::to_string).collect::<Vec<_>>().join(","))
+            .collect();
+        self.trace(format!("partition {}", shown.join(" | ")));
+    }
+
+    /// Cut these links, both ways.
+    fn cut_links(&mut self, links: &[(u64, u64)]) {
+        self.clog(links);
+        self.outcome.bridges += 1;
+        self.trace(Command::Cut(links.to_vec()).to_string());
+    }
+
+    fn clog(&mut self, links: &[(u64, u64)]) {
+        let net = NetSim::current();
+        for &(a, b) in links {
+            let (na, nb) = (self.nodes[a as usize - 1].id(), self.nodes[b as usize - 1].id());
+            net.clog_link(na, nb);
+            net.clog_link(nb, na);
+            self.cut.insert((a, b));
+            self.cut.insert((b, a));
+        }
         self.outcome.partitions += 1;
-        let show = |ids: &[u64]| ids.iter().map(u64::to_string).collect::<Vec<_>>().join(",");
-        self.trace(format!("partition {} | {}", show(side), show(&rest)));
+    }
+
+    /// No majority anywhere (`split`: 1|1|1, or 2|2|1 of five), or a bridge: `victim`
+    /// reaches both halves of the others, which do not reach each other.
+    fn split_or_bridge(&self, schedule: &mut ChaCha8Rng, victim: u64) -> Command {
+        let mut others: Vec<u64> = self.ids().filter(|&id| id != victim).collect();
+        for i in (1..others.len()).rev() {
+            others.swap(i, schedule.random_range(0..=i));
+        }
+        let half = others.len() / 2;
+        let (left, right) = others.split_at(half);
+        if schedule.random_bool(0.5) {
+            let links = left.iter().flat_map(|&a| right.iter().map(move |&b| (a, b))).collect();
+            return Command::Cut(links);
+        }
+        let mut groups = vec![vec![victim], left.to_vec(), right.to_vec()];
+        groups.iter_mut().for_each(|g| g.sort_unstable());
+        Command::Partition(groups)
     }
 
     /// A minority holding `victim` (alone, or with followers up to just under half).
@@ -902,11 +949,13 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
         ),
         format!("reads served {}  refused [{}]", sum(|o| o.reads_served), refused.join(" ")),
         format!(
-            "leader changes {}  two-leader steps {}  partitions {}  crashes {}  restarts {}  \
-             orphaned entries {}  replayed {}",
+            "leader changes {}  two-leader steps {}  partitions {} (no majority {}, bridges {})  \
+             crashes {}  restarts {}  orphaned entries {}  replayed {}",
             sum(|o| o.leader_changes),
             sum(|o| o.two_leader_steps),
             sum(|o| o.partitions),
+            sum(|o| o.no_majority_partitions),
+            sum(|o| o.bridges),
             sum(|o| o.crashes),
             sum(|o| o.restarts),
             sum(|o| o.orphaned),

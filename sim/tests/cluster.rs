@@ -26,6 +26,7 @@ fn three_replicas_pass_fresh_seeds_with_every_fault_injected() {
     assert!(sum(|o| o.committed) > 1_000, "committed {}", sum(|o| o.committed));
     assert!(sum(|o| o.writes_acked) > 1_000);
     assert!(sum(|o| o.partitions) > 10 && sum(|o| o.crashes) > 10);
+    assert!(sum(|o| o.no_majority_partitions) > 0 && sum(|o| o.bridges) > 0);
     assert!(sum(|o| o.leader_changes) > 40, "leader changes {}", sum(|o| o.leader_changes));
     assert!(sum(|o| o.orphaned) > 0, "no bootstrap handed an orphaned entry to Raft");
     assert!(sum(|o| o.overwritten) > 0, "no uncommitted tail was lost");
@@ -97,7 +98,7 @@ fn a_seed_runs_the_same_alone_and_after_other_seeds_on_one_thread() {
 fn the_trace_of_seed_1_is_pinned() {
     let outcome = run(&config(1, 3, None));
     assert_eq!(outcome.failure, None);
-    assert_eq!(format!("{:016x}", outcome.trace_hash()), "5287907c47aff1a2");
+    assert_eq!(format!("{:016x}", outcome.trace_hash()), "4d9ae05dc04917bc");
 }
 
 #[test]
@@ -165,7 +166,8 @@ fn a_replicated_script_with_a_bad_line_names_it() {
 #[test]
 fn the_recorded_script_prints_the_runs_trace() {
     let mut seeds: Vec<(u64, Option<Plant>)> = (1_100..1_106).map(|s| (s, None)).collect();
-    seeds.push((6, Some(Plant::OrphansCommitted))); // fails: its script must fail the same
+    let failing = first_catch(Plant::OrphansCommitted);
+    seeds.push((failing.seed, Some(Plant::OrphansCommitted))); // its script must fail the same
     for (seed, plant) in seeds {
         let outcome = run(&config(seed, 3, plant));
         assert_eq!(outcome.failure.is_some(), plant.is_some(), "seed {seed}");
@@ -187,8 +189,8 @@ fn the_recorded_script_prints_the_runs_trace() {
 #[test]
 fn a_failing_seeds_reproducer_shrinks_and_fails_alone() {
     let plant = Plants::of(Some(Plant::OrphansCommitted));
-    let outcome = run(&config(6, 3, Some(Plant::OrphansCommitted)));
-    let failure = outcome.failure.expect("seed 6 catches orphans-committed");
+    let outcome = first_catch(Plant::OrphansCommitted);
+    let failure = outcome.failure.expect("a failing seed");
     let script = outcome.script.join("\n");
     let shrunk = docsim::cluster::shrink_script(&script, plant).expect("the script fails");
     assert_eq!(docsim::cluster::failure_class(&shrunk.failure), "two histories");
@@ -200,4 +202,10 @@ fn a_failing_seeds_reproducer_shrinks_and_fails_alone() {
     };
     assert_eq!(checks(plant), vec![format!("check: {}", shrunk.failure)]);
     assert_eq!(checks(Plants::NONE), Vec::<String>::new(), "fails without the bug");
+}
+
+/// The first of seeds 0..50 that catches `plant` with three replicas.
+fn first_catch(plant: Plant) -> ClusterOutcome {
+    let outcomes = campaign(0, 50, 2, &config(0, 3, Some(plant)));
+    outcomes.into_iter().find(|o| o.failure.is_some()).expect("a seed of 0..50 catches it")
 }

@@ -93,8 +93,12 @@ impl Group {
             }
             let now = self.now_us;
             let Some(peer) = self.peers[to as usize - 1].as_mut() else { continue };
-            let out = peer.receive(envelope, now).expect("a healthy peer takes messages");
-            self.queue.extend(out);
+            match peer.receive(envelope, now) {
+                Ok(out) => self.queue.extend(out),
+                // An armed power cut fired: the power goes.
+                Err(e) if e.kind() == ErrorKind::Crashed => self.crash(to),
+                Err(e) => panic!("a healthy peer takes messages: {e}"),
+            }
         }
     }
 
@@ -293,5 +297,24 @@ fn a_restarted_peer_replays_committed_entries_above_its_frontier() {
     // b's commit index was synced with c's entry; c's own commit came alone, unsynced.
     assert_eq!((report.replayed, report.uncommitted), (1, 1), "{report}");
     g.run_ms(400);
+    assert!(g.dumps_agree());
+}
+
+/// A follower whose power goes once it knows an entry committed, before it applies it
+/// (and before it persists the commit index): the entry is in its log, above its durable
+/// commit index, so bootstrap hands it to Raft unapplied and the leader commits it again.
+#[test]
+fn a_power_cut_after_commit_leaves_the_entry_to_raft_on_restart() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.peer(follower).arm_crash(Some(PeerCrash::AfterCommit));
+    let op_id = g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    assert!(g.peers[follower as usize - 1].is_none(), "the cut fired");
+    let report = g.restart(follower);
+    assert_eq!(report.uncommitted, 1, "{report}");
+    assert!(g.peer(follower).status().applied < op_id.index);
+    g.run_ms(400);
+    assert!(g.peer(follower).is_applied(op_id));
     assert!(g.dumps_agree());
 }

@@ -8,7 +8,7 @@
 //! cluster replicas=3 seed=7 [loss=5%] [max-skew=500ms]
 //! set <path> = <document> [ttl=<dur>] [to=<i>] [nowait]   # also extend, obj, del, batch {..}
 //! get <path> from=<i> [@now | @now+<dur> | @safe | @<T>]
-//! partition 1,2 | 3      heal
+//! partition 1,2 | 3 [| 4,5]      cut 1-3,2-3      heal
 //! crash node=<i> [at <stage>]    disarm node=<i>    restart node=<i>
 //! flush node=<i>         skew node=<i> [-]<dur>
 //! wait <dur>             leader    status    converge
@@ -46,8 +46,10 @@ pub enum Command {
         from: u64,
         at: ReadAt,
     },
-    /// The two sides, as written.
-    Partition(Vec<u64>, Vec<u64>),
+    /// Groups (two or more, every replica in one): every link between two groups cut.
+    Partition(Vec<Vec<u64>>),
+    /// These links cut, both ways (a bridge: a replica that still reaches both sides).
+    Cut(Vec<(u64, u64)>),
     Heal,
     Crash(u64, Option<PeerCrash>),
     /// Cancel a power cut armed at a stage and not reached.
@@ -126,9 +128,20 @@ pub fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
         }
         Some("get") => parse_get(&mut p)?,
         Some("partition") => {
-            let side = node_list(&mut p)?;
+            let mut groups = vec![node_list(&mut p)?];
             p.expect("|")?;
-            Command::Partition(side, node_list(&mut p)?)
+            groups.push(node_list(&mut p)?);
+            while p.eat("|") {
+                groups.push(node_list(&mut p)?);
+            }
+            Command::Partition(groups)
+        }
+        Some("cut") => {
+            let mut links = vec![link(&mut p)?];
+            while p.eat(",") {
+                links.push(link(&mut p)?);
+            }
+            Command::Cut(links)
         }
         Some("heal") => Command::Heal,
         Some("crash") => parse_crash(&mut p)?,
@@ -198,6 +211,12 @@ fn node_list(p: &mut Parser<'_>) -> Result<Vec<u64>, ParseError> {
     Ok(nodes)
 }
 
+fn link(p: &mut Parser<'_>) -> Result<(u64, u64), ParseError> {
+    let a = p.unsigned()?;
+    p.expect("-")?;
+    Ok((a, p.unsigned()?))
+}
+
 fn node_option(p: &mut Parser<'_>, name: &str) -> Result<Option<u64>, ParseError> {
     if p.eat(name) {
         return p.unsigned().map(Some);
@@ -237,8 +256,13 @@ impl fmt::Display for Command {
                     ReadAt::At(ht) => write!(f, " @{ht}"),
                 }
             }
-            Command::Partition(a, b) => {
-                write!(f, "partition {} | {}", show_nodes(a), show_nodes(b))
+            Command::Partition(groups) => {
+                let groups: Vec<String> = groups.iter().map(|g| show_nodes(g)).collect();
+                write!(f, "partition {}", groups.join(" | "))
+            }
+            Command::Cut(links) => {
+                let links: Vec<String> = links.iter().map(|(a, b)| format!("{a}-{b}")).collect();
+                write!(f, "cut {}", links.join(","))
             }
             Command::Heal => f.write_str("heal"),
             Command::Crash(id, None) => write!(f, "crash node={id}"),
@@ -267,11 +291,13 @@ mod tests {
     fn commands_print_as_they_parse() {
         let lines = [
             "set doc(\"k\";).\"a\" = {\"x\": 1, \"y\": \"s\"} ttl=5s to=2 nowait",
-            "batch { del doc(\"k\";); obj doc(\"k\";).\"b\"; extend doc(\"k\";) = {\"k\": 2} } to=1",
+            "batch { del doc(\"k\";); obj doc(\"k\";).\"b\"; extend doc(\"k\";) = {1: 2} } to=1",
             "get doc(\"k\";).\"x\" from=3 @now+50ms",
             "get doc(\"k\";) from=1 @safe",
             "get doc(\"k\";) from=2 @T1000.3",
             "partition 1,3 | 2",
+            "partition 1,2 | 3 | 4,5",
+            "cut 1-3,2-3",
             "crash node=2 at after-sync",
             "disarm node=2",
             "skew node=3 -5ms",

@@ -26,7 +26,8 @@ impl Cluster {
         match command {
             Command::Write { writes, to, wait } => self.write(writes, to, wait).await,
             Command::Get { path, from, at } => self.get(&path, from, at),
-            Command::Partition(side, _) => self.partition(&side),
+            Command::Partition(groups) => self.partition(&groups),
+            Command::Cut(links) => self.cut_links(&links),
             Command::Heal => self.heal(),
             Command::Crash(id, _) | Command::Flush(id) | Command::Disarm(id)
                 if self.slot(id).running().is_none() =>

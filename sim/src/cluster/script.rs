@@ -61,14 +61,20 @@ fn check_nodes(command: &Command, replicas: u64) -> Result<(), String> {
         Command::Write { to: Some(i), .. } | Command::Get { from: i, .. } => vec![*i],
         Command::Crash(i, _) | Command::Restart(i) | Command::Flush(i) => vec![*i],
         Command::Disarm(i) | Command::Skew(i, _) => vec![*i],
-        Command::Partition(a, b) => a.iter().chain(b).copied().collect(),
+        Command::Partition(groups) => groups.concat(),
+        Command::Cut(links) => links.iter().flat_map(|&(a, b)| [a, b]).collect(),
         _ => vec![],
     };
     if let Some(i) = named.iter().find(|&&i| i == 0 || i > replicas) {
         return Err(format!("no replica {i} (1..={replicas})"));
     }
-    if let Command::Partition(a, b) = command {
-        let mut all: Vec<u64> = a.iter().chain(b).copied().collect();
+    if let Command::Cut(links) = command {
+        if links.iter().any(|(a, b)| a == b) {
+            return Err("a link joins two replicas".into());
+        }
+    }
+    if let Command::Partition(groups) = command {
+        let mut all: Vec<u64> = groups.concat();
         all.sort_unstable();
         if all != (1..=replicas).collect::<Vec<_>>() {
             return Err(format!("a partition names every replica 1..={replicas} once"));
