@@ -94,6 +94,9 @@ pub enum Plant {
     /// Term and vote are synced only when entries come with them: a peer that votes and
     /// loses power votes again in the same term, and two leaders share it.
     VoteNotSynced,
+    /// A leader's lease counts the echoes of replicas that are not voters in the active
+    /// configuration (learners, removed voters) toward its voters' majority.
+    NonVoterCounted,
 }
 
 impl Plant {
@@ -123,13 +126,14 @@ impl Plant {
     ];
 
     /// The bugs of the replicated tablet, caught by `docsim cluster`.
-    pub const REPLICATED: [Plant; 6] = [
+    pub const REPLICATED: [Plant; 7] = [
         Plant::OrphansCommitted,
         Plant::HtNotPropagated,
         Plant::ReadsPastLease,
         Plant::AckBeforeQuorum,
         Plant::ApplyBeforeCommit,
         Plant::VoteNotSynced,
+        Plant::NonVoterCounted,
     ];
 
     /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
@@ -173,6 +177,7 @@ impl Plant {
             Plant::AckBeforeQuorum => "ack-before-quorum",
             Plant::ApplyBeforeCommit => "apply-before-commit",
             Plant::VoteNotSynced => "vote-not-synced",
+            Plant::NonVoterCounted => "non-voter-counted",
         }
     }
 

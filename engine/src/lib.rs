@@ -118,7 +118,9 @@ pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use log::{OpId, SegmentInfo, Truncation};
 pub use node::{Node, NodeOptions, TabletDump, TabletId};
-pub use peer::{Applied, BootReport, Envelope, Peer, PeerCrash, PeerOptions, PeerStatus};
+pub use peer::{
+    Applied, BootReport, Envelope, Members, Membership, Peer, PeerCrash, PeerOptions, PeerStatus,
+};
 pub use reader::DocEntry;
 pub use replica::{CrashPoint, CrashStage, LogConfig};
 pub use sst_files::SstFile;

@@ -39,6 +39,14 @@
 //! unapplied, for the next leader to commit or overwrite (log matching). The log is read
 //! whole and never collected while peers run (no Raft snapshots yet: catching up a peer
 //! always uses the leader's log).
+//!
+//! **Membership** ([`Peer::propose_membership`]): raft-rs's `ConfChangeV2` — add a
+//! learner, make a replica a voter, remove one; several changes at once go through joint
+//! consensus, which raft-rs leaves on its own (`auto_leave`). A change takes effect when
+//! it applies; bootstrap re-applies every committed change in the log to the initial
+//! voters (`PeerOptions::voters`, which every replica, a new one too, starts from). A
+//! leader's lease counts only the voters of the active configuration (both halves of a
+//! joint one), as raft-rs counts votes and acknowledgements.
 
 use crate::canary::{Plant, Plants};
 use crate::db::{DocDb, Frontier, RawEntry};
@@ -50,11 +58,14 @@ use crate::error::{Error, Result};
 use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
 use crate::log::{HardState, Log, LogEntry, OpId};
 use crate::replay::plan_replay;
-use crate::replica::{raft_error, to_log_entry, to_raft_entry};
+use crate::replica::{conf_change_of, raft_error, to_log_entry, to_raft_entry};
 use crate::replica::{CrashPoint, CrashStage};
 use crate::tablet::{apply_entry, encode_payload};
 use crate::write_batch::DocWriteBatch;
-use raft::eraftpb::{ConfState, Entry, Message, MessageType};
+use protobuf::Message as _;
+use raft::eraftpb::{
+    ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, Message, MessageType,
+};
 use raft::storage::MemStorage;
 use raft::{Config, RawNode, StateRole};
 use std::collections::BTreeMap;
@@ -68,7 +79,8 @@ mod tests;
 pub struct PeerOptions {
     /// This peer's Raft id (1-based).
     pub id: u64,
-    /// Every voter's id.
+    /// The group's initial voters (a replica added later starts from them too, and
+    /// learns every change from the log).
     pub voters: Vec<u64>,
     /// Ticks without a leader before this peer campaigns. raft-rs draws its randomized
     /// timeout from `rand::thread_rng()`; the range given to raft-rs here is one tick wide,
@@ -86,6 +98,25 @@ pub struct PeerOptions {
     pub segment_bytes: usize,
     /// Planted bugs (testing the tester).
     pub plants: Plants,
+}
+
+/// One change of the group's membership.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Membership {
+    /// Add a replica that receives the log but does not vote.
+    AddLearner(u64),
+    /// Add a voter, or make a learner one.
+    AddVoter(u64),
+    Remove(u64),
+}
+
+/// The active configuration.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Members {
+    pub voters: Vec<u64>,
+    /// The old voters while a joint configuration is in force (empty otherwise).
+    pub outgoing: Vec<u64>,
+    pub learners: Vec<u64>,
 }
 
 /// One Raft message between peers, with what docsim's rules carry beside it.
@@ -299,6 +330,9 @@ impl Peer {
         report: &mut BootReport,
     ) -> Result<()> {
         for (i, entry) in entries.iter().enumerate() {
+            if let Some(encoded) = conf_change_of(entry).filter(|_| entry.op_id.index <= commit) {
+                self.apply_conf_change(encoded, entry.op_id)?; // the configuration it made
+            }
             let ht = entry_ht(entry)?;
             if let Some(ht) = ht {
                 self.clock.update(ht);
@@ -366,7 +400,12 @@ impl Peer {
                 *acked = (*acked).max(echo);
             }
         }
-        self.raw.step(msg).map_err(raft_error)?;
+        match self.raw.step(msg) {
+            // A response from a replica outside the configuration (removed, or not added
+            // yet as far as this replica knows): raft-rs refuses it; it is dropped.
+            Err(raft::Error::StepPeerNotFound) => return self.process(),
+            result => result.map_err(raft_error)?,
+        }
         let raft = &self.raw.raft;
         if raft.state != StateRole::Leader && raft.leader_id == from && term == raft.term {
             let newest = match self.echo {
@@ -401,6 +440,56 @@ impl Peer {
         // time, which must stay below it.
         self.unapplied.insert(op_id.index, ht);
         Ok((op_id, ht))
+    }
+
+    /// Propose one membership change (one `ConfChangeV2`; several changes at once go
+    /// through joint consensus). raft-rs keeps one change pending at a time: a change
+    /// proposed while another is unapplied is dropped (an empty entry takes its place).
+    pub fn propose_membership(&mut self, changes: &[Membership], now_us: u64) -> Result<()> {
+        self.check_up()?;
+        self.set_now(now_us);
+        if self.raw.raft.state != StateRole::Leader {
+            let leader = Some(self.raw.raft.leader_id).filter(|&id| id != raft::INVALID_ID);
+            return Err(Error::NotLeader { leader });
+        }
+        let mut cc = ConfChangeV2::default();
+        for change in changes {
+            let (change_type, node_id) = match *change {
+                Membership::AddLearner(id) => (ConfChangeType::AddLearnerNode, id),
+                Membership::AddVoter(id) => (ConfChangeType::AddNode, id),
+                Membership::Remove(id) => (ConfChangeType::RemoveNode, id),
+            };
+            let mut single = ConfChangeSingle::default();
+            single.set_change_type(change_type);
+            single.node_id = node_id;
+            cc.mut_changes().push(single);
+        }
+        self.raw.propose_conf_change(vec![], cc).map_err(raft_error)
+    }
+
+    /// The active configuration.
+    pub fn members(&self) -> Members {
+        let cs = self.raw.raft.prs().conf().to_conf_state();
+        let sorted = |ids: &[u64]| {
+            let mut ids = ids.to_vec();
+            ids.sort_unstable();
+            ids
+        };
+        let learners = [cs.learners.as_slice(), cs.learners_next.as_slice()].concat();
+        Members {
+            voters: sorted(&cs.voters),
+            outgoing: sorted(&cs.voters_outgoing),
+            learners: sorted(&learners),
+        }
+    }
+
+    /// Apply a committed configuration change (its encoded `ConfChangeV2`).
+    fn apply_conf_change(&mut self, encoded: &[u8], op_id: OpId) -> Result<()> {
+        let cc = ConfChangeV2::parse_from_bytes(encoded)
+            .map_err(|e| Error::Storage(format!("log entry {op_id}: configuration change: {e}")))?;
+        let conf_state = self.raw.apply_conf_change(&cc).map_err(raft_error)?;
+        self.raw.store().wl().set_conf_state(conf_state);
+        Ok(())
     }
 
     /// Handle every `Ready`; returns the envelopes to send. Call after each proposal.
@@ -551,6 +640,9 @@ impl Peer {
                 continue; // applied early
             }
             assert_eq!(entry.op_id.index, self.applied + 1, "entries apply in order");
+            if let Some(encoded) = conf_change_of(&entry) {
+                self.apply_conf_change(encoded, entry.op_id)?;
+            }
             apply_entry(&self.db, &entry)?;
             let ht = entry_ht(&entry)?;
             if let Some(ht) = ht {
@@ -656,22 +748,34 @@ impl Peer {
         Err(Error::SafeTimeBehind { read_ht: Some(read_ht), safe_ht: Some(safe) })
     }
 
+    /// The lease a majority of the active voters holds (of both halves of a joint
+    /// configuration, the lower).
     fn majority_lease(&self) -> HybridTime {
         if self.options.plants.contains(Plant::ReadsPastLease) {
             return HybridTime::MAX;
         }
         let own = self.own_lease();
-        let mut leases: Vec<HybridTime> = self
-            .options
-            .voters
-            .iter()
-            .map(|&v| match v == self.options.id {
-                true => own,
-                false => self.lease_acks.get(&v).copied().unwrap_or(HybridTime::MIN),
-            })
-            .collect();
-        leases.sort_unstable_by(|a, b| b.cmp(a));
-        leases[self.options.voters.len() / 2]
+        let lease_of = |v: u64| match v == self.options.id {
+            true => own,
+            false => self.lease_acks.get(&v).copied().unwrap_or(HybridTime::MIN),
+        };
+        let members = self.members();
+        if self.options.plants.contains(Plant::NonVoterCounted) {
+            // Every replica that echoed counts toward the voters' majority.
+            let mut counted: Vec<u64> = members.voters.clone();
+            counted.extend(members.learners.iter().chain(self.lease_acks.keys()));
+            counted.sort_unstable();
+            counted.dedup();
+            let mut leases: Vec<HybridTime> = counted.into_iter().map(lease_of).collect();
+            leases.sort_unstable_by(|a, b| b.cmp(a));
+            return leases[members.voters.len() / 2];
+        }
+        let majority = |voters: &[u64]| {
+            let mut leases: Vec<HybridTime> = voters.iter().map(|&v| lease_of(v)).collect();
+            leases.sort_unstable_by(|a, b| b.cmp(a));
+            leases.get(voters.len() / 2).copied().unwrap_or(HybridTime::MAX)
+        };
+        majority(&members.voters).min(majority(&members.outgoing))
     }
 
     /// The lease a leader asks for now (and grants itself): physical time + `lease_us`.
@@ -810,7 +914,7 @@ fn raft_node(
 
 /// The hybrid time an entry's payload starts with (`None`: a leader's empty entry).
 fn entry_ht(entry: &LogEntry) -> Result<Option<HybridTime>> {
-    if entry.data.is_empty() {
+    if entry.data.is_empty() || conf_change_of(entry).is_some() {
         return Ok(None);
     }
     let raw = entry

@@ -17,7 +17,7 @@ use crate::canary::{Plant, Plants};
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
 use crate::log::{HardState, Log, LogEntry, OpId, Recovery};
-use raft::eraftpb::{ConfState, Entry, Snapshot};
+use raft::eraftpb::{ConfState, Entry, EntryType, Snapshot};
 use raft::storage::MemStorage;
 use raft::{Config, RawNode};
 
@@ -284,17 +284,37 @@ fn committed_index(recovery: &Recovery, last: OpId) -> u64 {
     recovery.hard_state.commit.max(last.index)
 }
 
+/// docsim's own rule: the log keeps payloads, not Raft entry types, so a configuration
+/// change (raft-rs's `EntryConfChangeV2`) is stored behind this tag — 8 bytes no hybrid
+/// time starts with (a data entry's payload opens with its time, big-endian).
+const CONF_CHANGE_TAG: [u8; 8] = *b"\xff\xffconfv2";
+
+/// The encoded `ConfChangeV2` of a configuration-change entry.
+pub(crate) fn conf_change_of(entry: &LogEntry) -> Option<&[u8]> {
+    entry.data.strip_prefix(&CONF_CHANGE_TAG)
+}
+
 pub(crate) fn to_raft_entry(entry: &LogEntry) -> Entry {
+    let (data, entry_type) = match conf_change_of(entry) {
+        Some(cc) => (cc.to_vec(), EntryType::EntryConfChangeV2),
+        None => (entry.data.clone(), EntryType::EntryNormal),
+    };
     Entry {
+        entry_type,
         term: entry.op_id.term,
         index: entry.op_id.index,
-        data: entry.data.clone().into(),
+        data: data.into(),
         ..Default::default()
     }
 }
 
 pub(crate) fn to_log_entry(entry: &Entry) -> LogEntry {
-    LogEntry { op_id: OpId::new(entry.term, entry.index), data: entry.data.to_vec() }
+    let data = match entry.get_entry_type() {
+        EntryType::EntryConfChangeV2 => [&CONF_CHANGE_TAG[..], &entry.data].concat(),
+        EntryType::EntryNormal => entry.data.to_vec(),
+        EntryType::EntryConfChange => unreachable!("docsim proposes only ConfChangeV2"),
+    };
+    LogEntry { op_id: OpId::new(entry.term, entry.index), data }
 }
 
 pub(crate) fn raft_error(e: raft::Error) -> Error {

@@ -377,8 +377,8 @@ pub(crate) fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8>
 /// returns whether it carried writes. Write ids follow batch positions, so a replay is
 /// bit-identical to the first apply.
 pub(crate) fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
-    if entry.data.is_empty() {
-        return Ok(false); // a new leader's empty entry
+    if entry.data.is_empty() || crate::replica::conf_change_of(entry).is_some() {
+        return Ok(false); // a new leader's empty entry, or a configuration change
     }
     let bad = |why: String| Error::Storage(format!("log entry {}: {why}", entry.op_id));
     let (ht, batch) = entry.data.split_at_checked(8).ok_or_else(|| bad("no hybrid time".into()))?;

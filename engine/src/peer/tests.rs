@@ -80,6 +80,22 @@ impl Group {
         (group, leader)
     }
 
+    /// A fourth replica, outside the group until a membership change adds it: its id.
+    fn add_spare(&mut self) -> u64 {
+        self.disks.push(SimDisk::new(3, FaultConfig::default()));
+        self.peers.push(None);
+        self.restart(4);
+        4
+    }
+
+    fn change_membership(&mut self, leader: u64, changes: &[Membership]) {
+        let now = self.now_us;
+        self.peer(leader).propose_membership(changes, now).expect("the leader proposes");
+        let out = self.peer(leader).process().expect("the leader persists");
+        self.queue.extend(out);
+        self.deliver();
+    }
+
     fn peer(&mut self, id: u64) -> &mut Peer {
         self.peers[id as usize - 1].as_mut().expect("the peer is up")
     }
@@ -317,4 +333,67 @@ fn a_power_cut_after_commit_leaves_the_entry_to_raft_on_restart() {
     g.run_ms(400);
     assert!(g.peer(follower).is_applied(op_id));
     assert!(g.dumps_agree());
+}
+
+fn members(voters: &[u64], learners: &[u64]) -> Members {
+    Members { voters: voters.to_vec(), outgoing: vec![], learners: learners.to_vec() }
+}
+
+/// A replica joins as a learner and catches up from the leader's log, then replaces a
+/// voter in one joint change that raft-rs leaves on its own; every replica, restarted or
+/// not, ends with the same configuration and the same data.
+#[test]
+fn a_learner_catches_up_then_replaces_a_voter_through_joint_consensus() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    let spare = g.add_spare();
+    assert_eq!(g.peer(spare).members(), members(&[1, 2, 3], &[]), "it starts from the first");
+    g.change_membership(leader, &[Membership::AddLearner(spare)]);
+    g.run_ms(100);
+    let applied = g.peer(leader).status().applied;
+    for id in [1, 2, 3, spare] {
+        assert_eq!(g.peer(id).members(), members(&[1, 2, 3], &[spare]), "replica {id}");
+    }
+    assert_eq!(g.peer(spare).status().applied, applied, "the learner caught up");
+    let gone = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.change_membership(leader, &[Membership::AddVoter(spare), Membership::Remove(gone)]);
+    g.run_ms(200);
+    let mut voters: Vec<u64> = [1, 2, 3, spare].into_iter().filter(|&id| id != gone).collect();
+    voters.sort_unstable();
+    assert_eq!(g.peer(leader).members(), members(&voters, &[]), "joint, then left");
+    g.write(leader, &[set("doc(1i32;).\"b\"", 2)]);
+    g.run_ms(50);
+    g.crash(spare);
+    g.restart(spare);
+    assert_eq!(g.peer(spare).members(), members(&voters, &[]), "bootstrap re-applies changes");
+    g.run_ms(400);
+    let dump = g.peer(leader).dump().expect("a dump");
+    for &id in &voters {
+        assert_eq!(g.peer(id).members(), members(&voters, &[]), "replica {id}");
+        assert_eq!(g.peer(id).dump().expect("a dump"), dump, "replica {id}");
+    }
+}
+
+/// A leader cut off from the other voters but not from a learner: the learner's echoes
+/// must not extend its lease (the planted bug counts them, and serves a read past it).
+#[test]
+fn a_learners_echoes_do_not_make_a_lease() {
+    for plants in [Plants::NONE, Plants::of(Some(Plant::NonVoterCounted))] {
+        let (mut g, old) = Group::elected(plants);
+        g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
+        let spare = g.add_spare();
+        g.change_membership(old, &[Membership::AddLearner(spare)]);
+        g.run_ms(100);
+        g.isolate(old); // from the voters only: the learner still hears it
+        g.run_ms(60);
+        g.now_us += 250_000; // past every voter's echo of its lease
+        g.run_ms(30); // a heartbeat to the learner, echoed
+        let late = g.get_now(old, "doc(1i32;).\"a\"");
+        if plants == Plants::NONE {
+            let e = late.expect_err("past the voters' lease");
+            assert_eq!(e.kind(), ErrorKind::LeaseExpired, "{e}");
+        } else {
+            assert_eq!(late.expect("the planted bug serves it"), int(1));
+        }
+    }
 }
