@@ -120,6 +120,9 @@ pub enum Error {
     /// `None`: a new leader that has not applied its first entry). Retry later or lower.
     #[error("safe time behind: {}", safe_message(.read_ht, .safe_ht))]
     SafeTimeBehind { read_ht: Option<HybridTime>, safe_ht: Option<HybridTime> },
+    /// The replica applied its own removal from the group: it serves nothing more.
+    #[error("replica {id} was removed from the group")]
+    Removed { id: u64 },
 }
 
 fn leader_hint(leader: &Option<u64>) -> String {
@@ -184,11 +187,13 @@ pub enum ErrorKind {
     LeaseExpired,
     /// A read above the replica's safe time.
     SafeTimeBehind,
+    /// The replica left the group.
+    Removed,
 }
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 18] = [
+    pub const ALL: [ErrorKind; 19] = [
         ErrorKind::Corruption,
         ErrorKind::InvalidRequest,
         ErrorKind::TypeConflict,
@@ -207,6 +212,7 @@ impl ErrorKind {
         ErrorKind::NotLeader,
         ErrorKind::LeaseExpired,
         ErrorKind::SafeTimeBehind,
+        ErrorKind::Removed,
     ];
 
     /// The snake_case name (`expect error: <name>` in docscript).
@@ -230,6 +236,7 @@ impl ErrorKind {
             ErrorKind::NotLeader => "not_leader",
             ErrorKind::LeaseExpired => "lease_expired",
             ErrorKind::SafeTimeBehind => "safe_time_behind",
+            ErrorKind::Removed => "removed",
         }
     }
 
@@ -267,6 +274,7 @@ impl Error {
             Error::NotLeader { .. } => ErrorKind::NotLeader,
             Error::LeaseExpired { .. } => ErrorKind::LeaseExpired,
             Error::SafeTimeBehind { .. } => ErrorKind::SafeTimeBehind,
+            Error::Removed { .. } => ErrorKind::Removed,
         }
     }
 }

@@ -260,6 +260,10 @@ pub struct Peer {
     applied_log: Vec<Applied>,
     /// Why the peer stopped (a failed disk write): it refuses everything until reopened.
     down: Option<Error>,
+    /// This replica applied its own removal: inert from then on (YB tombstones such a
+    /// tablet peer; a TiKV peer destroys itself), and raft-rs must not step it again
+    /// (a leader outside its own configuration panics in raft-rs 0.7's `maybe_commit`).
+    removed: bool,
     /// A power cut armed for a moment of its work.
     crash_at: Option<PeerCrash>,
 }
@@ -314,6 +318,7 @@ impl Peer {
             propagated: None,
             applied_log: Vec::new(),
             down: None,
+            removed: false,
             crash_at: None,
         };
         peer.replay(&recovery.entries, plan, commit, &mut report)?;
@@ -360,6 +365,14 @@ impl Peer {
     }
 
     fn check_up(&self) -> Result<()> {
+        self.check_powered()?;
+        match self.removed {
+            true => Err(Error::Removed { id: self.options.id }),
+            false => Ok(()),
+        }
+    }
+
+    fn check_powered(&self) -> Result<()> {
         match &self.down {
             None => Ok(()),
             Some(why) => Err(Error::Down { cause: Some(Box::new(why.clone())) }),
@@ -373,6 +386,9 @@ impl Peer {
 
     /// One tick of Raft's logical clock; returns the envelopes to send.
     pub fn tick(&mut self, now_us: u64) -> Result<Vec<Envelope>> {
+        if self.removed {
+            return Ok(vec![]);
+        }
         self.check_up()?;
         self.set_now(now_us);
         if now_us >= self.quiet_until_us {
@@ -383,6 +399,9 @@ impl Peer {
 
     /// Take one envelope from a peer; returns the envelopes to send.
     pub fn receive(&mut self, envelope: Envelope, now_us: u64) -> Result<Vec<Envelope>> {
+        if self.removed {
+            return Ok(vec![]); // dropped, as by a replica that no longer exists
+        }
         self.check_up()?;
         self.set_now(now_us);
         let Envelope { from, ht, ht_lease, echo, safe, msg, .. } = envelope;
@@ -434,7 +453,11 @@ impl Peer {
         let scanned = &mut Scanned::default();
         let entries = build_entries(&self.db, writes, ht, MarkerMode::Optional, scanned)?;
         let batch: DocWriteBatch = entries.iter().collect();
-        self.raw.propose(vec![], encode_payload(ht, &batch)).map_err(raft_error)?;
+        match self.raw.propose(vec![], encode_payload(ht, &batch)) {
+            // raft-rs drops proposals while its leadership is being handed over.
+            Err(raft::Error::ProposalDropped) => return Err(Error::NotLeader { leader: None }),
+            result => result.map_err(raft_error)?,
+        }
         let op_id = OpId::new(self.raw.raft.term, self.raw.raft.raft_log.last_index());
         // Pending from now on: the messages that carry it also carry the leader's safe
         // time, which must stay below it.
@@ -488,6 +511,10 @@ impl Peer {
         let cc = ConfChangeV2::parse_from_bytes(encoded)
             .map_err(|e| Error::Storage(format!("log entry {op_id}: configuration change: {e}")))?;
         let conf_state = self.raw.apply_conf_change(&cc).map_err(raft_error)?;
+        let id = self.options.id;
+        let lists = [&conf_state.voters, &conf_state.voters_outgoing, &conf_state.learners];
+        self.removed =
+            !lists.iter().any(|ids| ids.contains(&id)) && !conf_state.learners_next.contains(&id);
         self.raw.store().wl().set_conf_state(conf_state);
         Ok(())
     }
@@ -842,7 +869,7 @@ impl Peer {
     pub fn status(&self) -> PeerStatus {
         let raft = &self.raw.raft;
         PeerStatus {
-            leader: raft.state == StateRole::Leader,
+            leader: raft.state == StateRole::Leader && !self.removed,
             term: raft.term,
             leader_id: raft.leader_id,
             commit: raft.raft_log.committed,
@@ -853,13 +880,13 @@ impl Peer {
 
     /// Flush memtables (the flushed frontier moves to the last applied write).
     pub fn flush(&mut self) -> Result<()> {
-        self.check_up()?;
+        self.check_powered()?;
         self.db.flush()
     }
 
     /// Every stored entry, for comparing replicas.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
-        self.check_up()?;
+        self.check_powered()?;
         self.db.dump()
     }
 }

@@ -19,6 +19,7 @@
 mod check;
 mod command;
 mod execute;
+mod membership;
 mod net;
 mod script;
 mod shrink;
@@ -87,6 +88,8 @@ pub struct ClusterOutcome {
     pub no_majority_partitions: usize,
     /// Cuts that left a bridge: one replica reaching two halves that do not reach each other.
     pub bridges: usize,
+    /// Membership changes proposed.
+    pub membership_changes: usize,
     pub crashes: usize,
     pub restarts: usize,
     /// Entries bootstrap handed to Raft unapplied, over all restarts.
@@ -140,6 +143,8 @@ struct Knobs {
     write_percent: u32,
     /// Faults in force at once.
     max_faults: usize,
+    /// Whether the nemesis changes the group's membership.
+    membership: bool,
 }
 
 impl Knobs {
@@ -153,6 +158,7 @@ impl Knobs {
             clients: 1,
             write_percent: 100,
             max_faults: 0,
+            membership: false,
         }
     }
 
@@ -169,6 +175,7 @@ impl Knobs {
             clients: [1, 2, 4, 8][rng.random_range(0..4)],
             write_percent: [100, 50, 10][rng.random_range(0..3)],
             max_faults: rng.random_range(1..=2),
+            membership: faults && rng.random_bool(0.5),
         }
     }
 }
@@ -212,6 +219,10 @@ struct Cluster {
     broken: Option<String>,
     outcome: ClusterOutcome,
     last_leader: Option<(u64, u64)>,
+    /// The configuration the newest leader reported last.
+    last_members: Option<docsim_engine::Members>,
+    /// The members (voters and learners) at convergence.
+    members: Vec<u64>,
 }
 
 async fn simulate(config: ClusterConfig) -> ClusterOutcome {
@@ -233,8 +244,14 @@ async fn simulate(config: ClusterConfig) -> ClusterOutcome {
         max_skew_us: k.max_skew_us as u64,
     };
     let knobs = format!(
-        "# seed {} drew: faults={}% flush={}% clients={} writes={}% max-faults={}",
-        config.seed, k.fault_percent, k.flush_percent, k.clients, k.write_percent, k.max_faults
+        "# seed {} drew: faults={}% flush={}% clients={} writes={}% max-faults={} membership={}",
+        config.seed,
+        k.fault_percent,
+        k.flush_percent,
+        k.clients,
+        k.write_percent,
+        k.max_faults,
+        k.membership
     );
     cluster.outcome.script.extend([header.to_string(), knobs]);
     cluster.drive(&mut schedule, &mut workload_rng, &mut workload).await;
@@ -249,9 +266,11 @@ impl Cluster {
         let env = rocksdb::Env::mem_env().map_err(|e| e.to_string())?;
         let mut election = stream(config.seed, STREAM_ELECTION);
         let n = config.replicas as u64;
-        let election_ticks = (0..n).map(|_| 10 + election.random_range(0..10)).collect();
-        let disks =
-            (0..n).map(|i| SimDisk::new(config.seed ^ (i << 48), FaultConfig::default())).collect();
+        // One more than the group: the spare a membership change adds (started then).
+        let election_ticks = (0..=n).map(|_| 10 + election.random_range(0..10)).collect();
+        let disks = (0..=n)
+            .map(|i| SimDisk::new(config.seed ^ (i << 48), FaultConfig::default()))
+            .collect();
         let world = World { start: simulated_now() };
         let loss = f64::from(knobs.loss_percent) / 100.0;
         NetSim::current().update_config(|c| c.packet_loss_rate = loss);
@@ -272,28 +291,37 @@ impl Cluster {
             recent: Default::default(),
             outcome: ClusterOutcome::default(),
             last_leader: None,
+            last_members: None,
+            members: Vec::new(),
         };
         for id in 1..=n {
-            let (peer, _) =
-                cluster.open(id).map_err(|e| format!("node {id} does not open: {e}"))?;
-            let slot: Shared = std::sync::Arc::new(std::sync::Mutex::new(Slot {
-                peer: Some(peer),
-                ..Slot::default()
-            }));
-            cluster.slots.push(slot.clone());
-            cluster.nodes.push(net::spawn_node(id, slot, world));
+            cluster.spawn(id)?;
         }
         Ok(cluster)
     }
 
+    /// Start replica `id` (the next one): a madsim node with a fresh peer.
+    fn spawn(&mut self, id: u64) -> Result<(), String> {
+        assert_eq!(id as usize, self.slots.len() + 1, "replicas start in order");
+        let (peer, _) = self.open(id).map_err(|e| format!("node {id} does not open: {e}"))?;
+        let slot: Shared = std::sync::Arc::new(std::sync::Mutex::new(Slot {
+            peer: Some(peer),
+            ..Slot::default()
+        }));
+        self.slots.push(slot.clone());
+        self.nodes.push(net::spawn_node(id, slot, self.world));
+        Ok(())
+    }
+
+    /// Every replica started: the group's first ones, and the spare once added.
     fn ids(&self) -> impl Iterator<Item = u64> {
-        1..=self.config.replicas as u64
+        1..=self.slots.len() as u64
     }
 
     fn options(&self, id: u64) -> PeerOptions {
         PeerOptions {
             id,
-            voters: self.ids().collect(),
+            voters: (1..=self.config.replicas as u64).collect(),
             election_tick: self.election_ticks[id as usize - 1],
             heartbeat_tick: 3,
             lease_us: LEASE_US,
@@ -388,6 +416,7 @@ impl Cluster {
                 self.trace(format!("elected node={id} term={}", status.term));
             }
         }
+        self.note_members();
     }
 
     fn trace(&mut self, line: String) {
@@ -424,7 +453,7 @@ impl Cluster {
             self.outcome.ops += 1;
             self.fault(schedule).await;
             if schedule.random_range(0..100) < self.knobs.flush_percent {
-                let id = schedule.random_range(1..=self.config.replicas as u64);
+                let id = schedule.random_range(1..=self.ids().count() as u64);
                 if self.slot(id).running().is_some() {
                     self.step(Command::Flush(id)).await;
                 }
@@ -477,7 +506,7 @@ impl Cluster {
         schedule: &mut ChaCha8Rng,
         writes: Vec<docsim_workloads::DocWrite>,
     ) {
-        let n = self.config.replicas as u64;
+        let n = self.ids().count() as u64;
         let target = match self.leader_guess() {
             Some(id) if schedule.random_range(0..10) > 0 => id,
             _ => schedule.random_range(1..=n),
@@ -545,7 +574,7 @@ impl Cluster {
     /// Where a client reads: any replica, or one that claims to lead (maybe an old
     /// leader cut off from the rest: its reads must be refused once its lease is gone).
     fn read_target(&self, schedule: &mut ChaCha8Rng) -> u64 {
-        let n = self.config.replicas as u64;
+        let n = self.ids().count() as u64;
         let claiming: Vec<u64> = self
             .ids()
             .filter(|&id| self.slot(id).peer.as_ref().is_some_and(|p| p.status().leader))
@@ -607,7 +636,7 @@ impl Cluster {
         {
             return;
         }
-        let n = self.config.replicas as u64;
+        let n = self.ids().count() as u64;
         let victim = match self.leader_guess() {
             Some(leader) if schedule.random_bool(0.5) => leader,
             _ => schedule.random_range(1..=n),
@@ -615,7 +644,7 @@ impl Cluster {
         let lasts_ms = [50, 200, 500, 1_000, 2_000][schedule.random_range(0..5)];
         let until = now + Duration::from_millis(lasts_ms);
         let partitioned = self.nemesis.iter().any(|(_, f)| matches!(f, Fault::Partition));
-        match schedule.random_range(0..6) {
+        match schedule.random_range(0..7) {
             0 | 1 if !partitioned => {
                 let side = self.minority(schedule, victim);
                 let rest = self.ids().filter(|id| !side.contains(id)).collect();
@@ -634,6 +663,11 @@ impl Cluster {
                 };
                 self.step(Command::Crash(victim, at)).await;
                 self.nemesis.push((until, Fault::Crash(victim)));
+            }
+            6 if self.knobs.membership => {
+                if let Some(command) = self.next_membership(schedule) {
+                    self.step(command).await;
+                }
             }
             4 => {
                 let max = self.knobs.max_skew_us;
@@ -709,7 +743,18 @@ impl Cluster {
         while (side.len() as u64) < size && !others.is_empty() {
             side.push(others.remove(schedule.random_range(0..others.len())));
         }
+        // With the learners half the time: a leader cut off from its voters but not from
+        // the replicas that do not vote (where Jepsen lost YugaByte DB 1.1.9's writes).
+        let learners = self
+            .leader_guess()
+            .and_then(|l| self.slot(l).peer.as_ref().map(|p| p.members().learners));
+        if let Some(learners) = learners.filter(|l| !l.is_empty()) {
+            if schedule.random_bool(0.5) {
+                side.extend(learners); // deduplicated below
+            }
+        }
         side.sort_unstable();
+        side.dedup();
         side
     }
 
@@ -790,7 +835,8 @@ impl Cluster {
         loop {
             madsim::time::sleep(Duration::from_millis(50)).await;
             self.collect()?;
-            if let Some(last_index) = self.converged() {
+            if let Some((last_index, members)) = self.converged() {
+                self.members = members;
                 self.outcome.liveness_ms = start.elapsed().as_millis() as u64;
                 self.trace(format!("converged at index {last_index}"));
                 self.same_dumps()?;
@@ -816,19 +862,30 @@ impl Cluster {
         }
     }
 
-    /// One leader all replicas follow, everything applied: the last index.
-    fn converged(&self) -> Option<u64> {
-        let statuses: Vec<_> =
-            self.ids().filter_map(|id| self.slot(id).peer.as_ref().map(|p| p.status())).collect();
-        let leader = statuses.iter().find(|s| s.leader)?;
-        let all = statuses.len() == self.config.replicas
-            && statuses.iter().all(|s| {
+    /// One leader every member follows (its configuration's voters and learners, not in
+    /// a joint configuration), everything applied: the last index and the members. A
+    /// replica removed from the group is left behind.
+    fn converged(&self) -> Option<(u64, Vec<u64>)> {
+        let leader = self.leader_guess()?;
+        let (leader, members) = {
+            let slot = self.slot(leader);
+            let peer = slot.peer.as_ref()?;
+            (peer.status(), peer.members())
+        };
+        if !members.outgoing.is_empty() {
+            return None;
+        }
+        let mut ids = [members.voters, members.learners].concat();
+        ids.sort_unstable();
+        let all = ids.iter().all(|&id| {
+            self.slot(id).peer.as_ref().map(|p| p.status()).is_some_and(|s| {
                 s.term == leader.term
                     && s.leader_id == leader.leader_id
                     && s.applied == leader.last_index
                     && s.last_index == leader.last_index
-            });
-        all.then_some(leader.last_index)
+            })
+        });
+        all.then_some((leader.last_index, ids))
     }
 
     /// After convergence, every replica reads every document any proposal wrote, at its
@@ -844,7 +901,7 @@ impl Cluster {
             .flat_map(|p| p.writes.iter().map(|w| w.doc.clone()))
             .collect();
         let mut reads = Vec::new();
-        for id in self.ids().collect::<Vec<_>>() {
+        for id in self.members.clone() {
             let now_us = self.now_us(id);
             for doc in &docs {
                 let path = convert::path(doc, &[]);
@@ -867,18 +924,18 @@ impl Cluster {
     }
 
     fn same_dumps(&self) -> Result<(), String> {
-        let dumps: Vec<_> = self
-            .ids()
-            .map(|id| {
-                self.slot(id).peer.as_ref().expect("all up").dump().map_err(|e| e.to_string())
-            })
-            .collect::<Result<_, _>>()?;
-        for (i, dump) in dumps.iter().enumerate().skip(1) {
-            if *dump != dumps[0] {
-                return Err(format!(
-                    "node {} and node 1 hold different data after convergence",
-                    i + 1
-                ));
+        let mut first: Option<(u64, Vec<_>)> = None;
+        for &id in &self.members {
+            let dump = self.slot(id).peer.as_ref().expect("members run").dump();
+            let dump = dump.map_err(|e| e.to_string())?;
+            match &first {
+                None => first = Some((id, dump)),
+                Some((a, first)) if *first != dump => {
+                    return Err(format!(
+                        "node {id} and node {a} hold different data after convergence"
+                    ))
+                }
+                Some(_) => {}
             }
         }
         Ok(())
@@ -961,6 +1018,7 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
             sum(|o| o.orphaned),
             sum(|o| o.replayed)
         ),
+        format!("membership changes proposed {}", sum(|o| o.membership_changes)),
         format!(
             "liveness max {} ms (bound {} ms)",
             outcomes.iter().map(|o| o.liveness_ms).max().unwrap_or(0),

@@ -12,8 +12,10 @@
 //! crash node=<i> [at <stage>]    disarm node=<i>    restart node=<i>
 //! flush node=<i>         skew node=<i> [-]<dur>
 //! wait <dur>             leader    status    converge
+//! conf add-learner <i> | add-voter <i> | remove <i> | replace <i> with <j>  [to=<i>]
 //! ```
 
+use super::membership::ConfChange;
 use docsim_engine::notation::{format_duration_us, ParseError, Parser};
 use docsim_engine::script::{format_writes, parse_writes};
 use docsim_engine::{DocPath, DocWrite, HybridTime, PeerCrash};
@@ -59,6 +61,11 @@ pub enum Command {
     /// Set a replica's clock offset from true simulated time.
     Skew(u64, i64),
     Wait(Duration),
+    /// A membership change, proposed at the leader (or replica `to`).
+    Conf {
+        change: ConfChange,
+        to: Option<u64>,
+    },
     Leader,
     Status,
     Converge,
@@ -161,6 +168,10 @@ pub fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
             }
             Command::Wait(Duration::from_micros(us))
         }
+        Some("conf") => {
+            let change = parse_conf(&mut p)?;
+            Command::Conf { change, to: node_option(&mut p, "to=")? }
+        }
         Some("leader") => Command::Leader,
         Some("status") => Command::Status,
         Some("converge") => Command::Converge,
@@ -209,6 +220,26 @@ fn node_list(p: &mut Parser<'_>) -> Result<Vec<u64>, ParseError> {
         nodes.push(p.unsigned()?);
     }
     Ok(nodes)
+}
+
+fn parse_conf(p: &mut Parser<'_>) -> Result<ConfChange, ParseError> {
+    let word = p.token().unwrap_or_default();
+    Ok(match word {
+        "add-learner" => ConfChange::AddLearner(p.unsigned()?),
+        "add-voter" => ConfChange::AddVoter(p.unsigned()?),
+        "remove" => ConfChange::Remove(p.unsigned()?),
+        "replace" => {
+            let out = p.unsigned()?;
+            if !p.eat_word("with") {
+                return Err(p.error("expected `replace <i> with <j>`"));
+            }
+            ConfChange::Replace(out, p.unsigned()?)
+        }
+        other => {
+            let known = "add-learner, add-voter, remove or replace";
+            return Err(p.error(format!("unknown change `{other}` ({known})")));
+        }
+    })
 }
 
 fn link(p: &mut Parser<'_>) -> Result<(u64, u64), ParseError> {
@@ -275,6 +306,13 @@ impl fmt::Display for Command {
                 write!(f, "skew node={id} {sign}{}", format_duration_us(us.unsigned_abs()))
             }
             Command::Wait(d) => write!(f, "wait {}", format_duration_us(d.as_micros() as u64)),
+            Command::Conf { change, to } => {
+                write!(f, "conf {change}")?;
+                match to {
+                    Some(to) => write!(f, " to={to}"),
+                    None => Ok(()),
+                }
+            }
             Command::Leader => f.write_str("leader"),
             Command::Status => f.write_str("status"),
             Command::Converge => f.write_str("converge"),
@@ -303,6 +341,8 @@ mod tests {
             "skew node=3 -5ms",
             "skew node=3 0",
             "wait 250ms",
+            "conf add-learner 4",
+            "conf replace 2 with 4 to=1",
         ];
         for line in lines {
             let command = parse_command(line, 1).unwrap_or_else(|e| panic!("{line}: {e}"));

@@ -59,6 +59,7 @@ impl Cluster {
                 self.trace(format!("skew node={id} {skew_us}us"));
             }
             Command::Wait(d) => madsim::time::sleep(d).await,
+            Command::Conf { change, to } => self.change_membership(change, to),
             Command::Leader => self.trace(self.leader_line()),
             Command::Status => {
                 let lines: Vec<String> = self.ids().map(|id| self.status_line(id)).collect();
@@ -80,6 +81,9 @@ impl Cluster {
             Err(e) if e.kind() == ErrorKind::NotLeader => {
                 self.outcome.writes_not_leader += 1;
                 return self.trace(format!("write node={target}: error: not_leader"));
+            }
+            Err(e) if e.kind() == ErrorKind::Removed => {
+                return self.trace(format!("write node={target}: error: removed"));
             }
             Err(e) => return self.fail(format!("node {target} refused a write: {e}")),
         };
@@ -127,7 +131,12 @@ impl Cluster {
                 let (doc, subkeys) = convert::doc_and_subkeys(path);
                 self.history.reads.push(Read { node: from, doc, path: subkeys, read_ht, got });
             }
-            Err(e) if matches!(e.kind(), ErrorKind::LeaseExpired | ErrorKind::SafeTimeBehind) => {
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::LeaseExpired | ErrorKind::SafeTimeBehind | ErrorKind::Removed
+                ) =>
+            {
                 self.trace(format!("node {from}: error: {}: {e}", e.kind()));
                 *self.outcome.reads_refused.entry(e.kind().name()).or_default() += 1;
             }
@@ -152,7 +161,13 @@ impl Cluster {
         let slot = self.slot(id);
         let Some(peer) = slot.peer.as_ref() else { return format!("node {id}: down") };
         let s = peer.status();
-        let role = if s.leader { "leader" } else { "follower" };
+        let members = peer.members();
+        let role = match () {
+            _ if s.leader => "leader",
+            _ if members.learners.contains(&id) => "learner",
+            _ if members.voters.contains(&id) || members.outgoing.contains(&id) => "follower",
+            _ => "outside", // not yet added, or removed
+        };
         format!(
             "node {id}: {role} term={} commit={} applied={} last={}",
             s.term,

@@ -41,13 +41,13 @@ pub fn is_cluster_script(text: &str) -> bool {
 }
 
 async fn run(config: ClusterConfig, knobs: Knobs, commands: Vec<(usize, Command)>) -> String {
-    let replicas = config.replicas as u64;
+    let group = config.replicas as u64;
     let mut cluster = match Cluster::start(config, knobs) {
         Ok(cluster) => cluster,
         Err(e) => return format!("error: {e}\n"),
     };
     for (line, command) in commands {
-        match check_nodes(&command, replicas) {
+        match check_nodes(&command, cluster.ids().count() as u64, group) {
             Err(e) => cluster.trace(format!("error: line {line}: {e}")),
             Ok(()) => cluster.step(command).await,
         }
@@ -56,7 +56,18 @@ async fn run(config: ClusterConfig, knobs: Knobs, commands: Vec<(usize, Command)
 }
 
 /// The replicas a command names exist; a partition's two sides split the group.
-fn check_nodes(command: &Command, replicas: u64) -> Result<(), String> {
+/// The replicas a command names were started (`replicas` of them; a `conf` change may
+/// name the spare, `group` + 1, which it starts); a partition's groups split them all.
+fn check_nodes(command: &Command, replicas: u64, group: u64) -> Result<(), String> {
+    if let Command::Conf { change, to } = command {
+        if let Some(i) = change.nodes().into_iter().find(|&i| i == 0 || i > group + 1) {
+            return Err(format!("no replica {i} (1..={}, the last a spare)", group + 1));
+        }
+        if let Some(i) = to.filter(|&i| i == 0 || i > replicas) {
+            return Err(format!("no replica {i} (1..={replicas})"));
+        }
+        return Ok(());
+    }
     let named: Vec<u64> = match command {
         Command::Write { to: Some(i), .. } | Command::Get { from: i, .. } => vec![*i],
         Command::Crash(i, _) | Command::Restart(i) | Command::Flush(i) => vec![*i],
