@@ -190,6 +190,9 @@ fn charts(report: &CampaignReport) -> String {
         ),
     ]
     .concat();
+    if report.runs.iter().any(|r| !r.replication.is_empty()) {
+        out += &replication_charts(report);
+    }
     let never: Vec<String> =
         report.probes_never_hit().iter().map(|p| format!("<code>{}</code>", esc(p))).collect();
     if !never.is_empty() {
@@ -199,6 +202,45 @@ fn charts(report: &CampaignReport) -> String {
 }
 
 const OUTCOME_COLORS: [&str; 2] = ["#9bbb59", "#c0504d"];
+
+/// A replicated campaign's charts: leader changes and lag by seed, and its events.
+fn replication_charts(report: &CampaignReport) -> String {
+    let per_seed = |key: &str| -> Vec<(String, f64)> {
+        let count = |r: &crate::RunReport| r.replication.get(key).copied().unwrap_or(0) as f64;
+        report.runs.iter().map(|r| (format!("seed {}", r.seed), count(r))).collect()
+    };
+    let mut events: std::collections::BTreeMap<String, u64> = Default::default();
+    for run in &report.runs {
+        for (k, v) in run.replication.iter().filter(|(k, _)| k.as_str() != "max_lag") {
+            *events.entry(k.clone()).or_default() += v;
+        }
+    }
+    let events: Vec<(String, f64)> = events.into_iter().map(|(k, v)| (k, v as f64)).collect();
+    [
+        bar_chart(
+            "leaders",
+            "Leader changes, by seed",
+            &per_seed("leader_changes"),
+            &["#c0504d"],
+            "no leader changes",
+        ),
+        bar_chart(
+            "lag",
+            "Largest lag, by seed (entries a member's applied index trailed the leader's commit)",
+            &per_seed("max_lag"),
+            &["#4bacc6"],
+            "no lag",
+        ),
+        hbar_chart(
+            "replication",
+            "Replication events (log scale)",
+            &events,
+            "#9bbb59",
+            "no events",
+        ),
+    ]
+    .concat()
+}
 
 fn failures(report: &CampaignReport) -> String {
     let mut out = String::from("<h2>Failures</h2>");

@@ -86,6 +86,10 @@ pub struct RunReport {
     /// (the reference model's), `harness` (the rest: rendering, trace, checks, schedule).
     #[serde(default)]
     pub part_time: BTreeMap<String, StepTime>,
+    /// A replicated run's counts (`leader_changes`, `max_lag`, refused reads, ...); empty
+    /// for one node.
+    #[serde(default)]
+    pub replication: BTreeMap<String, u64>,
     pub failure: Option<FailureReport>,
 }
 

@@ -72,3 +72,20 @@ fn time_breakdown_lists_the_biggest_share_first_with_means() {
     assert_eq!(t.time_breakdown(), "flush 87% (2.0 ms)  read 13% (30 µs)");
     assert_eq!(Totals::default().time_breakdown(), "");
 }
+
+/// A replicated campaign's page charts leader changes, lag and replication events; a
+/// one-node campaign's page has none of them.
+#[test]
+fn replication_charts_appear_only_for_replicated_runs() {
+    let mut replicated = run(1, false);
+    replicated.replication = [("leader_changes".to_string(), 3), ("max_lag".to_string(), 7)].into();
+    let page = |runs: Vec<RunReport>| to_html(&CampaignReport { runs, ..Default::default() });
+    let with = page(vec![replicated, run(2, false)]);
+    for id in ["id=\"leaders\"", "id=\"lag\"", "id=\"replication\""] {
+        assert!(with.contains(id), "{id} missing");
+    }
+    assert!(with.contains(">leader_changes<"), "the events chart lists leader changes");
+    assert!(!with.contains(">max_lag<"), "lag is charted by seed, not summed as an event");
+    let without = page(vec![run(2, false)]);
+    assert!(!without.contains("id=\"leaders\""));
+}

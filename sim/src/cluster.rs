@@ -90,6 +90,9 @@ pub struct ClusterOutcome {
     pub bridges: usize,
     /// Membership changes proposed.
     pub membership_changes: usize,
+    /// The most entries a running member's applied index trailed its leader's commit
+    /// index, at any moment the controller looked.
+    pub max_lag: u64,
     pub crashes: usize,
     pub restarts: usize,
     /// Entries bootstrap handed to Raft unapplied, over all restarts.
@@ -101,6 +104,8 @@ pub struct ClusterOutcome {
     pub committed: usize,
     /// Simulated milliseconds the liveness phase took.
     pub liveness_ms: u64,
+    /// Wall-clock seconds the run took (reports only; never traced).
+    pub seconds: f64,
     /// What the run printed: a replicated script of [`ClusterOutcome::script`] prints it
     /// line for line.
     pub trace: Vec<String>,
@@ -417,6 +422,22 @@ impl Cluster {
             }
         }
         self.note_members();
+        self.note_lag();
+    }
+
+    fn note_lag(&mut self) {
+        let Some(leader) = self.leader_guess() else { return };
+        let Some((commit, members)) =
+            self.slot(leader).peer.as_ref().map(|p| (p.status().commit, p.members()))
+        else {
+            return;
+        };
+        for id in members.voters.iter().chain(&members.learners) {
+            let applied = self.slot(*id).running().map(|p| p.status().applied);
+            if let Some(applied) = applied {
+                self.outcome.max_lag = self.outcome.max_lag.max(commit.saturating_sub(applied));
+            }
+        }
     }
 
     fn trace(&mut self, line: String) {
@@ -960,6 +981,7 @@ pub fn campaign(
                     return;
                 }
                 let config = ClusterConfig { seed, ..template.clone() };
+                let watch = crate::bench::Stopwatch::start();
                 // A panic is a failed seed, not a dead campaign.
                 let outcome = std::panic::catch_unwind(|| run(&config)).unwrap_or_else(|panic| {
                     let why = panic
@@ -970,6 +992,7 @@ pub fn campaign(
                     let failure = Some(format!("panic: {why}"));
                     ClusterOutcome { seed, failure, ..Default::default() }
                 });
+                let outcome = ClusterOutcome { seconds: watch.seconds(), ..outcome };
                 results.lock().expect("results").push(outcome);
             });
         }
@@ -1025,4 +1048,80 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
             LIVENESS.as_millis()
         ),
     ]
+}
+
+/// The campaign as a report (`--report DIR`: JSON, Markdown, HTML with the replication
+/// charts, JUnit), one run per seed.
+pub fn campaign_report(
+    outcomes: &[ClusterOutcome],
+    template: &ClusterConfig,
+    seconds: f64,
+    reproducers: &std::path::Path,
+) -> docsim_reports::CampaignReport {
+    let plant = docsim_engine::canary::Plant::ALL
+        .into_iter()
+        .chain(docsim_engine::canary::Plant::REPLICATED)
+        .find(|&p| template.plants.contains(p));
+    docsim_reports::CampaignReport {
+        commit: crate::report::COMMIT.into(),
+        plant: plant.map(|p| p.name().into()),
+        shards: vec!["0/1".into()],
+        known_probes: vec![],
+        seconds,
+        runs: outcomes.iter().map(|o| run_report(o, reproducers)).collect(),
+    }
+}
+
+fn run_report(o: &ClusterOutcome, reproducers: &std::path::Path) -> docsim_reports::RunReport {
+    let count = |n: usize| n as u64;
+    let faults = [
+        ("partition", count(o.partitions)),
+        ("partition_no_majority", count(o.no_majority_partitions)),
+        ("bridge", count(o.bridges)),
+        ("power_cut", count(o.crashes)),
+        ("membership_change", count(o.membership_changes)),
+    ];
+    let mut replication: BTreeMap<String, u64> = [
+        ("leader_changes", count(o.leader_changes)),
+        ("two_leader_steps", count(o.two_leader_steps)),
+        ("orphaned_entries", count(o.orphaned)),
+        ("proposals_never_committed", count(o.overwritten)),
+        ("writes_acked", count(o.writes_acked)),
+        ("writes_timed_out", count(o.writes_timed_out)),
+        ("writes_unanswered", count(o.writes_unanswered)),
+        ("writes_not_leader", count(o.writes_not_leader)),
+        ("max_lag", o.max_lag),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for (kind, n) in &o.reads_refused {
+        replication.insert(format!("reads_refused_{kind}"), count(*n));
+    }
+    let failure = o.failure.as_ref().map(|f| docsim_reports::FailureReport {
+        step: o.script.len().saturating_sub(2),
+        kind: failure_class(f),
+        op: o.script.last().cloned().unwrap_or_default(),
+        expected: vec![],
+        actual: vec![f.clone()],
+        reproducer: Some(
+            reproducers.join(format!("cluster-{}", o.seed)).join("repro.ds").display().to_string(),
+        ),
+    });
+    docsim_reports::RunReport {
+        seed: o.seed,
+        knobs: o.script.get(1).cloned().unwrap_or_default(),
+        ops: o.ops,
+        steps: o.script.len().saturating_sub(2),
+        checked_reads: o.reads_served,
+        seconds: o.seconds,
+        trace_hash: format!("{:016x}", o.trace_hash()),
+        faults: faults.into_iter().map(|(k, v)| (k.to_string(), v)).collect(),
+        replayed: count(o.replayed),
+        crashes: count(o.crashes),
+        restarts: count(o.restarts),
+        replication,
+        failure,
+        ..Default::default()
+    }
 }

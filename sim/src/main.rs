@@ -134,6 +134,10 @@ enum Command {
         /// Where failing seeds write `cluster-<seed>/repro.ds` (`docsim shrink` shrinks it).
         #[arg(long, default_value = "reports/runs")]
         reports: PathBuf,
+        /// Write the campaign report (JSON, Markdown, HTML with leader changes and lag,
+        /// JUnit XML) into this directory.
+        #[arg(long)]
+        report: Option<PathBuf>,
     },
     /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`.
     Report {
@@ -208,9 +212,18 @@ fn cluster_command(
     jobs: usize,
     template: &docsim::cluster::ClusterConfig,
     trace: bool,
-    reports: &Path,
+    (reports, report): (&Path, Option<&Path>),
 ) -> ExitCode {
+    let watch = docsim::bench::Stopwatch::start();
     let outcomes = docsim::cluster::campaign(first, end, jobs, template);
+    if let Some(dir) = report {
+        let campaign =
+            docsim::cluster::campaign_report(&outcomes, template, watch.seconds(), reports);
+        match docsim::report::write_campaign(dir, &campaign) {
+            Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
+            Err(e) => eprintln!("docsim: cannot write the report in {}: {e}", dir.display()),
+        }
+    }
     for o in &outcomes {
         if trace {
             o.trace.iter().for_each(|line| println!("seed {}: {line}", o.seed));
@@ -344,35 +357,36 @@ fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
     RunConfig { seed, ops: shape.ops, profile: shape.profile, plant: shape.plant, keep_trace }
 }
 
+fn replicated(
+    seed: u64,
+    replicas: usize,
+    ops: usize,
+    faults: bool,
+    plant: Option<Plant>,
+) -> docsim::cluster::ClusterConfig {
+    let plants = docsim_engine::canary::Plants::of(plant);
+    docsim::cluster::ClusterConfig { seed, replicas, ops, faults, plants }
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Script { file, data_dir, plant } => script(&file, data_dir, plant),
         Command::Run { run: args, .. } | Command::Replay { run: args } if args.replicas > 1 => {
-            let template = docsim::cluster::ClusterConfig {
-                seed: args.seed,
-                replicas: args.replicas,
-                ops: args.shape.ops,
-                faults: true,
-                plants: docsim_engine::canary::Plants::of(args.shape.plant),
-            };
-            cluster_command((args.seed, args.seed + 1), 1, &template, true, &args.shape.reports)
+            let template =
+                replicated(args.seed, args.replicas, args.shape.ops, true, args.shape.plant);
+            let reports = (&*args.shape.reports, None);
+            cluster_command((args.seed, args.seed + 1), 1, &template, true, reports)
         }
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),
-        Command::Torture { seeds, replicas, jobs, shape, .. } if replicas > 1 => {
+        Command::Torture { seeds, replicas, jobs, shape, report, .. } if replicas > 1 => {
             let Some(seeds) = seeds else {
                 eprintln!("docsim: torture --replicas needs --seeds A..B");
                 return ExitCode::from(2);
             };
-            let template = docsim::cluster::ClusterConfig {
-                seed: 0,
-                replicas,
-                ops: shape.ops,
-                faults: true,
-                plants: docsim_engine::canary::Plants::of(shape.plant),
-            };
-            cluster_command(seeds, jobs, &template, false, &shape.reports)
+            let template = replicated(0, replicas, shape.ops, true, shape.plant);
+            cluster_command(seeds, jobs, &template, false, (&shape.reports, report.as_deref()))
         }
         Command::Torture {
             seeds,
@@ -387,15 +401,19 @@ fn main() -> ExitCode {
             let coverage = Coverage { report_dir: report.as_deref(), require_all_probes };
             torture_command(seeds, duration, jobs, shard, coverage, &shape)
         }
-        Command::Cluster { seeds, replicas, ops, jobs, no_faults, plant, trace, reports } => {
-            let template = docsim::cluster::ClusterConfig {
-                seed: 0,
-                replicas,
-                ops,
-                faults: !no_faults,
-                plants: docsim_engine::canary::Plants::of(plant),
-            };
-            cluster_command(seeds, jobs, &template, trace, &reports)
+        Command::Cluster {
+            seeds,
+            replicas,
+            ops,
+            jobs,
+            no_faults,
+            plant,
+            trace,
+            reports,
+            report,
+        } => {
+            let template = replicated(0, replicas, ops, !no_faults, plant);
+            cluster_command(seeds, jobs, &template, trace, (&reports, report.as_deref()))
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),

@@ -141,6 +141,7 @@ pub fn run_report(outcome: &RunOutcome, reports_dir: Option<&Path>) -> docsim_re
         restarts: outcome.restarts,
         step_time: outcome.step_time.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
         part_time: outcome.part_time.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
+        replication: Default::default(),
         failure,
     }
 }
