@@ -475,6 +475,7 @@ impl Peer {
             let leader = Some(self.raw.raft.leader_id).filter(|&id| id != raft::INVALID_ID);
             return Err(Error::NotLeader { leader });
         }
+        self.check_membership(changes)?;
         let mut cc = ConfChangeV2::default();
         for change in changes {
             let (change_type, node_id) = match *change {
@@ -488,6 +489,40 @@ impl Peer {
             cc.mut_changes().push(single);
         }
         self.raw.propose_conf_change(vec![], cc).map_err(raft_error)
+    }
+
+    /// docsim's own rule: a leader does not remove itself (raft-rs 0.7 leaves a leader
+    /// outside its configuration untested, and one that applied its own removal goes
+    /// inert before its followers may learn the commit — in a group of two, for good: the
+    /// other voter never gets the vote it needs); move leadership first. A change that
+    /// leaves no voter, or names one replica twice, is refused as well.
+    fn check_membership(&self, changes: &[Membership]) -> Result<()> {
+        let id_of = |c: &Membership| match *c {
+            Membership::AddLearner(id) | Membership::AddVoter(id) | Membership::Remove(id) => id,
+        };
+        let mut ids: Vec<u64> = changes.iter().map(id_of).collect();
+        ids.sort_unstable();
+        let invalid = |why: String| Err(Error::InvalidRequest(why));
+        if ids.windows(2).any(|w| w[0] == w[1]) {
+            return invalid("a membership change names one replica twice".into());
+        }
+        let me = self.options.id;
+        if changes.contains(&Membership::Remove(me))
+            || changes.contains(&Membership::AddLearner(me))
+        {
+            return invalid(format!("leader {me} does not remove itself from the voters"));
+        }
+        let mut voters = self.members().voters;
+        for change in changes {
+            match *change {
+                Membership::AddVoter(id) => voters.push(id),
+                Membership::Remove(id) | Membership::AddLearner(id) => voters.retain(|&v| v != id),
+            }
+        }
+        if voters.is_empty() {
+            return invalid("a membership change would leave no voter".into());
+        }
+        Ok(())
     }
 
     /// The active configuration.
@@ -506,16 +541,22 @@ impl Peer {
         }
     }
 
+    fn is_member(&self) -> bool {
+        let members = self.members();
+        let id = self.options.id;
+        [members.voters, members.outgoing, members.learners].iter().any(|ids| ids.contains(&id))
+    }
+
     /// Apply a committed configuration change (its encoded `ConfChangeV2`).
     fn apply_conf_change(&mut self, encoded: &[u8], op_id: OpId) -> Result<()> {
         let cc = ConfChangeV2::parse_from_bytes(encoded)
             .map_err(|e| Error::Storage(format!("log entry {op_id}: configuration change: {e}")))?;
+        let was_member = self.is_member();
         let conf_state = self.raw.apply_conf_change(&cc).map_err(raft_error)?;
-        let id = self.options.id;
-        let lists = [&conf_state.voters, &conf_state.voters_outgoing, &conf_state.learners];
-        self.removed =
-            !lists.iter().any(|ids| ids.contains(&id)) && !conf_state.learners_next.contains(&id);
         self.raw.store().wl().set_conf_state(conf_state);
+        // Removed on leaving the group: a replica added later also applies the changes
+        // made before it joined, which do not name it.
+        self.removed = was_member && !self.is_member();
         Ok(())
     }
 

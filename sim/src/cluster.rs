@@ -124,10 +124,21 @@ impl ClusterOutcome {
 
 /// Run one replicated seed under madsim.
 pub fn run(config: &ClusterConfig) -> ClusterOutcome {
+    run_recorded(config, Default::default())
+}
+
+/// The run's script, shared with the caller: it survives a panic inside the run.
+type ScriptSink = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
+fn run_recorded(config: &ClusterConfig, script: ScriptSink) -> ClusterOutcome {
     let mut runtime =
         madsim::runtime::Runtime::with_seed_and_config(config.seed, madsim::Config::default());
     runtime.set_allow_system_thread(true);
-    runtime.block_on(simulate(config.clone()))
+    runtime.block_on(simulate(config.clone(), script))
+}
+
+fn lock_script(script: &ScriptSink) -> std::sync::MutexGuard<'_, Vec<String>> {
+    script.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
 fn stream(seed: u64, stream: u64) -> ChaCha8Rng {
@@ -228,9 +239,11 @@ struct Cluster {
     last_members: Option<docsim_engine::Members>,
     /// The members (voters and learners) at convergence.
     members: Vec<u64>,
+    /// The commands carried out, as text.
+    script: ScriptSink,
 }
 
-async fn simulate(config: ClusterConfig) -> ClusterOutcome {
+async fn simulate(config: ClusterConfig, script: ScriptSink) -> ClusterOutcome {
     let mut schedule = stream(config.seed, STREAM_SCHEDULE);
     let mut workload_rng = stream(config.seed, STREAM_WORKLOAD);
     let knobs = Knobs::draw(&mut schedule, config.faults);
@@ -258,9 +271,11 @@ async fn simulate(config: ClusterConfig) -> ClusterOutcome {
         k.max_faults,
         k.membership
     );
-    cluster.outcome.script.extend([header.to_string(), knobs]);
+    cluster.script = script;
+    lock_script(&cluster.script).extend([header.to_string(), knobs]);
     cluster.drive(&mut schedule, &mut workload_rng, &mut workload).await;
     let mut outcome = std::mem::take(&mut cluster.outcome);
+    outcome.script = lock_script(&cluster.script).clone();
     outcome.seed = config.seed;
     outcome.failure = cluster.broken.take();
     outcome
@@ -298,6 +313,7 @@ impl Cluster {
             last_leader: None,
             last_members: None,
             members: Vec::new(),
+            script: Default::default(),
         };
         for id in 1..=n {
             cluster.spawn(id)?;
@@ -668,14 +684,17 @@ impl Cluster {
         match schedule.random_range(0..7) {
             0 | 1 if !partitioned => {
                 let side = self.minority(schedule, victim);
-                let rest = self.ids().filter(|id| !side.contains(id)).collect();
-                self.step(Command::Partition(vec![side, rest])).await;
-                self.nemesis.push((until, Fault::Partition));
+                let rest: Vec<u64> = self.ids().filter(|id| !side.contains(id)).collect();
+                if !rest.is_empty() {
+                    self.step(Command::Partition(vec![side, rest])).await;
+                    self.nemesis.push((until, Fault::Partition));
+                }
             }
-            5 if !partitioned && n > 1 => {
-                let command = self.split_or_bridge(schedule, victim);
-                self.step(command).await;
-                self.nemesis.push((until, Fault::Partition));
+            5 if !partitioned => {
+                if let Some(command) = self.split_or_bridge(schedule, victim) {
+                    self.step(command).await;
+                    self.nemesis.push((until, Fault::Partition));
+                }
             }
             2 | 3 if self.slot(victim).running().is_some() => {
                 let at = match schedule.random_bool(0.5) {
@@ -708,7 +727,11 @@ impl Cluster {
             }
         }
         self.clog(&links);
-        if groups.iter().all(|g| g.len() * 2 <= self.config.replicas) {
+        // No group holds a majority of the voters in force (the newest leader's).
+        let voters = self.last_members.as_ref().map(|m| m.voters.clone());
+        let voters = voters.unwrap_or_else(|| (1..=self.config.replicas as u64).collect());
+        let held = |g: &Vec<u64>| g.iter().filter(|id| voters.contains(id)).count();
+        if groups.iter().all(|g| held(g) * 2 <= voters.len()) {
             self.outcome.no_majority_partitions += 1;
         }
         let shown: Vec<String> = groups
@@ -739,8 +762,12 @@ impl Cluster {
 
     /// No majority anywhere (`split`: 1|1|1, or 2|2|1 of five), or a bridge: `victim`
     /// reaches both halves of the others, which do not reach each other.
-    fn split_or_bridge(&self, schedule: &mut ChaCha8Rng, victim: u64) -> Command {
+    /// (`None` with fewer than three replicas started: no halves to split.)
+    fn split_or_bridge(&self, schedule: &mut ChaCha8Rng, victim: u64) -> Option<Command> {
         let mut others: Vec<u64> = self.ids().filter(|&id| id != victim).collect();
+        if others.len() < 2 {
+            return None;
+        }
         for i in (1..others.len()).rev() {
             others.swap(i, schedule.random_range(0..=i));
         }
@@ -748,11 +775,11 @@ impl Cluster {
         let (left, right) = others.split_at(half);
         if schedule.random_bool(0.5) {
             let links = left.iter().flat_map(|&a| right.iter().map(move |&b| (a, b))).collect();
-            return Command::Cut(links);
+            return Some(Command::Cut(links));
         }
         let mut groups = vec![vec![victim], left.to_vec(), right.to_vec()];
         groups.iter_mut().for_each(|g| g.sort_unstable());
-        Command::Partition(groups)
+        Some(Command::Partition(groups))
     }
 
     /// A minority holding `victim` (alone, or with followers up to just under half).
@@ -982,15 +1009,13 @@ pub fn campaign(
                 }
                 let config = ClusterConfig { seed, ..template.clone() };
                 let watch = crate::bench::Stopwatch::start();
-                // A panic is a failed seed, not a dead campaign.
-                let outcome = std::panic::catch_unwind(|| run(&config)).unwrap_or_else(|panic| {
-                    let why = panic
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    let failure = Some(format!("panic: {why}"));
-                    ClusterOutcome { seed, failure, ..Default::default() }
+                // A panic is a failed seed, not a dead campaign; its script is kept.
+                let script = ScriptSink::default();
+                let recorded = || run_recorded(&config, script.clone());
+                let outcome = std::panic::catch_unwind(recorded).unwrap_or_else(|panic| {
+                    let failure = Some(format!("panic: {}", panic_message(&*panic)));
+                    let script = lock_script(&script).clone();
+                    ClusterOutcome { seed, failure, script, ..Default::default() }
                 });
                 let outcome = ClusterOutcome { seconds: watch.seconds(), ..outcome };
                 results.lock().expect("results").push(outcome);
@@ -1000,6 +1025,12 @@ pub fn campaign(
     let mut outcomes = results.into_inner().expect("results");
     outcomes.sort_by_key(|o| o.seed);
     outcomes
+}
+
+/// What a panic said.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    let text = panic.downcast_ref::<String>().cloned();
+    text.or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string())).unwrap_or_default()
 }
 
 /// The campaign's totals, one line per counter.

@@ -170,12 +170,15 @@ fn a_replicated_script_with_a_bad_line_names_it() {
 /// the same madsim seed), passing runs and failing ones alike.
 #[test]
 fn the_recorded_script_prints_the_runs_trace() {
-    let mut seeds: Vec<(u64, Option<Plant>)> = (1_100..1_106).map(|s| (s, None)).collect();
+    let mut seeds: Vec<(u64, usize, Option<Plant>)> =
+        (1_100..1_106).map(|s| (s, 3, None)).collect();
+    seeds.extend([(1_106, 1, None), (1_107, 1, None), (1_108, 5, None), (1_109, 5, None)]);
     let failing = first_catch(Plant::OrphansCommitted);
-    seeds.push((failing.seed, Some(Plant::OrphansCommitted))); // its script must fail the same
+    let plant = Some(Plant::OrphansCommitted);
+    seeds.push((failing.seed, 3, plant)); // its script must fail the same way
     let mut commands = std::collections::BTreeSet::new();
-    for (seed, plant) in seeds {
-        let outcome = run(&config(seed, 3, plant));
+    for (seed, replicas, plant) in seeds {
+        let outcome = run(&config(seed, replicas, plant));
         assert_eq!(outcome.failure.is_some(), plant.is_some(), "seed {seed}");
         let script = outcome.script.join("\n");
         let words = outcome.script.iter().filter_map(|l| l.split(' ').next());

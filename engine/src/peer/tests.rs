@@ -397,3 +397,23 @@ fn a_learners_echoes_do_not_make_a_lease() {
         }
     }
 }
+
+/// A leader refuses a change that removes or demotes itself, or names a replica twice;
+/// nothing is proposed.
+#[test]
+fn a_leader_refuses_membership_changes_it_cannot_survive() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let last = g.peer(leader).status().last_index;
+    let others: Vec<u64> = (1..=3).filter(|&id| id != leader).collect();
+    let refused = [
+        vec![Membership::Remove(leader)],
+        vec![Membership::AddVoter(4), Membership::Remove(4)],
+        vec![Membership::AddLearner(leader), Membership::Remove(others[0])],
+    ];
+    for changes in refused {
+        let now = g.now_us;
+        let e = g.peer(leader).propose_membership(&changes, now).expect_err("refused");
+        assert_eq!(e.kind(), ErrorKind::InvalidRequest, "{changes:?}: {e}");
+    }
+    assert_eq!(g.peer(leader).status().last_index, last, "nothing was proposed");
+}

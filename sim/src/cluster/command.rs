@@ -158,7 +158,12 @@ pub fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
         Some("skew") => {
             let id = required_node(&mut p)?;
             let negative = p.eat("-");
-            let us = p.duration_us()? as i64;
+            let at = p.pos();
+            let us = p.duration_us()?;
+            if us > 3_600_000_000 {
+                return Err(p.error_at(at, "a clock skew is at most 1h"));
+            }
+            let us = us as i64;
             Command::Skew(id, if negative { -us } else { us })
         }
         Some("wait") => {

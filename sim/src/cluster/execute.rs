@@ -16,7 +16,7 @@ use std::time::Duration;
 impl Cluster {
     /// Carry out `command`, record it, then collect and settle.
     pub(super) async fn step(&mut self, command: Command) {
-        self.outcome.script.push(command.to_string());
+        super::lock_script(&self.script).push(command.to_string());
         self.execute(command).await;
         let _ = self.collect(); // a failure is traced once, and sticks
         self.settle(false);

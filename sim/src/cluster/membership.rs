@@ -88,6 +88,9 @@ impl Cluster {
                 self.outcome.membership_changes += 1;
                 self.trace(format!("conf node={target} {change}: proposed"));
             }
+            Some(Err(e)) if e.kind() == ErrorKind::InvalidRequest => {
+                self.trace(format!("conf node={target}: error: invalid_request: {e}"));
+            }
             Some(Err(e)) if matches!(e.kind(), ErrorKind::NotLeader | ErrorKind::Removed) => {
                 self.trace(format!("conf node={target}: error: {}", e.kind()));
             }
@@ -124,8 +127,13 @@ impl Cluster {
         if !members.outgoing.is_empty() {
             return None;
         }
+        // A leader does not remove itself (`Peer::check_membership`): the victim is another.
+        let others: Vec<u64> = members.voters.iter().copied().filter(|&v| v != leader).collect();
+        if others.is_empty() || self.config.replicas == 1 {
+            return None; // and a group of one grows to two voters at most: not changed
+        }
         let voters = &members.voters;
-        let pick = |schedule: &mut ChaCha8Rng| voters[schedule.random_range(0..voters.len())];
+        let pick = |schedule: &mut ChaCha8Rng| others[schedule.random_range(0..others.len())];
         let change = if let Some(&learner) = members.learners.first() {
             // A learner stays one a while (a third of the draws promote it): the time a
             // non-voter can be counted by mistake.

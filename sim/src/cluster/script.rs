@@ -41,13 +41,14 @@ pub fn is_cluster_script(text: &str) -> bool {
 }
 
 async fn run(config: ClusterConfig, knobs: Knobs, commands: Vec<(usize, Command)>) -> String {
+    let max_skew_us = knobs.max_skew_us as u64;
     let group = config.replicas as u64;
     let mut cluster = match Cluster::start(config, knobs) {
         Ok(cluster) => cluster,
         Err(e) => return format!("error: {e}\n"),
     };
     for (line, command) in commands {
-        match check_nodes(&command, cluster.ids().count() as u64, group) {
+        match check_nodes(&command, cluster.ids().count() as u64, group, max_skew_us) {
             Err(e) => cluster.trace(format!("error: line {line}: {e}")),
             Ok(()) => cluster.step(command).await,
         }
@@ -57,8 +58,19 @@ async fn run(config: ClusterConfig, knobs: Knobs, commands: Vec<(usize, Command)
 
 /// The replicas a command names exist; a partition's two sides split the group.
 /// The replicas a command names were started (`replicas` of them; a `conf` change may
-/// name the spare, `group` + 1, which it starts); a partition's groups split them all.
-fn check_nodes(command: &Command, replicas: u64, group: u64) -> Result<(), String> {
+/// name the spare, `group` + 1, which it starts); a partition's groups split them all; a
+/// skew stays within the header's bound (a restarted replica's quiet time assumes it).
+fn check_nodes(
+    command: &Command,
+    replicas: u64,
+    group: u64,
+    max_skew_us: u64,
+) -> Result<(), String> {
+    if let Command::Skew(_, skew_us) = command {
+        if skew_us.unsigned_abs() > max_skew_us {
+            return Err(format!("a skew of {skew_us}us is beyond the header's max-skew"));
+        }
+    }
     if let Command::Conf { change, to } = command {
         if let Some(i) = change.nodes().into_iter().find(|&i| i == 0 || i > group + 1) {
             return Err(format!("no replica {i} (1..={}, the last a spare)", group + 1));

@@ -71,7 +71,11 @@ pub fn shrink_script(script: &str, plants: Plants) -> Option<ShrunkScript> {
     let mut fails = |candidate: &[String]| -> Option<String> {
         runs += 1;
         let text = format!("{header}\n{}\n", candidate.join("\n"));
-        failure_of(&run_cluster_script(&text, plants).ok()?)
+        // A panic is a failure too (class `panic`), and must not end the shrinking.
+        match std::panic::catch_unwind(|| run_cluster_script(&text, plants)) {
+            Ok(output) => failure_of(&output.ok()?),
+            Err(panic) => Some(format!("panic: {}", super::panic_message(&*panic))),
+        }
     };
     let before = commands.len();
     let mut failure = fails(&commands)?;
