@@ -62,14 +62,17 @@ fn failure_of(output: &str) -> Option<String> {
     output.lines().filter_map(|l| l.strip_prefix("check: ")).find(|l| *l != "ok").map(str::to_owned)
 }
 
+/// At most this many runs (a few minutes): then the shortest failing script so far.
+const MAX_RUNS: usize = 3_000;
+
 /// Shrink `script` (a failing replicated script); `None` if it does not fail.
 pub fn shrink_script(script: &str, plants: Plants) -> Option<ShrunkScript> {
     let mut lines = script.lines().filter(|l| !l.trim().is_empty() && !l.starts_with('#'));
     let header = lines.next()?.to_owned();
     let commands: Vec<String> = lines.map(str::to_owned).collect();
-    let mut runs = 0;
-    let mut fails = |candidate: &[String]| -> Option<String> {
-        runs += 1;
+    let runs = std::cell::Cell::new(0);
+    let fails = |candidate: &[String]| -> Option<String> {
+        runs.set(runs.get() + 1);
         let text = format!("{header}\n{}\n", candidate.join("\n"));
         // A panic is a failure too (class `panic`), and must not end the shrinking.
         match std::panic::catch_unwind(|| run_cluster_script(&text, plants)) {
@@ -82,7 +85,7 @@ pub fn shrink_script(script: &str, plants: Plants) -> Option<ShrunkScript> {
     let class = failure_class(&failure);
     let mut current = commands;
     let mut chunks = 2;
-    while current.len() >= 2 {
+    while current.len() >= 2 && runs.get() < MAX_RUNS {
         let size = current.len().div_ceil(chunks);
         let mut reduced = false;
         for start in (0..current.len()).step_by(size) {
@@ -105,7 +108,7 @@ pub fn shrink_script(script: &str, plants: Plants) -> Option<ShrunkScript> {
     }
     // Then one `wait` for each run of waits, where the failure survives the merge.
     let mut i = 0;
-    while i + 1 < current.len() {
+    while i + 1 < current.len() && runs.get() < MAX_RUNS {
         if let (Some(a), Some(b)) = (wait_us(&current[i]), wait_us(&current[i + 1])) {
             let mut candidate = current.clone();
             candidate[i] = Command::Wait(Duration::from_micros(a + b)).to_string();
@@ -118,5 +121,5 @@ pub fn shrink_script(script: &str, plants: Plants) -> Option<ShrunkScript> {
         i += 1;
     }
     let text = format!("{header}\n{}\n", current.join("\n"));
-    Some(ShrunkScript { before, after: current.len(), text, failure, runs })
+    Some(ShrunkScript { before, after: current.len(), text, failure, runs: runs.get() })
 }
