@@ -417,3 +417,30 @@ fn a_leader_refuses_membership_changes_it_cannot_survive() {
     }
     assert_eq!(g.peer(leader).status().last_index, last, "nothing was proposed");
 }
+
+/// A replica whose durable commit index covers the joint configuration's entry but not
+/// the entry that leaves it boots inside the joint configuration (both halves' voters),
+/// and leaves it with the group once the leader's commit reaches it again.
+#[test]
+fn a_replica_restarted_inside_a_joint_configuration_leaves_it_with_the_group() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let spare = g.add_spare();
+    g.change_membership(leader, &[Membership::AddLearner(spare)]);
+    g.run_ms(100);
+    let followers: Vec<u64> = (1..=3).filter(|&id| id != leader).collect();
+    let (gone, kept) = (followers[0], followers[1]);
+    g.change_membership(leader, &[Membership::AddVoter(spare), Membership::Remove(gone)]);
+    g.run_ms(100);
+    let mut voters = vec![leader, kept, spare];
+    voters.sort_unstable();
+    assert_eq!(g.peer(leader).members(), members(&voters, &[]));
+    // The leave entry's commit reached `kept` alone, unsynced: the power cut loses it.
+    g.crash(kept);
+    let report = g.restart(kept);
+    let booted = g.peer(kept).members();
+    assert_eq!(booted.voters, voters, "{report}");
+    assert_eq!(booted.outgoing, vec![1, 2, 3], "boots inside the joint configuration");
+    assert_eq!(report.uncommitted, 1, "the leave entry is handed to Raft: {report}");
+    g.run_ms(300);
+    assert_eq!(g.peer(kept).members(), members(&voters, &[]), "left with the group");
+}
