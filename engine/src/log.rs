@@ -82,6 +82,10 @@ pub struct SegmentInfo {
     /// The op id of its last entry (`prev` while it has none).
     pub last: OpId,
     pub bytes: usize,
+    /// The lowest index of an entry in it (`u64::MAX` while it has none). Below `prev`
+    /// when a new leader's overwrite reached into older segments: reading it then needs
+    /// the segment holding the entry before that one.
+    pub lowest: u64,
 }
 
 /// A torn tail cut off while opening.
@@ -102,6 +106,8 @@ pub struct Recovery {
     pub hard_state: HardState,
     pub truncated: Option<Truncation>,
     pub segments_skipped: usize,
+    /// The op id of the newest snapshot the log was reset to ([`Log::reset`]), if read.
+    pub snapshot: Option<OpId>,
 }
 
 /// The open log. The last segment is the active one.
@@ -153,33 +159,53 @@ impl Log {
             segments_skipped: start,
             ..Recovery::default()
         };
+        let mut reset_at = None; // the segment a reset created, if read
         for (i, name) in names.iter().enumerate() {
             let (seq, prev, _) = headers[i];
             let newest = i + 1 == names.len();
-            let bytes = if i < start {
-                // Skipped: its entries are all at or below the frontier, so none is kept —
-                // but its records are checked all the same (a damaged segment is corruption
-                // whether or not this bootstrap needs it: peers or a later GC bound might).
-                let mut scratch = Recovery { prev, ..Recovery::default() };
-                let bytes = if log.plants.contains(Plant::SkippedSegmentsUnchecked) {
-                    disk.read(name)?.len()
-                } else {
-                    log.read_segment(name, None, &mut scratch)?
-                };
+            if i < start {
                 let last = prevs[i + 1];
-                log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes });
+                log.skip_segment(SegmentInfo {
+                    seq,
+                    name: name.clone(),
+                    prev,
+                    last,
+                    bytes: 0,
+                    lowest: 0,
+                })?;
                 continue;
-            } else {
-                let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };
-                log.read_segment(name, synced, &mut recovery)?
-            };
+            }
+            let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };
+            let before = recovery.snapshot;
+            let (bytes, lowest) = log.read_segment(name, synced, &mut recovery)?;
+            if recovery.snapshot != before {
+                reset_at = Some(i);
+            }
             // The last entry read, if this segment added one (else its header's prev).
             let last = recovery.entries.last().filter(|e| e.op_id.index > prev.index);
             let last = last.map_or(prev, |e| e.op_id);
-            log.segments.push(SegmentInfo { seq, name: name.clone(), prev, last, bytes });
+            let name = name.clone();
+            log.segments.push(SegmentInfo { seq, name, prev, last, bytes, lowest });
         }
         log.hard_state = recovery.hard_state;
+        if let Some(reset) = reset_at.filter(|&i| i > 0) {
+            log.remove_oldest(reset)?; // a reset cut short by a crash: finish it
+        }
         Ok((log, recovery))
+    }
+
+    /// Take a segment bootstrap skips: its entries are all at or below the frontier, so
+    /// none is kept — but its records are checked all the same (a damaged segment is
+    /// corruption whether or not this bootstrap needs it: peers or a later GC bound might).
+    fn skip_segment(&mut self, mut segment: SegmentInfo) -> Result<()> {
+        let mut scratch = Recovery { prev: segment.prev, ..Recovery::default() };
+        (segment.bytes, segment.lowest) = if self.plants.contains(Plant::SkippedSegmentsUnchecked) {
+            (self.disk.read(&segment.name)?.len(), segment.prev.index + 1)
+        } else {
+            self.read_segment(&segment.name, None, &mut scratch)?
+        };
+        self.segments.push(segment);
+        Ok(())
     }
 
     fn read_header(&self, name: &str) -> Result<(u64, OpId, HardState)> {
@@ -191,7 +217,8 @@ impl Log {
         }
     }
 
-    /// Read one segment's records into `recovery`; returns the segment's valid length.
+    /// Read one segment's records into `recovery`; returns the segment's valid length and
+    /// the lowest entry index in it.
     /// `synced` is, for the newest segment, how far its sync mark says it is synced (a tail
     /// cut short beyond it is torn); `None` for a sealed segment (nothing may be cut).
     fn read_segment(
@@ -199,8 +226,9 @@ impl Log {
         name: &str,
         synced: Option<usize>,
         recovery: &mut Recovery,
-    ) -> Result<usize> {
+    ) -> Result<(usize, u64)> {
         let bytes = self.disk.read(name)?;
+        let mut lowest = u64::MAX;
         if let Some(synced) = synced.filter(|&synced| bytes.len() < synced) {
             let why = format!("{} bytes, but its sync mark says {synced} were synced", bytes.len());
             return Err(corrupt(name, bytes.len(), &why));
@@ -209,6 +237,9 @@ impl Log {
         while offset < bytes.len() {
             match Record::decode(&bytes, offset) {
                 Ok((record, next)) => {
+                    if let Record::Entry(e) = &record {
+                        lowest = lowest.min(e.op_id.index);
+                    }
                     recovery.add(record, name, offset)?;
                     offset = next;
                 }
@@ -229,7 +260,7 @@ impl Log {
                 Err(e) => return Err(corrupt(name, offset, &e.to_string())),
             }
         }
-        Ok(offset)
+        Ok((offset, lowest))
     }
 
     /// Append entries, then the hard state if given; volatile until [`Log::sync`].
@@ -248,6 +279,9 @@ impl Log {
         self.disk.append(&name, &bytes)?;
         let active = self.segments.last_mut().expect("a log has a segment");
         active.bytes += bytes.len();
+        if let Some(first) = entries.first() {
+            active.lowest = active.lowest.min(first.op_id.index);
+        }
         if let Some(last) = entries.last() {
             active.last = last.op_id;
         }
@@ -272,17 +306,44 @@ impl Log {
     pub fn gc(&mut self, keep_index: u64) -> Result<usize> {
         // The planted bug reaches one entry too far: the segment ending at `keep_index`.
         let reach = u64::from(self.plants.contains(Plant::GcTakesFirstNeededSegment));
-        let removable = self.segments[..self.segments.len() - 1]
+        let mut removable = self.segments[..self.segments.len() - 1]
             .iter()
             .take_while(|s| s.last.index < keep_index + reach)
             .count();
-        for segment in self.segments.drain(..removable) {
+        // The first segment kept must start below every entry kept (a newer segment's
+        // overwrite may reach back into older ones): reading starts after its `prev`.
+        let lowest_kept = |from: usize| self.segments[from..].iter().map(|s| s.lowest).min();
+        while removable > 0
+            && lowest_kept(removable).is_some_and(|l| l <= self.segments[removable].prev.index)
+        {
+            removable -= 1;
+        }
+        self.remove_oldest(removable)?;
+        Ok(removable)
+    }
+
+    /// Remove the `count` oldest segments, durably.
+    fn remove_oldest(&mut self, count: usize) -> Result<()> {
+        for segment in self.segments.drain(..count) {
             self.disk.remove(&segment.name)?;
         }
-        if removable > 0 {
+        if count > 0 {
             self.disk.sync_dir()?;
         }
-        Ok(removable)
+        Ok(())
+    }
+
+    /// Start the log over after a snapshot of the state at `snapshot`: a new segment whose
+    /// header follows `snapshot` and holds `hard_state`, marked as a reset, made durable;
+    /// then every older segment goes. A crash in between leaves both; opening reads only
+    /// what follows the newest reset and removes the older segments then.
+    pub fn reset(&mut self, snapshot: OpId, hard_state: HardState) -> Result<()> {
+        self.hard_state = hard_state;
+        let seq = self.active().seq + 1;
+        let first = [Record::Snapshot(snapshot), Record::HardState(hard_state)];
+        self.create_segment(seq, snapshot, &first)?;
+        let older = self.segments.len() - 1;
+        self.remove_oldest(older)
     }
 
     /// The segments, oldest first.
@@ -308,9 +369,15 @@ impl Log {
 
     /// Create segment `seq` durably: header synced, then the directory.
     fn new_segment(&mut self, seq: u64, prev: OpId) -> Result<()> {
+        self.create_segment(seq, prev, &[])
+    }
+
+    /// Create segment `seq` durably with the records `first` after its header.
+    fn create_segment(&mut self, seq: u64, prev: OpId, first: &[Record]) -> Result<()> {
         let name = format!("{}/wal-{seq:08}", self.dir);
         let mut header = Vec::new();
         Record::Header { seq, prev, hard_state: self.hard_state }.encode(&mut header);
+        first.iter().for_each(|record| record.encode(&mut header));
         self.disk.create(&name)?;
         let durable = self
             .disk
@@ -326,7 +393,8 @@ impl Log {
         }
         let bytes = header.len();
         self.mark.write(&self.disk, &self.dir, seq, bytes)?;
-        self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes });
+        let lowest = u64::MAX;
+        self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes, lowest });
         Ok(())
     }
 }
@@ -338,9 +406,23 @@ impl Recovery {
             Record::Header { .. } if offset == 0 => {}
             Record::Header { .. } => return Err(corrupt(segment, offset, "a header mid-segment")),
             Record::HardState(hs) => self.hard_state = hs,
+            Record::Snapshot(op_id) if offset > 0 => {
+                // What came before is superseded by the snapshot's state.
+                self.entries.clear();
+                self.prev = op_id;
+                self.snapshot = Some(op_id);
+            }
+            Record::Snapshot(_) => return Err(corrupt(segment, offset, "a reset mark first")),
             Record::Entry(entry) => {
                 let last = self.entries.last().map_or(self.prev, |e| e.op_id);
                 let index = entry.op_id.index;
+                if index <= self.prev.index {
+                    let why = format!(
+                        "entry {} replaces one before where the log starts ({})",
+                        entry.op_id, self.prev
+                    );
+                    return Err(corrupt(segment, offset, &why));
+                }
                 if index > last.index + 1 {
                     let why = format!("entry {} follows {last}: the log has a gap", entry.op_id);
                     return Err(corrupt(segment, offset, &why));

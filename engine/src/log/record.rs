@@ -9,14 +9,22 @@ pub(super) const HEADER_BYTES: usize = 9;
 const KIND_HEADER: u8 = 1;
 const KIND_ENTRY: u8 = 2;
 const KIND_HARD_STATE: u8 = 3;
+const KIND_SNAPSHOT: u8 = 4;
 const MAGIC: &[u8; 8] = b"docsimlg";
 /// Larger lengths are corruption, not a torn tail (no record is this big).
 const MAX_PAYLOAD_BYTES: usize = 64 << 20;
 
 pub(super) enum Record {
-    Header { seq: u64, prev: OpId, hard_state: HardState },
+    Header {
+        seq: u64,
+        prev: OpId,
+        hard_state: HardState,
+    },
     Entry(LogEntry),
     HardState(HardState),
+    /// The log restarts after a snapshot of the state at this op id: every entry before
+    /// this record is superseded (it follows the header of the segment a reset creates).
+    Snapshot(OpId),
 }
 
 #[derive(Debug, PartialEq, Eq)]
@@ -54,6 +62,10 @@ impl Record {
             Record::HardState(hs) => {
                 put_hard_state(&mut payload, hs);
                 KIND_HARD_STATE
+            }
+            Record::Snapshot(op_id) => {
+                put_u64s(&mut payload, &[op_id.term, op_id.index]);
+                KIND_SNAPSHOT
             }
         };
         let mut crc = crc32c::crc32c(&[kind]);
@@ -108,6 +120,10 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Result<Record, String> {
         KIND_HARD_STATE if payload.len() == 24 => {
             let v = get_u64s::<3>(payload);
             Ok(Record::HardState(HardState { term: v[0], vote: v[1], commit: v[2] }))
+        }
+        KIND_SNAPSHOT if payload.len() == 16 => {
+            let v = get_u64s::<2>(payload);
+            Ok(Record::Snapshot(OpId::new(v[0], v[1])))
         }
         _ => Err(format!("record kind {kind} with {} payload bytes", payload.len())),
     }

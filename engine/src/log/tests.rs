@@ -216,3 +216,63 @@ fn a_roll_that_fails_leaves_no_segment_without_a_header() {
     let (_, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).expect("no header-less segment");
     assert_eq!(indexes(&recovery), (1..=written).collect::<Vec<u64>>());
 }
+
+#[test]
+fn a_reset_starts_the_log_after_a_snapshot_keeping_the_hard_state() {
+    let d = disk();
+    let mut log = filled(&d, 12, 200);
+    assert!(log.segments().len() > 2);
+    let hs = HardState { term: 4, vote: 2, commit: 30 };
+    log.reset(OpId::new(3, 30), hs).unwrap();
+    assert_eq!(log.segments().len(), 1, "older segments removed");
+    log.append(&[entry(4, 31, b"after")], None).unwrap();
+    log.sync().unwrap();
+    d.crash(Tear::None);
+    let (log, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
+    assert_eq!(recovery.prev, OpId::new(3, 30));
+    assert_eq!(indexes(&recovery), [31]);
+    assert_eq!(recovery.hard_state, hs);
+    assert_eq!(recovery.snapshot, Some(OpId::new(3, 30)));
+    assert_eq!(log.last_op_id(), OpId::new(4, 31));
+}
+
+#[test]
+fn a_reset_cut_short_before_the_old_segments_went_is_finished_at_open() {
+    let d = disk();
+    let mut log = filled(&d, 12, 200);
+    let old: Vec<(String, Vec<u8>)> =
+        d.list("t/wal-").into_iter().map(|n| (n.clone(), d.read(&n).unwrap())).collect();
+    log.reset(OpId::new(2, 5), HardState { term: 2, vote: 1, commit: 5 }).unwrap();
+    for (name, bytes) in &old {
+        // As if the power went before the removals reached the disk.
+        d.create(name).unwrap();
+        d.append(name, bytes).unwrap();
+        d.sync(name).unwrap();
+    }
+    d.sync_dir().unwrap();
+    let (log, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
+    assert_eq!((recovery.prev, indexes(&recovery)), (OpId::new(2, 5), vec![]));
+    assert_eq!(recovery.hard_state, HardState { term: 2, vote: 1, commit: 5 });
+    assert_eq!(log.segments().len(), 1);
+    assert_eq!(d.list("t/wal-").len(), 1, "the old segments are removed at open");
+}
+
+#[test]
+fn gc_keeps_a_segment_whose_tail_a_newer_segment_overwrote() {
+    let d = disk();
+    let mut log = filled(&d, 12, 200);
+    // A new leader overwrites from an entry before the active segment's first.
+    let start = log.segments().last().unwrap().prev.index;
+    let overwrite: Vec<LogEntry> = (start - 1..=start + 1).map(|i| entry(2, i, b"new")).collect();
+    log.append(&overwrite, Some(HardState { term: 2, vote: 2, commit: start + 1 })).unwrap();
+    log.sync().unwrap();
+    log.gc(start + 1).unwrap();
+    let kept = log.segments().len();
+    assert!(kept >= 2, "the overwritten segment stays: {:?}", log.segments());
+    let (_, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
+    let last = recovery.entries.last().unwrap().op_id;
+    assert_eq!(last, OpId::new(2, start + 1));
+    let at = |index: u64| recovery.entries.iter().find(|e| e.op_id.index == index).unwrap().op_id;
+    assert_eq!(at(start - 1), OpId::new(2, start - 1), "the overwrite is read in place");
+    assert!(recovery.prev.index < start - 1, "read from before the overwrite: {:?}", recovery.prev);
+}
