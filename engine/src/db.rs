@@ -25,6 +25,9 @@ use std::ffi::CStr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod peer_state;
+pub use peer_state::Export;
+
 /// First byte of the engine's own metadata keys; sorts before every document key.
 const META_PREFIX: u8 = 0x01;
 /// Metadata key holding the highest history cutoff so far (8 bytes, big-endian raw HT).
@@ -148,11 +151,7 @@ impl DocDb {
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
         if let Some(op_id) = op_id {
-            let mut frontier = Vec::with_capacity(24);
-            [op_id.term, op_id.index, ht.raw()]
-                .iter()
-                .for_each(|v| frontier.extend_from_slice(&v.to_be_bytes()));
-            batch.put(FRONTIER_KEY, frontier);
+            batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
         }
         let times = crate::encoding::BatchTimeEncoder::new(ht);
         let mut key = Vec::with_capacity(64);

@@ -36,9 +36,18 @@
 //! **Bootstrap with peers** ([`Peer::open`]): entries up to the persisted commit index (or
 //! the flushed frontier, if higher) are committed and re-applied above the frontier as
 //! for one voter; the entries above it are YB's *orphaned replicates*: handed to Raft
-//! unapplied, for the next leader to commit or overwrite (log matching). The log is read
-//! whole and never collected while peers run (no Raft snapshots yet: catching up a peer
-//! always uses the leader's log).
+//! unapplied, for the next leader to commit or overwrite (log matching).
+//!
+//! **Log GC and snapshots.** A flush makes everything applied durable in RocksDB; the
+//! log's whole segments below the flushed frontier then go (YB's `TabletPeer::RunLogGC`
+//! up to `GetEarliestNeededLogIndex`, which follows the flushed op id; docsim keeps no
+//! retention for lagging peers — YB keeps `log_min_seconds_to_retain`). A peer that
+//! needs a collected entry gets a snapshot instead: the leader's documents at its applied
+//! entry (`peer/snapshot.rs`; YB copies files in a remote bootstrap). The receiver
+//! installs it in RocksDB durably, then restarts its log after it ([`Log::reset`]); a
+//! crash between the two is finished at the next open, which finds a flushed frontier
+//! the log does not hold ([`crate::replay::must_finish_install`]). The configuration is kept
+//! in RocksDB beside the frontier, since the entries that made it may be collected.
 //!
 //! **Membership** ([`Peer::propose_membership`]): raft-rs's `ConfChangeV2` — add a
 //! learner, make a replica a voter, remove one; several changes at once go through joint
@@ -56,8 +65,8 @@ use crate::document::Document;
 use crate::encoding::DocPath;
 use crate::error::{Error, Result};
 use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
-use crate::log::{HardState, Log, LogEntry, OpId};
-use crate::replay::plan_replay;
+use crate::log::{HardState, Log, LogEntry, OpId, Recovery};
+use crate::replay::{must_finish_install, plan_replay};
 use crate::replica::{conf_change_of, raft_error, to_log_entry, to_raft_entry};
 use crate::replica::{CrashPoint, CrashStage};
 use crate::tablet::{apply_entry, encode_payload};
@@ -65,14 +74,23 @@ use crate::write_batch::DocWriteBatch;
 use protobuf::Message as _;
 use raft::eraftpb::{
     ConfChangeSingle, ConfChangeType, ConfChangeV2, ConfState, Entry, Message, MessageType,
+    Snapshot,
 };
 use raft::storage::MemStorage;
-use raft::{Config, RawNode, StateRole};
+use raft::{Config, ProgressState, RawNode, SnapshotStatus, StateRole};
+use snapshot::SnapshotData;
 use std::collections::BTreeMap;
 use std::path::Path;
+use storage::PeerStorage;
 
+mod snapshot;
+mod storage;
 #[cfg(test)]
 mod tests;
+
+/// Ticks a leader waits for a peer to confirm a snapshot before sending it again (the
+/// message may have been lost; raft-rs waits for word either way).
+const SNAPSHOT_TIMEOUT_TICKS: u32 = 30;
 
 /// How one peer is configured. Times are in microseconds of the caller's physical clock.
 #[derive(Clone, Debug)]
@@ -145,6 +163,8 @@ pub struct BootReport {
     pub last: Option<OpId>,
     /// Entries above the commit index handed to Raft unapplied (orphaned replicates).
     pub uncommitted: usize,
+    /// The log was restarted after a snapshot whose install a crash had cut short.
+    pub finished_install: bool,
 }
 
 impl std::fmt::Display for BootReport {
@@ -190,16 +210,19 @@ pub enum PeerCrash {
     AfterApply,
     AfterSend,
     AfterVote,
+    /// A snapshot's documents are durable, the log not yet restarted after it.
+    AfterSnapshot,
 }
 
 impl PeerCrash {
-    pub const ALL: [PeerCrash; 6] = [
+    pub const ALL: [PeerCrash; 7] = [
         PeerCrash::AfterAppend,
         PeerCrash::AfterSync,
         PeerCrash::AfterCommit,
         PeerCrash::AfterApply,
         PeerCrash::AfterSend,
         PeerCrash::AfterVote,
+        PeerCrash::AfterSnapshot,
     ];
 
     /// The docscript name (`after-append`, ...).
@@ -211,6 +234,7 @@ impl PeerCrash {
             PeerCrash::AfterApply => "after-apply",
             PeerCrash::AfterSend => "after-send",
             PeerCrash::AfterVote => "after-vote",
+            PeerCrash::AfterSnapshot => "after-snapshot",
         }
     }
 
@@ -234,7 +258,7 @@ pub struct Peer {
     options: PeerOptions,
     db: DocDb,
     log: Log,
-    raw: RawNode<MemStorage>,
+    raw: RawNode<PeerStorage>,
     clock: HybridClock<Given>,
     /// The physical time of the current call.
     now_us: u64,
@@ -266,6 +290,14 @@ pub struct Peer {
     removed: bool,
     /// A power cut armed for a moment of its work.
     crash_at: Option<PeerCrash>,
+    /// The last entry written to RocksDB: the flushed frontier once flushed.
+    written: OpId,
+    /// Snapshots installed since the last [`Peer::take_installed`].
+    installed: Vec<OpId>,
+    /// Log syncs since the peer opened.
+    syncs: u64,
+    /// As leader: ticks each peer has waited for a snapshot sent to it.
+    snapshot_ticks: BTreeMap<u64, u32>,
 }
 
 impl Peer {
@@ -281,7 +313,18 @@ impl Peer {
     ) -> Result<(Peer, BootReport)> {
         let db = DocDb::open_in(dir, env, options.plants)?;
         let frontier = db.opened_frontier();
-        let (log, recovery) = Log::open(disk, log_dir, options.segment_bytes, 0, options.plants)?;
+        let (mut log, mut recovery) =
+            Log::open(disk, log_dir, options.segment_bytes, 0, options.plants)?;
+        let held: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
+        let installed = db.installed_snapshot()?;
+        let finish_install = must_finish_install(recovery.prev, &held, frontier.op_id, installed);
+        if finish_install {
+            // A snapshot's documents are durable, the log's restart after it is not.
+            let hard_state = HardState { commit: frontier.op_id.index, ..recovery.hard_state };
+            log.reset(frontier.op_id, hard_state)?;
+            recovery = Recovery { prev: frontier.op_id, hard_state, ..Recovery::default() };
+        }
+        let (conf, removed) = durable_conf(&db, &options)?;
         let last = recovery.entries.last().map_or(recovery.prev, |e| e.op_id);
         let mut commit = recovery.hard_state.commit.max(frontier.op_id.index).min(last.index);
         if options.plants.contains(Plant::OrphansCommitted) {
@@ -296,8 +339,9 @@ impl Peer {
             first: None,
             last: None,
             uncommitted: ops.iter().filter(|op| op.index > commit).count(),
+            finished_install: finish_install,
         };
-        let raw = raft_node(&options, &recovery, commit, last)?;
+        let raw = raft_node(&options, &recovery, commit, last, conf)?;
         // A peer that never ran (nothing on its disk) never echoed a lease: no quiet.
         let ran = recovery.hard_state.term > 0 || last.index > 0;
         let mut peer = Peer {
@@ -318,8 +362,12 @@ impl Peer {
             propagated: None,
             applied_log: Vec::new(),
             down: None,
-            removed: false,
+            removed,
             crash_at: None,
+            written: frontier.op_id,
+            installed: Vec::new(),
+            syncs: 0,
+            snapshot_ticks: BTreeMap::new(),
         };
         peer.replay(&recovery.entries, plan, commit, &mut report)?;
         Ok((peer, report))
@@ -334,8 +382,11 @@ impl Peer {
         commit: u64,
         report: &mut BootReport,
     ) -> Result<()> {
+        let frontier = self.written.index; // the configuration as of it is RocksDB's
         for (i, entry) in entries.iter().enumerate() {
-            if let Some(encoded) = conf_change_of(entry).filter(|_| entry.op_id.index <= commit) {
+            let index = entry.op_id.index;
+            let made_conf = conf_change_of(entry).filter(|_| index > frontier && index <= commit);
+            if let Some(encoded) = made_conf {
                 self.apply_conf_change(encoded, entry.op_id)?; // the configuration it made
             }
             let ht = entry_ht(entry)?;
@@ -349,6 +400,7 @@ impl Peer {
             }
             if plan.contains(&i) {
                 if apply_entry(&self.db, entry)? {
+                    self.written = entry.op_id;
                     report.replayed += 1;
                     report.first.get_or_insert(entry.op_id);
                     report.last = Some(entry.op_id);
@@ -394,6 +446,7 @@ impl Peer {
         if now_us >= self.quiet_until_us {
             self.raw.tick(); // a restarted peer neither votes nor campaigns while quiet
         }
+        self.retry_lost_snapshots();
         self.process()
     }
 
@@ -553,16 +606,22 @@ impl Peer {
             .map_err(|e| Error::Storage(format!("log entry {op_id}: configuration change: {e}")))?;
         let was_member = self.is_member();
         let conf_state = self.raw.apply_conf_change(&cc).map_err(raft_error)?;
-        self.raw.store().wl().set_conf_state(conf_state);
         // Removed on leaving the group: a replica added later also applies the changes
         // made before it joined, which do not name it.
-        self.removed = was_member && !self.is_member();
+        self.removed = self.removed || (was_member && !self.is_member());
+        let encoded = encode_conf(self.removed, &conf_state);
+        self.raw.store().wl().set_conf_state(conf_state);
+        self.db.write_conf(&encoded, op_id, self.applied_ht)?;
+        self.written = op_id;
         Ok(())
     }
 
     /// Handle every `Ready`; returns the envelopes to send. Call after each proposal.
     pub fn process(&mut self) -> Result<Vec<Envelope>> {
-        let result = self.handle_ready();
+        let result = self.handle_ready().and_then(|out| {
+            self.build_wanted_snapshot()?;
+            Ok(out)
+        });
         if let Err(e) = &result {
             self.down = Some(e.clone());
         }
@@ -577,7 +636,9 @@ impl Peer {
             let mut ready = self.raw.ready();
             let now = ready.take_messages();
             self.wrap(now, &mut out);
-            assert!(ready.snapshot().is_empty(), "no Raft snapshots: the log is never collected");
+            if !ready.snapshot().is_empty() {
+                self.install(ready.snapshot().clone())?;
+            }
             self.apply_all(ready.take_committed_entries())?;
             let entries: Vec<LogEntry> = ready.entries().iter().map(to_log_entry).collect();
             self.appended(&entries)?;
@@ -597,6 +658,7 @@ impl Peer {
             let vote_only = entries.is_empty();
             if ready.must_sync() && !(vote_only && self.plant(Plant::VoteNotSynced)) {
                 self.log.sync()?;
+                self.syncs += 1;
                 self.maybe_crash(PeerCrash::AfterSync)?;
             }
             let store = self.raw.store().clone();
@@ -711,7 +773,9 @@ impl Peer {
             if let Some(encoded) = conf_change_of(&entry) {
                 self.apply_conf_change(encoded, entry.op_id)?;
             }
-            apply_entry(&self.db, &entry)?;
+            if apply_entry(&self.db, &entry)? {
+                self.written = entry.op_id;
+            }
             let ht = entry_ht(&entry)?;
             if let Some(ht) = ht {
                 self.applied_ht = self.applied_ht.max(ht);
@@ -724,6 +788,84 @@ impl Peer {
             self.maybe_crash(PeerCrash::AfterApply)?;
         }
         Ok(())
+    }
+
+    /// Install a snapshot from the leader: its documents durably in RocksDB, then the log
+    /// restarted after it, then raft-rs's storage.
+    fn install(&mut self, snap: Snapshot) -> Result<()> {
+        let meta = snap.get_metadata();
+        let op_id = OpId::new(meta.term, meta.index);
+        let data = SnapshotData::decode(&snap.data)
+            .map_err(|why| Error::Storage(format!("snapshot {op_id} from the leader: {why}")))?;
+        let conf = encode_conf(false, meta.get_conf_state());
+        self.db.install(&data.export, op_id, data.applied_ht, &conf)?;
+        self.written = op_id;
+        self.maybe_crash(PeerCrash::AfterSnapshot)?;
+        let hs = self.raw.raft.hard_state();
+        self.log.reset(op_id, HardState { term: hs.term, vote: hs.vote, commit: op_id.index })?;
+        self.syncs += 1;
+        self.raw.store().wl().apply_snapshot(snap).map_err(raft_error)?;
+        self.applied = op_id.index;
+        self.applied_ht = data.applied_ht;
+        self.see(data.applied_ht);
+        self.unapplied.clear();
+        self.removed = false;
+        self.installed.push(op_id);
+        Ok(())
+    }
+
+    /// Build the snapshot raft-rs asked for (see `peer/storage.rs`): this replica's
+    /// documents at its applied entry.
+    fn build_wanted_snapshot(&mut self) -> Result<()> {
+        let store = self.raw.store().clone();
+        if !std::mem::take(&mut store.cache().wanted) {
+            return Ok(());
+        }
+        let data = SnapshotData { applied_ht: self.applied_ht, export: self.db.export()? };
+        let mut snap = Snapshot { data: data.encode().into(), ..Default::default() };
+        let meta = snap.mut_metadata();
+        meta.index = self.applied;
+        meta.term = self.raw.raft.raft_log.term(self.applied).map_err(raft_error)?;
+        meta.set_conf_state(self.raw.raft.prs().conf().to_conf_state());
+        store.cache().ready = Some(snap);
+        Ok(())
+    }
+
+    /// As leader: a snapshot a peer has not confirmed within [`SNAPSHOT_TIMEOUT_TICKS`]
+    /// is reported lost, so raft-rs sends one again.
+    fn retry_lost_snapshots(&mut self) {
+        if self.raw.raft.state != StateRole::Leader {
+            self.snapshot_ticks.clear();
+            return;
+        }
+        let waiting: Vec<u64> = self
+            .raw
+            .raft
+            .prs()
+            .iter()
+            .filter(|(_, pr)| pr.state == ProgressState::Snapshot)
+            .map(|(&id, _)| id)
+            .collect();
+        self.snapshot_ticks.retain(|id, _| waiting.contains(id));
+        for id in waiting {
+            let ticks = self.snapshot_ticks.entry(id).or_insert(0);
+            *ticks += 1;
+            if *ticks > SNAPSHOT_TIMEOUT_TICKS {
+                self.snapshot_ticks.remove(&id);
+                self.raw.report_snapshot(id, SnapshotStatus::Failure);
+            }
+        }
+    }
+
+    /// How many times the log was synced since the peer opened (a slow disk's caller
+    /// holds back what follows each).
+    pub fn syncs(&self) -> u64 {
+        self.syncs
+    }
+
+    /// Snapshots installed since the last call (their op ids).
+    pub fn take_installed(&mut self) -> Vec<OpId> {
+        std::mem::take(&mut self.installed)
     }
 
     /// Wrap raft-rs's messages in envelopes.
@@ -919,10 +1061,22 @@ impl Peer {
         }
     }
 
-    /// Flush memtables (the flushed frontier moves to the last applied write).
-    pub fn flush(&mut self) -> Result<()> {
+    /// Flush memtables (the flushed frontier moves to the last entry written), then
+    /// remove the log's whole segments below it. Returns how many segments went.
+    pub fn flush(&mut self) -> Result<usize> {
         self.check_powered()?;
-        self.db.flush()
+        self.db.flush()?;
+        let removed = self.log.gc(self.written.index)?;
+        // raft-rs's copy of the log starts where the disk's does now (keeping at least
+        // the last entry: `MemStorage` cannot tell its start from an empty log).
+        let store = self.raw.store().clone();
+        let start = (self.log.segments()[0].prev.index + 1).min(self.written.index);
+        let start = start.min(raft::Storage::last_index(&store).map_err(raft_error)?);
+        if start > raft::Storage::first_index(&store).map_err(raft_error)? {
+            let term_before = raft::Storage::term(&store, start - 1).map_err(raft_error)?;
+            store.compact(start, term_before).map_err(raft_error)?;
+        }
+        Ok(removed)
     }
 
     /// Every stored entry, for comparing replicas.
@@ -941,17 +1095,44 @@ fn with_read_ht(e: Error, read_ht: HybridTime) -> Error {
     }
 }
 
+/// docsim's encoding of a replica's configuration in RocksDB: whether it was removed,
+/// then raft-rs's `ConfState`.
+fn encode_conf(removed: bool, conf: &ConfState) -> Vec<u8> {
+    let mut out = vec![u8::from(removed)];
+    out.extend(conf.write_to_bytes().expect("a ConfState encodes"));
+    out
+}
+
+/// The configuration as of the flushed frontier and whether this replica was removed;
+/// the initial voters when no change was ever applied.
+fn durable_conf(db: &DocDb, options: &PeerOptions) -> Result<(ConfState, bool)> {
+    let Some(bytes) = db.durable_conf()? else {
+        return Ok((ConfState::from((options.voters.clone(), vec![])), false));
+    };
+    let bad = |why: String| Error::Storage(format!("the stored configuration: {why}"));
+    let (&removed, conf) = bytes.split_first().ok_or_else(|| bad("empty".into()))?;
+    let conf = ConfState::parse_from_bytes(conf).map_err(|e| bad(e.to_string()))?;
+    Ok((conf, removed == 1))
+}
+
 fn raft_node(
     options: &PeerOptions,
-    recovery: &crate::log::Recovery,
+    recovery: &Recovery,
     commit: u64,
     last: OpId,
-) -> Result<RawNode<MemStorage>> {
-    let conf = || ConfState::from((options.voters.clone(), vec![]));
-    let storage = MemStorage::new_with_conf_state(conf());
+    conf: ConfState,
+) -> Result<RawNode<PeerStorage>> {
+    let storage = MemStorage::new_with_conf_state(conf.clone());
     {
         let mut core = storage.wl();
-        assert_eq!(recovery.prev.index, 0, "the log is read whole while peers run");
+        if recovery.prev.index > 0 {
+            // The log starts after collected entries (or a snapshot): mark where.
+            let mut marker = Snapshot::default();
+            marker.mut_metadata().index = recovery.prev.index;
+            marker.mut_metadata().term = recovery.prev.term;
+            marker.mut_metadata().set_conf_state(conf);
+            core.apply_snapshot(marker).map_err(raft_error)?;
+        }
         let entries: Vec<Entry> = recovery.entries.iter().map(to_raft_entry).collect();
         core.append(&entries).map_err(raft_error)?;
         let term = recovery.hard_state.term.max(last.term);
@@ -977,7 +1158,7 @@ fn raft_node(
         ..Config::default()
     };
     let logger = slog::Logger::root(slog::Discard, slog::o!());
-    RawNode::new(&config, storage, &logger).map_err(raft_error)
+    RawNode::new(&config, PeerStorage::new(storage), &logger).map_err(raft_error)
 }
 
 /// The hybrid time an entry's payload starts with (`None`: a leader's empty entry).

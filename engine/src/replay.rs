@@ -48,6 +48,20 @@ pub fn plan_replay(
     Ok(position(first_needed)..position(commit_index) + 1)
 }
 
+/// docsim's rule: whether bootstrap must finish a snapshot install. It must when the
+/// flushed state is a snapshot's (`installed`, the op id the last install wrote, is the
+/// flushed frontier: nothing applied since) and the log does not hold the frontier's
+/// entry (the log was not restarted after the snapshot before a crash). Any other log
+/// that does not reach the frontier lost applied entries: [`plan_replay`] refuses it.
+pub fn must_finish_install(
+    prev: OpId,
+    entries: &[OpId],
+    frontier: OpId,
+    installed: Option<OpId>,
+) -> bool {
+    installed == Some(frontier) && frontier != prev && !entries.contains(&frontier)
+}
+
 /// The bound below which log GC may remove whole segments: nothing at or above the
 /// flushed frontier's successor, nor above the last committed op, is ever removed.
 pub fn log_gc_bound(flushed: OpId, committed: OpId) -> u64 {
@@ -70,6 +84,23 @@ mod tests {
         assert_eq!(plan_replay(none, &entries, OpId::new(1, 10), 10), Ok(10..10), "all flushed");
         assert_eq!(plan_replay(none, &entries, OpId::new(1, 4), 10), Ok(4..10), "the tail");
         assert_eq!(plan_replay(none, &entries, OpId::new(1, 4), 7), Ok(4..7), "uncommitted");
+    }
+
+    #[test]
+    fn only_an_unfinished_snapshot_install_restarts_the_log_at_boot() {
+        let (installed, frontier) = (Some(OpId::new(3, 40)), OpId::new(3, 40));
+        let none = OpId::default();
+        assert!(must_finish_install(none, &ops(1..=12), frontier, installed), "log too short");
+        let other_term: Vec<OpId> = (1..=45).map(|i| OpId::new(2, i)).collect();
+        assert!(must_finish_install(none, &other_term, frontier, installed), "another history");
+        let held: Vec<OpId> = (38..=41).map(|i| OpId::new(3, i)).collect();
+        assert!(!must_finish_install(OpId::new(3, 37), &held, frontier, installed), "restarted");
+        assert!(!must_finish_install(frontier, &[], frontier, installed), "restarted, empty");
+        // Entries applied since the snapshot: the log is the truth, and a log that does
+        // not reach the frontier lost applied entries (plan_replay refuses it).
+        let later = OpId::new(3, 50);
+        assert!(!must_finish_install(none, &ops(1..=12), later, installed));
+        assert!(!must_finish_install(none, &ops(1..=12), frontier, None), "never installed");
     }
 
     #[test]

@@ -10,6 +10,8 @@ use crate::notation::Parser;
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 
+mod snapshots;
+
 const TICK_US: u64 = 10_000;
 
 struct Group {
@@ -21,6 +23,8 @@ struct Group {
     cut: BTreeSet<(u64, u64)>,
     now_us: u64,
     plants: Plants,
+    /// The replicas' log segment size.
+    segment_bytes: usize,
 }
 
 fn options(id: u64, plants: Plants) -> PeerOptions {
@@ -64,6 +68,7 @@ impl Group {
             cut: BTreeSet::new(),
             now_us: 1_000_000,
             plants,
+            segment_bytes: 1 << 20,
         };
         group.peers = vec![None, None, None];
         for id in 1..=3 {
@@ -171,7 +176,7 @@ impl Group {
     /// Open (or reopen) peer `id` from its disk.
     fn restart(&mut self, id: u64) -> BootReport {
         let disk = &self.disks[id as usize - 1];
-        let options = options(id, self.plants);
+        let options = PeerOptions { segment_bytes: self.segment_bytes, ..options(id, self.plants) };
         let opened = Peer::open(&dir(id), Some(&self.env), disk, "log", options, self.now_us);
         let (peer, report) = opened.expect("the peer opens");
         self.peers[id as usize - 1] = Some(peer);

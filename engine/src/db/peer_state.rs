@@ -1,0 +1,118 @@
+//! What a replica keeps in its RocksDB instance beside the documents: the configuration
+//! its applied entries made, and whole-instance export and install for Raft snapshots.
+//!
+//! Both ride on the flushed-frontier rule of the parent module: metadata written in the
+//! same RocksDB batch as the frontier reaches an SST file in the same flush, so what is
+//! read back at open is the state as of the flushed frontier.
+
+use super::{DocDb, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
+use crate::error::Result;
+use crate::hybrid_time::HybridTime;
+use crate::log::OpId;
+use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
+
+/// Metadata key holding the replica's configuration as of the frontier: an opaque
+/// encoding chosen by the replica (docsim's rule; YB keeps it in the consensus metadata
+/// file, `ConsensusMetadata::committed_config`).
+const CONF_KEY: &[u8] = b"\x01conf";
+/// Metadata key holding the op id of the last snapshot installed (16 bytes, big-endian).
+const SNAPSHOT_KEY: &[u8] = b"\x01snapshot";
+
+/// A whole instance's documents at one applied entry, as a snapshot carries them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Export {
+    /// Every stored key and value (metadata excluded), in key order.
+    pub pairs: Vec<(Vec<u8>, Vec<u8>)>,
+    pub history_cutoff: HybridTime,
+}
+
+impl DocDb {
+    /// Record the configuration `conf` made by the entry `op_id` (which carries no write):
+    /// the frontier moves to it, `ht` being the last applied write's time.
+    pub fn write_conf(&self, conf: &[u8], op_id: OpId, ht: HybridTime) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
+        batch.put(CONF_KEY, conf);
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
+        self.db().write_opt(batch, &opts)?;
+        Ok(())
+    }
+
+    /// The configuration as of the flushed frontier (what [`DocDb::write_conf`] wrote).
+    pub fn durable_conf(&self) -> Result<Option<Vec<u8>>> {
+        Ok(self.db().get(CONF_KEY)?)
+    }
+
+    /// The op id of the last snapshot installed, as of the flushed frontier.
+    pub fn installed_snapshot(&self) -> Result<Option<OpId>> {
+        let Some(raw) = self.db().get(SNAPSHOT_KEY)? else { return Ok(None) };
+        if raw.len() != 16 {
+            let why = format!("{} bytes, not 16", raw.len());
+            return Err(super::corrupt_record(SNAPSHOT_KEY, why));
+        }
+        let v: [u64; 2] = std::array::from_fn(|i| {
+            u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
+        });
+        Ok(Some(OpId::new(v[0], v[1])))
+    }
+
+    /// Every document entry, for a snapshot.
+    pub fn export(&self) -> Result<Export> {
+        let mut opts = ReadOptions::default();
+        opts.set_total_order_seek(true);
+        let mut it = self.db().raw_iterator_opt(opts);
+        it.seek_to_first();
+        let mut pairs = Vec::new();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            if key.first() != Some(&META_PREFIX) {
+                pairs.push((key.to_vec(), value.to_vec()));
+            }
+            it.next();
+        }
+        it.status()?;
+        Ok(Export { pairs, history_cutoff: self.history_cutoff_ht })
+    }
+
+    /// Replace everything with `export`, as of the entry `op_id` (last write at `ht`) and
+    /// the configuration `conf`, durably: one batch deletes every key and writes the
+    /// snapshot's, then a flush installs it atomically (RocksDB's MANIFEST). A crash
+    /// before the flush completes keeps the old instance whole.
+    pub fn install(
+        &mut self,
+        export: &Export,
+        op_id: OpId,
+        ht: HybridTime,
+        conf: &[u8],
+    ) -> Result<()> {
+        let mut batch = WriteBatch::default();
+        let mut it = self.db().raw_iterator();
+        it.seek_to_first();
+        while let Some(key) = it.key() {
+            batch.delete(key);
+            it.next();
+        }
+        it.status()?;
+        drop(it);
+        for (key, value) in &export.pairs {
+            batch.put(key, value);
+        }
+        let cutoff = export.history_cutoff;
+        batch.put(HISTORY_CUTOFF_KEY, cutoff.raw().to_be_bytes());
+        batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
+        batch.put(CONF_KEY, conf);
+        let installed: Vec<u8> =
+            [op_id.term, op_id.index].iter().flat_map(|v| v.to_be_bytes()).collect();
+        batch.put(SNAPSHOT_KEY, installed);
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
+        self.db().write_opt(batch, &opts)?;
+        self.flush()?;
+        self.history_cutoff_ht = cutoff;
+        Ok(())
+    }
+}
+
+pub(super) fn encode_frontier(op_id: OpId, ht: HybridTime) -> Vec<u8> {
+    [op_id.term, op_id.index, ht.raw()].iter().flat_map(|v| v.to_be_bytes()).collect()
+}

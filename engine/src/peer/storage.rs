@@ -1,0 +1,115 @@
+//! raft-rs's view of a replica's log: its in-memory `MemStorage` (the entries on the
+//! log's disk, as raft-rs reads them), plus the snapshot the replica last built.
+//!
+//! raft-rs asks for a snapshot when a peer needs entries this log no longer holds (log GC
+//! removed them). Building one reads the whole RocksDB instance, which raft-rs cannot
+//! reach from here; so a request the cached snapshot cannot serve answers
+//! `SnapshotTemporarilyUnavailable` and marks the snapshot wanted; the replica builds it
+//! after handling its `Ready`, and raft-rs sends it on its next try (the peer's next
+//! heartbeat response).
+
+use raft::eraftpb::{Entry, Snapshot};
+use raft::storage::{MemStorage, MemStorageCore};
+use raft::{GetEntriesContext, RaftState, Storage, StorageError};
+use std::sync::{Arc, Mutex, RwLockReadGuard, RwLockWriteGuard};
+
+/// The snapshot a replica built, and whether raft-rs wants a newer one.
+#[derive(Default)]
+pub(super) struct SnapshotCache {
+    pub ready: Option<Snapshot>,
+    pub wanted: bool,
+}
+
+#[derive(Clone)]
+pub(super) struct PeerStorage {
+    mem: MemStorage,
+    cache: Arc<Mutex<SnapshotCache>>,
+    /// The op id just before the first entry held (after log GC): raft-rs matches logs
+    /// against it, and `MemStorage` forgets it when compacting.
+    compacted: Arc<Mutex<(u64, u64)>>,
+}
+
+impl PeerStorage {
+    pub fn new(mem: MemStorage) -> PeerStorage {
+        let compacted = Arc::default();
+        PeerStorage { mem, cache: Arc::default(), compacted }
+    }
+
+    pub fn wl(&self) -> RwLockWriteGuard<'_, MemStorageCore> {
+        self.mem.wl()
+    }
+
+    pub fn rl(&self) -> RwLockReadGuard<'_, MemStorageCore> {
+        self.mem.rl()
+    }
+
+    pub fn cache(&self) -> std::sync::MutexGuard<'_, SnapshotCache> {
+        self.cache.lock().expect("snapshot cache")
+    }
+
+    /// Drop the entries before `index` (which must be held), remembering the term before.
+    pub fn compact(&self, index: u64, term_before: u64) -> raft::Result<()> {
+        if index <= self.mem.first_index()? {
+            return Ok(());
+        }
+        self.mem.wl().compact(index)?;
+        *self.compacted.lock().expect("compacted") = (index - 1, term_before);
+        Ok(())
+    }
+}
+
+impl Storage for PeerStorage {
+    fn initial_state(&self) -> raft::Result<RaftState> {
+        self.mem.initial_state()
+    }
+
+    fn entries(
+        &self,
+        low: u64,
+        high: u64,
+        max_size: impl Into<Option<u64>>,
+        context: GetEntriesContext,
+    ) -> raft::Result<Vec<Entry>> {
+        self.mem.entries(low, high, max_size, context)
+    }
+
+    fn term(&self, idx: u64) -> raft::Result<u64> {
+        let (index, term) = *self.compacted.lock().expect("compacted");
+        if idx == index && index > 0 && self.mem.first_index()? == index + 1 {
+            return Ok(term);
+        }
+        self.mem.term(idx)
+    }
+
+    fn first_index(&self) -> raft::Result<u64> {
+        self.mem.first_index()
+    }
+
+    fn last_index(&self) -> raft::Result<u64> {
+        self.mem.last_index()
+    }
+
+    fn snapshot(&self, request_index: u64, to: u64) -> raft::Result<Snapshot> {
+        let first_index = self.mem.first_index()?;
+        let mut cache = self.cache();
+        let usable = |snap: &Snapshot| {
+            let meta = snap.get_metadata();
+            let cs = meta.get_conf_state();
+            // At or after what was asked, no older than the log's start (the peer goes on
+            // from the entry after it), and naming the peer (raft-rs refuses one that
+            // does not: a replica added after it was built).
+            meta.index >= request_index
+                && meta.index + 1 >= first_index
+                && [cs.get_voters(), cs.get_learners(), cs.get_voters_outgoing()]
+                    .iter()
+                    .any(|ids| ids.contains(&to))
+        };
+        match &cache.ready {
+            Some(snap) if usable(snap) => Ok(snap.clone()),
+            _ => {
+                cache.wanted = true;
+                Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable))
+            }
+        }
+    }
+}

@@ -1,0 +1,102 @@
+//! Log GC while peers run, and the snapshots that replace collected entries.
+
+use super::*;
+
+/// Three elected peers with logs of small segments, so a flush lets GC remove some.
+fn small_segments() -> (Group, u64) {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.segment_bytes = 512;
+    for id in 1..=3 {
+        g.crash(id); // reopened with small segments (nothing written yet but the election)
+        g.restart(id);
+    }
+    g.run_ms(600);
+    let leader = if g.peer(leader).status().leader { leader } else { g.leader() };
+    (g, leader)
+}
+
+/// Write `n` values to `doc(1).k<i>` through `leader`.
+fn fill(g: &mut Group, leader: u64, n: i64) -> OpId {
+    let mut last = OpId::default();
+    for i in 0..n {
+        last = g.write(leader, &[set(&format!("doc(1i32;).\"k{}\"", i % 7), i)]);
+    }
+    last
+}
+
+/// The leader and a follower cut off while the leader wrote and collected its log.
+fn follower_behind_collected_log() -> (Group, u64, u64) {
+    let (mut g, leader) = small_segments();
+    let behind = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.isolate(behind);
+    fill(&mut g, leader, 40);
+    let removed = g.peer(leader).flush().expect("the leader flushes");
+    assert!(removed > 0, "log GC removed segments");
+    g.cut.clear();
+    (g, leader, behind)
+}
+
+#[test]
+fn a_follower_behind_the_collected_log_installs_a_snapshot_and_goes_on_from_it() {
+    let (mut g, leader, behind) = follower_behind_collected_log();
+    g.run_ms(500);
+    let installed = g.peer(behind).take_installed();
+    assert_eq!(installed.len(), 1, "one snapshot: {installed:?}");
+    assert!(installed[0].index > 40, "at the leader's applied entry: {installed:?}");
+    assert!(g.dumps_agree());
+    let op = g.write(leader, &[set("doc(1i32;).\"b\"", 99)]);
+    g.run_ms(50);
+    assert!(g.peer(behind).is_applied(op), "it replicates on from the snapshot");
+    let safe = g.peer(behind).safe_time();
+    assert_eq!(g.get(behind, "doc(1i32;).\"b\"", safe).expect("served"), int(99));
+    assert_eq!(g.get(behind, "doc(1i32;).\"k4\"", safe).expect("served"), int(39));
+    // Restarted, it boots from the snapshot's documents and its restarted log.
+    g.crash(behind);
+    let report = g.restart(behind);
+    assert!(!report.finished_install);
+    g.run_ms(400);
+    assert!(g.dumps_agree());
+}
+
+#[test]
+fn a_snapshot_install_cut_short_by_a_crash_is_finished_at_boot() {
+    let (mut g, leader, behind) = follower_behind_collected_log();
+    g.peer(behind).arm_crash(Some(PeerCrash::AfterSnapshot));
+    g.run_ms(500);
+    assert!(g.peers[behind as usize - 1].is_none(), "the power went after the documents");
+    let report = g.restart(behind);
+    assert!(report.finished_install, "{report:?}");
+    assert_eq!(report.uncommitted, 0);
+    g.run_ms(600);
+    assert!(g.peer(behind).take_installed().is_empty(), "no second snapshot was needed");
+    let op = g.write(leader, &[set("doc(1i32;).\"b\"", 99)]);
+    g.run_ms(50);
+    assert!(g.peer(behind).is_applied(op));
+    assert!(g.dumps_agree());
+}
+
+/// The entries that added a replica are collected from every log; a restarted replica
+/// still knows the configuration (kept in RocksDB beside the frontier).
+#[test]
+fn membership_outlives_the_entries_that_made_it() {
+    let (mut g, leader) = small_segments();
+    let spare = g.add_spare();
+    g.change_membership(leader, &[Membership::AddLearner(spare)]);
+    g.run_ms(100);
+    fill(&mut g, leader, 40);
+    g.run_ms(100);
+    for id in [1, 2, 3, spare] {
+        assert!(g.peer(id).flush().expect("a flush") > 0, "replica {id} collected its log");
+    }
+    for id in [1, 2, 3, spare] {
+        g.crash(id);
+        g.restart(id);
+        assert_eq!(g.peer(id).members(), members(&[1, 2, 3], &[spare]), "replica {id}");
+    }
+    g.run_ms(800);
+    let leader = g.leader();
+    let op = g.write(leader, &[set("doc(1i32;).\"b\"", 5)]);
+    g.run_ms(50);
+    assert!(g.peer(spare).is_applied(op), "the learner still receives the log");
+}
