@@ -18,6 +18,7 @@
 
 mod check;
 mod command;
+mod cost;
 mod execute;
 mod membership;
 mod net;
@@ -31,6 +32,7 @@ use crate::convert;
 use crate::simulate::simulated_now;
 use check::{Answer, History, Read};
 use command::{Command, Header, ReadAt};
+use cost::Part;
 use docsim_engine::canary::Plants;
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
 use docsim_engine::{BootReport, ErrorKind, HybridTime, Peer, PeerCrash, PeerOptions};
@@ -99,6 +101,14 @@ pub struct ClusterOutcome {
     pub orphaned: usize,
     /// Committed entries re-applied by bootstraps.
     pub replayed: usize,
+    /// Snapshots replicas installed (a peer needed entries log GC had removed).
+    pub snapshots_installed: usize,
+    /// Times a replica's disk turned slow.
+    pub slow_disks: usize,
+    /// Snapshot installs a crash cut short, finished at the next boot.
+    pub installs_finished_at_boot: usize,
+    /// Log segments removed by GC after flushes.
+    pub log_segments_collected: usize,
     /// Proposals that never committed (their uncommitted tail was overwritten or lost).
     pub overwritten: usize,
     pub committed: usize,
@@ -106,6 +116,9 @@ pub struct ClusterOutcome {
     pub liveness_ms: u64,
     /// Wall-clock seconds the run took (reports only; never traced).
     pub seconds: f64,
+    /// Of those, the seconds spent by the replicas in their nodes' tasks, in the clients'
+    /// calls into replicas, and in the checker (`cluster/cost.rs`).
+    pub cost_seconds: [f64; 3],
     /// What the run printed: a replicated script of [`ClusterOutcome::script`] prints it
     /// line for line.
     pub trace: Vec<String>,
@@ -201,6 +214,8 @@ impl Knobs {
 enum Fault {
     Partition,
     Crash(u64),
+    /// A replica's disk syncs slowly.
+    Slow(u64),
 }
 
 /// A write a replica accepted, waiting for its answer.
@@ -352,7 +367,9 @@ impl Cluster {
             quiet_us: LEASE_US
                 + 4 * self.knobs.max_skew_us as u64
                 + 2 * net::TICK.as_micros() as u64,
-            segment_bytes: 64 << 10,
+            // Small, so that flushes let log GC remove segments a lagging peer still
+            // needs, and the leader sends it a snapshot.
+            segment_bytes: 4 << 10,
             plants: self.config.plants,
         }
     }
@@ -400,11 +417,18 @@ impl Cluster {
                 let mut slot = self.slot(id);
                 let slot = &mut *slot;
                 let mut applied = std::mem::take(&mut slot.applied);
+                let mut installed = std::mem::take(&mut slot.installed);
                 if let Some(peer) = slot.peer.as_mut() {
                     applied.extend(peer.take_applied()); // applied inside the controller's calls
+                    installed.extend(peer.take_installed());
                 }
-                applied
+                (applied, installed)
             };
+            let (applied, installed) = applied;
+            for op_id in installed {
+                self.outcome.snapshots_installed += 1;
+                self.trace(format!("snapshot node={id}: installed {op_id}"));
+            }
             for a in applied {
                 self.history.applied(id, a.op_id, a.ht)?;
             }
@@ -566,8 +590,8 @@ impl Cluster {
         let slot = &mut *slot;
         let incarnation = slot.incarnation;
         let Some(peer) = slot.running() else { return Ok(None) };
-        let proposed = peer.propose(writes, now_us)?;
-        match peer.process() {
+        let proposed = cost::timed(Part::ClientCalls, || peer.propose(writes, now_us))?;
+        match cost::timed(Part::ClientCalls, || peer.process()) {
             Ok(out) => slot.outbox.extend(out),
             Err(e) if e.kind() == ErrorKind::Crashed => slot.crashed = true,
             Err(e) => return Err(e),
@@ -666,6 +690,7 @@ impl Cluster {
                     self.nemesis.push((until, fault)); // fired: collect cuts it, then restart
                 }
                 Fault::Crash(id) => self.step(Command::Restart(id)).await,
+                Fault::Slow(id) => self.step(Command::Slow(id, Duration::ZERO)).await,
             }
         }
         if self.nemesis.len() >= self.knobs.max_faults
@@ -681,7 +706,7 @@ impl Cluster {
         let lasts_ms = [50, 200, 500, 1_000, 2_000][schedule.random_range(0..5)];
         let until = now + Duration::from_millis(lasts_ms);
         let partitioned = self.nemesis.iter().any(|(_, f)| matches!(f, Fault::Partition));
-        match schedule.random_range(0..7) {
+        match schedule.random_range(0..8) {
             0 | 1 if !partitioned => {
                 let side = self.minority(schedule, victim);
                 let rest: Vec<u64> = self.ids().filter(|id| !side.contains(id)).collect();
@@ -708,6 +733,11 @@ impl Cluster {
                 if let Some(command) = self.next_membership(schedule) {
                     self.step(command).await;
                 }
+            }
+            7 if self.slot(victim).sync_latency.is_zero() => {
+                let sync_ms = [2, 10, 50, 200][schedule.random_range(0..4)];
+                self.step(Command::Slow(victim, Duration::from_millis(sync_ms))).await;
+                self.nemesis.push((until, Fault::Slow(victim)));
             }
             4 => {
                 let max = self.knobs.max_skew_us;
@@ -847,14 +877,22 @@ impl Cluster {
     }
 
     fn restart(&mut self, id: u64) -> Result<(), String> {
-        let (peer, report) =
-            self.open(id).map_err(|e| format!("node {id} does not restart: {e}"))?;
+        let opened = cost::timed(Part::Replicas, || self.open(id));
+        let (peer, report) = opened.map_err(|e| format!("node {id} does not restart: {e}"))?;
         self.outcome.restarts += 1;
         self.outcome.orphaned += report.uncommitted;
         self.outcome.replayed += report.replayed;
         self.trace(format!("restart node={id}: {report}"));
+        if report.finished_install {
+            self.outcome.installs_finished_at_boot += 1;
+            self.trace(format!(
+                "node {id}: log restarted after snapshot {}",
+                report.frontier.op_id
+            ));
+        }
         let mut slot = self.slot(id);
         slot.peer = Some(peer);
+        slot.syncs_sent = 0;
         slot.incarnation += 1;
         drop(slot);
         madsim::runtime::Handle::current().restart(self.nodes[id as usize - 1].id());
@@ -868,6 +906,9 @@ impl Cluster {
         }
         NetSim::current().update_config(|c| c.packet_loss_rate = 0.0);
         self.nemesis.clear();
+        for id in self.ids().collect::<Vec<_>>() {
+            self.slot(id).sync_latency = Duration::ZERO; // disks as fast as the rest
+        }
         for id in self.ids().collect::<Vec<_>>() {
             if let Some(peer) = self.slot(id).peer.as_mut() {
                 peer.arm_crash(None); // no power cut armed earlier fires now
@@ -891,7 +932,7 @@ impl Cluster {
                 if !self.read_every_document()? {
                     continue; // a leader's lease still trails its newest write: wait
                 }
-                let counts = self.history.check(last_index)?;
+                let counts = cost::timed(Part::Check, || self.history.check(last_index))?;
                 self.outcome.committed = counts.committed;
                 self.outcome.overwritten = counts.proposals_lost;
                 return Ok(());
@@ -956,7 +997,7 @@ impl Cluster {
                 let mut slot = self.slot(id);
                 let peer = slot.peer.as_mut().expect("every replica runs after convergence");
                 let read_ht = peer.safe_time();
-                let got = match peer.read(&path, read_ht, now_us) {
+                let got = match cost::timed(Part::Check, || peer.read(&path, read_ht, now_us)) {
                     Ok(got) => got,
                     Err(e) if e.kind() == ErrorKind::LeaseExpired => return Ok(false),
                     Err(e) => {
@@ -974,7 +1015,9 @@ impl Cluster {
     fn same_dumps(&self) -> Result<(), String> {
         let mut first: Option<(u64, Vec<_>)> = None;
         for &id in &self.members {
-            let dump = self.slot(id).peer.as_ref().expect("members run").dump();
+            let peer = self.slot(id);
+            let dump = cost::timed(Part::Check, || peer.peer.as_ref().expect("members run").dump());
+            drop(peer);
             let dump = dump.map_err(|e| e.to_string())?;
             match &first {
                 None => first = Some((id, dump)),
@@ -1009,7 +1052,8 @@ pub fn campaign(
                 }
                 let config = ClusterConfig { seed, ..template.clone() };
                 let watch = crate::bench::Stopwatch::start();
-                // A panic is a failed seed, not a dead campaign; its script is kept.
+                cost::take(); // what an earlier seed on this thread left
+                              // A panic is a failed seed, not a dead campaign; its script is kept.
                 let script = ScriptSink::default();
                 let recorded = || run_recorded(&config, script.clone());
                 let outcome = std::panic::catch_unwind(recorded).unwrap_or_else(|panic| {
@@ -1017,7 +1061,8 @@ pub fn campaign(
                     let script = lock_script(&script).clone();
                     ClusterOutcome { seed, failure, script, ..Default::default() }
                 });
-                let outcome = ClusterOutcome { seconds: watch.seconds(), ..outcome };
+                let cost_seconds = cost::take();
+                let outcome = ClusterOutcome { seconds: watch.seconds(), cost_seconds, ..outcome };
                 results.lock().expect("results").push(outcome);
             });
         }
@@ -1072,13 +1117,42 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
             sum(|o| o.orphaned),
             sum(|o| o.replayed)
         ),
-        format!("membership changes proposed {}", sum(|o| o.membership_changes)),
+        format!(
+            "membership changes proposed {}  slow disks {}",
+            sum(|o| o.membership_changes),
+            sum(|o| o.slow_disks)
+        ),
+        format!(
+            "log segments collected {}  snapshots installed {} (cut short and finished at boot {})",
+            sum(|o| o.log_segments_collected),
+            sum(|o| o.snapshots_installed),
+            sum(|o| o.installs_finished_at_boot)
+        ),
+        cost_line(outcomes),
         format!(
             "liveness max {} ms (bound {} ms)",
             outcomes.iter().map(|o| o.liveness_ms).max().unwrap_or(0),
             LIVENESS.as_millis()
         ),
     ]
+}
+
+/// Where the campaign's wall time went (`cluster/cost.rs`), as shares of the seeds' time.
+fn cost_line(outcomes: &[ClusterOutcome]) -> String {
+    let total: f64 = outcomes.iter().map(|o| o.seconds).sum();
+    let part = |i: usize| outcomes.iter().map(|o| o.cost_seconds[i]).sum::<f64>();
+    let share = |s: f64| if total > 0.0 { 100.0 * s / total } else { 0.0 };
+    let (replicas, calls, check) = (part(0), part(1), part(2));
+    let ops: usize = outcomes.iter().map(|o| o.ops).sum();
+    let per_core = if total > 0.0 { ops as f64 / total } else { 0.0 };
+    format!(
+        "cost {total:.1}s ({per_core:.0} ops/s/core): replicas' tasks {:.0}%  client calls \
+         {:.0}%  checker {:.0}%  madsim, controller, workload {:.0}%",
+        share(replicas),
+        share(calls),
+        share(check),
+        share(total - replicas - calls - check)
+    )
 }
 
 /// The campaign as a report (`--report DIR`: JSON, Markdown, HTML with the replication
@@ -1111,6 +1185,7 @@ fn run_report(o: &ClusterOutcome, reproducers: &std::path::Path) -> docsim_repor
         ("bridge", count(o.bridges)),
         ("power_cut", count(o.crashes)),
         ("membership_change", count(o.membership_changes)),
+        ("slow_disk", count(o.slow_disks)),
     ];
     let mut replication: BTreeMap<String, u64> = [
         ("leader_changes", count(o.leader_changes)),
@@ -1122,6 +1197,9 @@ fn run_report(o: &ClusterOutcome, reproducers: &std::path::Path) -> docsim_repor
         ("writes_unanswered", count(o.writes_unanswered)),
         ("writes_not_leader", count(o.writes_not_leader)),
         ("max_lag", o.max_lag),
+        ("log_segments_collected", count(o.log_segments_collected)),
+        ("snapshots_installed", count(o.snapshots_installed)),
+        ("snapshot_installs_finished_at_boot", count(o.installs_finished_at_boot)),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))

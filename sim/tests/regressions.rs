@@ -2,6 +2,8 @@
 //! `docsim shrink` or by hand — must run clean (their `expect` lines hold). Adding one is
 //! copying a file into the folder. A `canary_<plant>.ds` reproduces a planted bug: with
 //! that bug planted it must fail, on one of its `expect` lines (else it tests nothing).
+//! A replicated script (`cluster ...` header) passes when its run's check says `ok`; a
+//! replicated canary fails with its bug planted on the check of the whole history.
 
 use docsim_engine::canary::{Plant, Plants};
 use std::path::Path;
@@ -18,14 +20,9 @@ fn regression_corpus_runs_clean() {
     assert!(scripts.len() >= 8, "the corpus holds {} scripts", scripts.len());
     let mut failures = Vec::new();
     for script in &scripts {
-        let scratch = docsim::ScratchDir::new().expect("scratch");
-        let text = std::fs::read_to_string(script).expect("script");
-        let mut out = Vec::new();
-        let outcome =
-            docsim_engine::script::run_script(&text, scratch.path(), Plants::NONE, &mut out)
-                .expect("run");
-        if !outcome.ok() {
-            failures.push(format!("{}:\n{}", script.display(), String::from_utf8_lossy(&out)));
+        let (passed, out) = run(script, Plants::NONE);
+        if !passed {
+            failures.push(format!("{}:\n{out}", script.display()));
         }
     }
     assert!(failures.is_empty(), "regressions fail:\n{}", failures.join("\n"));
@@ -35,6 +32,11 @@ fn regression_corpus_runs_clean() {
 fn run(script: &Path, plants: Plants) -> (bool, String) {
     let scratch = docsim::ScratchDir::new().expect("scratch");
     let text = std::fs::read_to_string(script).expect("script");
+    if docsim::cluster::is_cluster_script(&text) {
+        let out = docsim::cluster::run_cluster_script(&text, plants).expect("a valid script");
+        let checks: Vec<&str> = out.lines().filter(|l| l.starts_with("check: ")).collect();
+        return (checks == ["check: ok"], out);
+    }
     let mut out = Vec::new();
     let outcome =
         docsim_engine::script::run_script(&text, scratch.path(), plants, &mut out).expect("run");
@@ -54,7 +56,13 @@ fn canary_reproducers_fail_with_their_bug_planted() {
         let (passed, out) = run(&path, Plants::of(Some(plant)));
         assert!(!passed, "{name} passes with {} planted:\n{out}", plant.name());
         let last = out.lines().last().unwrap_or_default();
-        assert!(last.contains(": expected `"), "{name} fails on an expectation: {last}");
+        let text = std::fs::read_to_string(&path).expect("script");
+        let replicated = docsim::cluster::is_cluster_script(&text);
+        let on_check = last.starts_with("check: ") && last != "check: ok";
+        assert!(
+            if replicated { on_check } else { last.contains(": expected `") },
+            "{name} fails on an expectation or the history check: {last}"
+        );
         checked.push(plant);
     }
     assert!(checked.len() >= 12, "canary reproducers checked: {checked:?}");

@@ -11,6 +11,7 @@
 //! partition 1,2 | 3 [| 4,5]      cut 1-3,2-3      heal
 //! crash node=<i> [at <stage>]    disarm node=<i>    restart node=<i>
 //! flush node=<i>         skew node=<i> [-]<dur>
+//! slow node=<i> <dur>
 //! wait <dur>             leader    status    converge
 //! conf add-learner <i> | add-voter <i> | remove <i> | replace <i> with <j>  [to=<i>]
 //! ```
@@ -60,6 +61,8 @@ pub enum Command {
     Flush(u64),
     /// Set a replica's clock offset from true simulated time.
     Skew(u64, i64),
+    /// Make a replica's log syncs take this long (zero: as fast as the rest).
+    Slow(u64, Duration),
     Wait(Duration),
     /// A membership change, proposed at the leader (or replica `to`).
     Conf {
@@ -155,6 +158,15 @@ pub fn parse_command(text: &str, line: usize) -> Result<Command, ParseError> {
         Some("disarm") => Command::Disarm(required_node(&mut p)?),
         Some("restart") => Command::Restart(required_node(&mut p)?),
         Some("flush") => Command::Flush(required_node(&mut p)?),
+        Some("slow") => {
+            let id = required_node(&mut p)?;
+            let at = p.pos();
+            let us = p.duration_us()?;
+            if us > 10_000_000 {
+                return Err(p.error_at(at, "a slow disk's sync takes at most 10s"));
+            }
+            Command::Slow(id, Duration::from_micros(us))
+        }
         Some("skew") => {
             let id = required_node(&mut p)?;
             let negative = p.eat("-");
@@ -310,6 +322,9 @@ impl fmt::Display for Command {
                 let sign = if *us < 0 { "-" } else { "" };
                 write!(f, "skew node={id} {sign}{}", format_duration_us(us.unsigned_abs()))
             }
+            Command::Slow(id, d) => {
+                write!(f, "slow node={id} {}", format_duration_us(d.as_micros() as u64))
+            }
             Command::Wait(d) => write!(f, "wait {}", format_duration_us(d.as_micros() as u64)),
             Command::Conf { change, to } => {
                 write!(f, "conf {change}")?;
@@ -345,6 +360,8 @@ mod tests {
             "disarm node=2",
             "skew node=3 -5ms",
             "skew node=3 0",
+            "slow node=2 200ms",
+            "slow node=2 0",
             "wait 250ms",
             "conf add-learner 4",
             "conf replace 2 with 4 to=1",

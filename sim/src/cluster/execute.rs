@@ -49,14 +49,27 @@ impl Cluster {
                 }
             }
             Command::Flush(id) => {
-                let flushed = self.slot(id).running().expect("running").flush();
-                if let Err(e) = flushed {
-                    self.fail(format!("node {id} failed to flush: {e}"));
+                let mut slot = self.slot(id);
+                let peer = slot.running().expect("running");
+                let flushed = super::cost::timed(super::cost::Part::Replicas, || peer.flush());
+                drop(slot);
+                match flushed {
+                    Ok(0) => {}
+                    Ok(segments) => {
+                        self.outcome.log_segments_collected += segments;
+                        self.trace(format!("log gc node={id}: {segments} segments"));
+                    }
+                    Err(e) => self.fail(format!("node {id} failed to flush: {e}")),
                 }
             }
             Command::Skew(id, skew_us) => {
                 self.slot(id).skew_us = skew_us;
                 self.trace(format!("skew node={id} {skew_us}us"));
+            }
+            Command::Slow(id, sync) => {
+                self.slot(id).sync_latency = sync;
+                self.outcome.slow_disks += usize::from(!sync.is_zero());
+                self.trace(Command::Slow(id, sync).to_string());
             }
             Command::Wait(d) => madsim::time::sleep(d).await,
             Command::Conf { change, to } => self.change_membership(change, to),
@@ -122,7 +135,8 @@ impl Cluster {
             ReadAt::Safe => peer.safe_time(),
             ReadAt::At(ht) => ht,
         };
-        let result = peer.read(path, read_ht, now_us);
+        let result =
+            super::cost::timed(super::cost::Part::ClientCalls, || peer.read(path, read_ht, now_us));
         drop(slot);
         match result {
             Ok(got) => {

@@ -6,7 +6,7 @@
 //! Killing the node stops its tasks and unbinds its endpoint: messages in flight to it
 //! are dropped, as the network drops packets to a dead host.
 
-use docsim_engine::{Applied, Envelope, ErrorKind, Peer};
+use docsim_engine::{Applied, Envelope, ErrorKind, OpId, Peer};
 use madsim::net::Endpoint;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::{Arc, Mutex};
@@ -32,8 +32,14 @@ pub struct Slot {
     pub incarnation: u64,
     /// Entries the peer applied, not yet taken by the controller.
     pub applied: Vec<Applied>,
+    /// Snapshots the peer installed (their op ids), not yet taken by the controller.
+    pub installed: Vec<OpId>,
     /// Envelopes the peer could not take (raft-rs refused them), by message.
     pub refused: Vec<String>,
+    /// How long each of this node's log syncs takes (a slow disk; zero: instant).
+    pub sync_latency: Duration,
+    /// The peer's sync count when its output last left.
+    pub syncs_sent: u64,
 }
 
 impl Slot {
@@ -80,41 +86,51 @@ async fn serve(id: u64, slot: Shared, world: World) {
     madsim::task::spawn(tick(slot.clone(), world, endpoint.clone()));
     while let Ok((payload, _)) = endpoint.recv_from_raw(TAG).await {
         let envelope = *payload.downcast::<Envelope>().expect("peers send envelopes");
-        let out = with_peer(&slot, world, |peer, now_us| peer.receive(envelope, now_us));
-        send(&slot, &endpoint, out).await;
+        let (out, hold) = with_peer(&slot, world, |peer, now_us| peer.receive(envelope, now_us));
+        send(&slot, &endpoint, out, hold).await;
     }
 }
 
 async fn tick(slot: Shared, world: World, endpoint: Arc<Endpoint>) {
     loop {
         madsim::time::sleep(TICK).await;
-        let out = with_peer(&slot, world, |peer, now_us| peer.tick(now_us));
-        send(&slot, &endpoint, out).await;
+        let (out, hold) = with_peer(&slot, world, |peer, now_us| peer.tick(now_us));
+        send(&slot, &endpoint, out, hold).await;
     }
 }
 
-/// Run `f` on the slot's peer (if up); returns what is to be sent, outbox included.
+/// Run `f` on the slot's peer (if up); returns what is to be sent, outbox included, and
+/// how long a slow disk holds it back (the node syncs before its output leaves: on a
+/// slow disk, it leaves once the sync's latency has passed).
 fn with_peer(
     slot: &Shared,
     world: World,
     f: impl FnOnce(&mut Peer, u64) -> docsim_engine::Result<Vec<Envelope>>,
-) -> Vec<Envelope> {
+) -> (Vec<Envelope>, Duration) {
     let mut slot = slot.lock().expect("slot lock");
     let slot = &mut *slot;
     let now_us = world.now_us(slot.skew_us);
-    let Some(peer) = slot.peer.as_mut() else { return Vec::new() };
-    match f(peer, now_us) {
+    let Some(peer) = slot.peer.as_mut() else { return (Vec::new(), Duration::ZERO) };
+    match super::cost::timed(super::cost::Part::Replicas, || f(peer, now_us)) {
         Ok(out) => slot.outbox.extend(out),
         Err(e) if e.kind() == ErrorKind::Crashed => slot.crashed = true,
         Err(_) if peer.powered_off() => {} // whoever cut it tells the controller
         Err(e) => slot.refused.push(e.to_string()),
     }
     slot.applied.extend(peer.take_applied());
-    std::mem::take(&mut slot.outbox)
+    slot.installed.extend(peer.take_installed());
+    let synced = peer.syncs() != slot.syncs_sent;
+    slot.syncs_sent = peer.syncs();
+    let hold = if synced { slot.sync_latency } else { Duration::ZERO };
+    (std::mem::take(&mut slot.outbox), hold)
 }
 
-/// Send what a peer produced; a power cut armed for after this send fires once it left.
-async fn send(slot: &Shared, endpoint: &Endpoint, out: Vec<Envelope>) {
+/// Send what a peer produced, after `hold` (a slow sync; the node takes nothing else
+/// meanwhile); a power cut armed for after this send fires once it left.
+async fn send(slot: &Shared, endpoint: &Endpoint, out: Vec<Envelope>, hold: Duration) {
+    if !hold.is_zero() {
+        madsim::time::sleep(hold).await;
+    }
     let fires = {
         let mut slot = slot.lock().expect("slot lock");
         slot.peer.as_mut().is_some_and(|peer| peer.crash_after_send(&out))

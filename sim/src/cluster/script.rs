@@ -83,7 +83,7 @@ fn check_nodes(
     let named: Vec<u64> = match command {
         Command::Write { to: Some(i), .. } | Command::Get { from: i, .. } => vec![*i],
         Command::Crash(i, _) | Command::Restart(i) | Command::Flush(i) => vec![*i],
-        Command::Disarm(i) | Command::Skew(i, _) => vec![*i],
+        Command::Disarm(i) | Command::Skew(i, _) | Command::Slow(i, _) => vec![*i],
         Command::Partition(groups) => groups.concat(),
         Command::Cut(links) => links.iter().flat_map(|&(a, b)| [a, b]).collect(),
         _ => vec![],
