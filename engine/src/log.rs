@@ -142,7 +142,7 @@ impl Log {
             mark: SyncMark::read(disk, dir)?,
             plants,
         };
-        let names = disk.list(&format!("{dir}/wal-"));
+        let mut names = disk.list(&format!("{dir}/wal-"));
         if names.is_empty() {
             log.new_segment(1, OpId::default())?;
             return Ok((log, Recovery::default()));
@@ -150,6 +150,15 @@ impl Log {
         let mut headers = Vec::with_capacity(names.len());
         for name in &names {
             headers.push(log.read_header(name)?);
+        }
+        // The newest reset supersedes every older segment: a crash cut the reset short
+        // before they were removed. They go unread (their unsynced tails may be torn).
+        if let Some(reset) = headers.iter().rposition(|h| h.3).filter(|&i| i > 0) {
+            for name in names.drain(..reset) {
+                disk.remove(&name)?;
+            }
+            disk.sync_dir()?;
+            headers.drain(..reset);
         }
         let prevs: Vec<OpId> = headers.iter().map(|h| h.1).collect();
         let start = first_segment_to_read(&prevs, from_index);
@@ -159,9 +168,8 @@ impl Log {
             segments_skipped: start,
             ..Recovery::default()
         };
-        let mut reset_at = None; // the segment a reset created, if read
         for (i, name) in names.iter().enumerate() {
-            let (seq, prev, _) = headers[i];
+            let (seq, prev, ..) = headers[i];
             let newest = i + 1 == names.len();
             if i < start {
                 let last = prevs[i + 1];
@@ -176,11 +184,7 @@ impl Log {
                 continue;
             }
             let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };
-            let before = recovery.snapshot;
             let (bytes, lowest) = log.read_segment(name, synced, &mut recovery)?;
-            if recovery.snapshot != before {
-                reset_at = Some(i);
-            }
             // The last entry read, if this segment added one (else its header's prev).
             let last = recovery.entries.last().filter(|e| e.op_id.index > prev.index);
             let last = last.map_or(prev, |e| e.op_id);
@@ -188,9 +192,6 @@ impl Log {
             log.segments.push(SegmentInfo { seq, name, prev, last, bytes, lowest });
         }
         log.hard_state = recovery.hard_state;
-        if let Some(reset) = reset_at.filter(|&i| i > 0) {
-            log.remove_oldest(reset)?; // a reset cut short by a crash: finish it
-        }
         Ok((log, recovery))
     }
 
@@ -208,10 +209,15 @@ impl Log {
         Ok(())
     }
 
-    fn read_header(&self, name: &str) -> Result<(u64, OpId, HardState)> {
+    /// A segment's header (seq, prev, hard state), and whether a reset created it (its
+    /// second record is the reset's mark, written and synced with the header).
+    fn read_header(&self, name: &str) -> Result<(u64, OpId, HardState, bool)> {
         let bytes = self.disk.read(name)?;
         match Record::decode(&bytes, 0) {
-            Ok((Record::Header { seq, prev, hard_state }, _)) => Ok((seq, prev, hard_state)),
+            Ok((Record::Header { seq, prev, hard_state }, next)) => {
+                let reset = matches!(Record::decode(&bytes, next), Ok((Record::Snapshot(_), _)));
+                Ok((seq, prev, hard_state, reset))
+            }
             Ok(_) => Err(corrupt(name, 0, "the first record is not a segment header")),
             Err(e) => Err(corrupt(name, 0, &e.to_string())),
         }
@@ -335,8 +341,8 @@ impl Log {
 
     /// Start the log over after a snapshot of the state at `snapshot`: a new segment whose
     /// header follows `snapshot` and holds `hard_state`, marked as a reset, made durable;
-    /// then every older segment goes. A crash in between leaves both; opening reads only
-    /// what follows the newest reset and removes the older segments then.
+    /// then every older segment goes. A crash in between leaves both; opening finds the
+    /// newest reset from the headers, removes the older segments unread, and reads on.
     pub fn reset(&mut self, snapshot: OpId, hard_state: HardState) -> Result<()> {
         self.hard_state = hard_state;
         let seq = self.active().seq + 1;

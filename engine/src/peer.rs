@@ -6,8 +6,8 @@
 //! engine never reads time itself). The caller moves [`Envelope`]s between peers (over
 //! madsim's network in the simulator, over a queue in tests) and calls [`Peer::tick`]
 //! every tick. Each `Ready` is handled in the order raft-rs requires: messages a leader
-//! may send at once, committed entries applied, new entries and hard state appended and
-//! synced, then the messages that needed them persisted.
+//! may send at once, a snapshot installed, committed entries applied, new entries and
+//! hard state appended and synced, then the messages that needed them persisted.
 //!
 //! **Hybrid time across peers.** Every envelope carries the sender's hybrid time and the
 //! receiver's clock moves past it (YB's `propagated_hybrid_time`, handled by
@@ -43,7 +43,8 @@
 //! up to `GetEarliestNeededLogIndex`, which follows the flushed op id; docsim keeps no
 //! retention for lagging peers — YB keeps `log_min_seconds_to_retain`). A peer that
 //! needs a collected entry gets a snapshot instead: the leader's documents at its applied
-//! entry (`peer/snapshot.rs`; YB copies files in a remote bootstrap). The receiver
+//! entry (`peer/snapshot.rs`, docsim's rule; YB evicts such a follower and re-replicates
+//! the tablet, whose new copy starts with a remote bootstrap of files). The receiver
 //! installs it in RocksDB durably, then restarts its log after it ([`Log::reset`]); a
 //! crash between the two is finished at the next open, which finds a flushed frontier
 //! the log does not hold ([`crate::replay::must_finish_install`]). The configuration is kept
@@ -52,8 +53,10 @@
 //! **Membership** ([`Peer::propose_membership`]): raft-rs's `ConfChangeV2` — add a
 //! learner, make a replica a voter, remove one; several changes at once go through joint
 //! consensus, which raft-rs leaves on its own (`auto_leave`). A change takes effect when
-//! it applies; bootstrap re-applies every committed change in the log to the initial
-//! voters (`PeerOptions::voters`, which every replica, a new one too, starts from). A
+//! it applies, and the configuration it made is written to RocksDB with the frontier;
+//! bootstrap starts from the configuration stored there (or the initial voters,
+//! `PeerOptions::voters`, when no change was ever flushed) and re-applies the committed
+//! changes above the frontier. A
 //! leader's lease counts only the voters of the active configuration (both halves of a
 //! joint one), as raft-rs counts votes and acknowledgements.
 
@@ -67,8 +70,8 @@ use crate::error::{Error, Result};
 use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
 use crate::log::{HardState, Log, LogEntry, OpId, Recovery};
 use crate::replay::{must_finish_install, plan_replay};
+use crate::replica::CrashPoint;
 use crate::replica::{conf_change_of, raft_error, to_log_entry, to_raft_entry};
-use crate::replica::{CrashPoint, CrashStage};
 use crate::tablet::{apply_entry, encode_payload};
 use crate::write_batch::DocWriteBatch;
 use protobuf::Message as _;
@@ -98,7 +101,7 @@ pub struct PeerOptions {
     /// This peer's Raft id (1-based).
     pub id: u64,
     /// The group's initial voters (a replica added later starts from them too, and
-    /// learns every change from the log).
+    /// learns the changes from the leader's log or a snapshot).
     pub voters: Vec<u64>,
     /// Ticks without a leader before this peer campaigns. raft-rs draws its randomized
     /// timeout from `rand::thread_rng()`; the range given to raft-rs here is one tick wide,
@@ -728,12 +731,7 @@ impl Peer {
             return Ok(());
         }
         self.crash_at = None;
-        let stage = match at {
-            PeerCrash::AfterAppend => CrashStage::AfterAppend,
-            PeerCrash::AfterSync => CrashStage::AfterSync,
-            _ => CrashStage::AfterApply,
-        };
-        Err(Error::Crashed(CrashPoint::Write(stage)))
+        Err(Error::Crashed(CrashPoint::Peer(at)))
     }
 
     /// Whether an armed power cut fired: the peer refuses everything, and its caller

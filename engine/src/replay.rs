@@ -50,8 +50,9 @@ pub fn plan_replay(
 
 /// docsim's rule: whether bootstrap must finish a snapshot install. It must when the
 /// flushed state is a snapshot's (`installed`, the op id the last install wrote, is the
-/// flushed frontier: nothing applied since) and the log does not hold the frontier's
-/// entry (the log was not restarted after the snapshot before a crash). Any other log
+/// flushed frontier: no write or configuration change flushed since) and the log does
+/// not hold the frontier's entry (the log was not restarted after the snapshot before a
+/// crash). Any other log
 /// that does not reach the frontier lost applied entries: [`plan_replay`] refuses it.
 pub fn must_finish_install(
     prev: OpId,

@@ -57,6 +57,9 @@ pub enum CrashPoint {
     Write(CrashStage),
     /// After the next flush is durable, before its log GC.
     AfterFlush,
+    /// At a moment of a replicated peer's work (armed by the simulator, not by
+    /// single-replica scripts).
+    Peer(crate::peer::PeerCrash),
 }
 
 impl CrashPoint {
@@ -65,6 +68,7 @@ impl CrashPoint {
         match self {
             CrashPoint::Write(stage) => stage.name(),
             CrashPoint::AfterFlush => "after-flush",
+            CrashPoint::Peer(at) => at.name(),
         }
     }
 

@@ -1138,6 +1138,8 @@ pub fn summary(outcomes: &[ClusterOutcome]) -> Vec<String> {
 }
 
 /// Where the campaign's wall time went (`cluster/cost.rs`), as shares of the seeds' time.
+/// A seed's time is its wall time: with more jobs than cores it includes waiting, so
+/// ops per seed-second is ops/s/core only with at most one job per core.
 fn cost_line(outcomes: &[ClusterOutcome]) -> String {
     let total: f64 = outcomes.iter().map(|o| o.seconds).sum();
     let part = |i: usize| outcomes.iter().map(|o| o.cost_seconds[i]).sum::<f64>();
@@ -1146,8 +1148,8 @@ fn cost_line(outcomes: &[ClusterOutcome]) -> String {
     let ops: usize = outcomes.iter().map(|o| o.ops).sum();
     let per_core = if total > 0.0 { ops as f64 / total } else { 0.0 };
     format!(
-        "cost {total:.1}s ({per_core:.0} ops/s/core): replicas' tasks {:.0}%  client calls \
-         {:.0}%  checker {:.0}%  madsim, controller, workload {:.0}%",
+        "cost {total:.1}s of seeds ({per_core:.0} ops per seed-second): replicas' tasks \
+         {:.0}%  client calls {:.0}%  checker {:.0}%  madsim, controller, workload {:.0}%",
         share(replicas),
         share(calls),
         share(check),

@@ -86,7 +86,9 @@ impl DocDb {
         conf: &[u8],
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
-        let mut it = self.db().raw_iterator();
+        let mut opts = ReadOptions::default();
+        opts.set_total_order_seek(true); // every key, whatever the prefix extractor says
+        let mut it = self.db().raw_iterator_opt(opts);
         it.seek_to_first();
         while let Some(key) = it.key() {
             batch.delete(key);

@@ -243,7 +243,9 @@ fn a_reset_cut_short_before_the_old_segments_went_is_finished_at_open() {
     let old: Vec<(String, Vec<u8>)> =
         d.list("t/wal-").into_iter().map(|n| (n.clone(), d.read(&n).unwrap())).collect();
     log.reset(OpId::new(2, 5), HardState { term: 2, vote: 1, commit: 5 }).unwrap();
-    for (name, bytes) in &old {
+    for (i, (name, bytes)) in old.iter().enumerate() {
+        // The old active segment's unsynced tail (a commit index) torn by the crash.
+        let bytes = if i + 1 == old.len() { &bytes[..bytes.len() - 3] } else { &bytes[..] };
         // As if the power went before the removals reached the disk.
         d.create(name).unwrap();
         d.append(name, bytes).unwrap();

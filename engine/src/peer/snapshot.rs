@@ -1,7 +1,9 @@
-//! Raft snapshots of a replica's state (docsim's own format; YB copies a RocksDB
-//! checkpoint and the log instead, in a remote bootstrap session —
-//! `RemoteBootstrapSession`, started by the leader when a peer needs entries its log no
-//! longer holds, `PeerMessageQueue::RequestForPeer`).
+//! Raft snapshots of a replica's state: docsim's own rule and format. YugabyteDB has no
+//! Raft snapshots: when `PeerMessageQueue::RequestForPeer` finds that the entries a
+//! follower needs were collected, it reports the follower failed
+//! (`NotifyObserversOfFailedFollower`) and the master replaces it; the new copy starts
+//! with a remote bootstrap (`RemoteBootstrapSession`: a RocksDB checkpoint and log
+//! segments copied as files). A snapshot here does the catching up in place.
 //!
 //! ```text
 //! snapshot data := "docsnap1" applied_ht:u64be history_cutoff:u64be count:u64be

@@ -113,3 +113,49 @@ impl Storage for PeerStorage {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use raft::eraftpb::ConfState;
+
+    fn entry(index: u64, term: u64) -> Entry {
+        Entry { index, term, ..Default::default() }
+    }
+
+    #[test]
+    fn the_term_before_the_first_entry_held_survives_compaction() {
+        let mem = MemStorage::new_with_conf_state(ConfState::from((vec![1], vec![])));
+        mem.wl().append(&[entry(1, 1), entry(2, 1), entry(3, 2), entry(4, 2)]).unwrap();
+        let storage = PeerStorage::new(mem);
+        storage.compact(4, 2).unwrap();
+        assert_eq!(storage.first_index().unwrap(), 4);
+        assert_eq!(storage.term(3).unwrap(), 2, "raft-rs matches logs against it");
+        assert_eq!(storage.term(4).unwrap(), 2);
+        assert!(storage.term(2).is_err(), "collected");
+    }
+
+    #[test]
+    fn a_cached_snapshot_serves_only_peers_it_names_and_no_older_than_the_log() {
+        let mem = MemStorage::new_with_conf_state(ConfState::from((vec![1, 2], vec![])));
+        mem.wl().append(&[entry(1, 1), entry(2, 1), entry(3, 1)]).unwrap();
+        let storage = PeerStorage::new(mem);
+        let unavailable = |r: raft::Result<Snapshot>| {
+            matches!(r, Err(raft::Error::Store(StorageError::SnapshotTemporarilyUnavailable)))
+        };
+        assert!(unavailable(storage.snapshot(0, 2)), "none built yet");
+        assert!(std::mem::take(&mut storage.cache().wanted));
+        let mut snap = Snapshot::default();
+        snap.mut_metadata().index = 2;
+        snap.mut_metadata().term = 1;
+        snap.mut_metadata().set_conf_state(ConfState::from((vec![1, 2], vec![])));
+        storage.cache().ready = Some(snap);
+        assert_eq!(storage.snapshot(0, 2).unwrap().get_metadata().index, 2);
+        assert!(unavailable(storage.snapshot(0, 3)), "a replica added after it was built");
+        storage.compact(3, 1).unwrap(); // the snapshot still reaches the log's start
+        assert!(storage.snapshot(0, 2).is_ok());
+        storage.mem.wl().append(&[entry(4, 1)]).unwrap();
+        storage.compact(4, 1).unwrap();
+        assert!(unavailable(storage.snapshot(0, 2)), "older than the log's start");
+    }
+}

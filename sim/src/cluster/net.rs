@@ -125,8 +125,11 @@ fn with_peer(
     (std::mem::take(&mut slot.outbox), hold)
 }
 
-/// Send what a peer produced, after `hold` (a slow sync; the node takes nothing else
-/// meanwhile); a power cut armed for after this send fires once it left.
+/// Send what a peer produced, after `hold` (a slow sync); a power cut armed for after this
+/// send fires once it left. docsim's modelling choice: the task that carries the output
+/// waits — the receive loop takes no message, or the ticker no tick (a slow leader's
+/// heartbeats wait too, where YB's timers do not wait on WAL syncs) — while the node's
+/// other task and the controller's calls go on.
 async fn send(slot: &Shared, endpoint: &Endpoint, out: Vec<Envelope>, hold: Duration) {
     if !hold.is_zero() {
         madsim::time::sleep(hold).await;

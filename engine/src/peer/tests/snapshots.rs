@@ -100,3 +100,21 @@ fn membership_outlives_the_entries_that_made_it() {
     g.run_ms(50);
     assert!(g.peer(spare).is_applied(op), "the learner still receives the log");
 }
+
+/// A replica that applied its own removal and flushed restarts removed: the stored
+/// configuration says so (bootstrap replays no change at or below the frontier).
+#[test]
+fn a_removed_replica_restarts_removed() {
+    let (mut g, leader) = small_segments();
+    let gone = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.change_membership(leader, &[Membership::Remove(gone)]);
+    g.run_ms(100);
+    let refused = g.get_now(gone, "doc(1i32;).\"a\"").expect_err("inert");
+    assert_eq!(refused.kind(), ErrorKind::Removed);
+    g.peer(gone).flush().expect("a removed replica still flushes");
+    g.crash(gone);
+    g.restart(gone);
+    let refused = g.get_now(gone, "doc(1i32;).\"a\"").expect_err("still inert");
+    assert_eq!(refused.kind(), ErrorKind::Removed, "{refused}");
+}
