@@ -174,7 +174,7 @@ impl Value {
 
 /// The control fields at the start of a value: whether it is a TTL-only record (merge
 /// flags 1), its TTL, and where its type byte starts.
-fn decode_control_fields(input: &[u8]) -> Result<(bool, Ttl, usize), DecodeError> {
+pub(super) fn decode_control_fields(input: &[u8]) -> Result<(bool, Ttl, usize), DecodeError> {
     let err = |at: usize, reason: String| DecodeError::new("value", at, reason);
     let mut pos = 0;
     let mut ttl_only = false;
@@ -214,7 +214,7 @@ fn ttl_only_record(ttl: Ttl, kind: ValueKind, pos: usize) -> Result<Value, Decod
     Ok(Value { ttl, kind })
 }
 
-fn encode_ttl(ttl: Ttl, out: &mut Vec<u8>) {
+pub(super) fn encode_ttl(ttl: Ttl, out: &mut Vec<u8>) {
     match ttl {
         Ttl::Inherit => {}
         Ttl::Never => {

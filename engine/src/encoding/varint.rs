@@ -145,3 +145,57 @@ mod tests {
         }
     }
 }
+
+/// YugabyteDB's unsigned varint (`FastEncodeUnsignedVarInt`, `util/fast_varint.cc`):
+/// `n - 1` one bits, a 0 bit, then the value in the remaining `7n` bits, big-endian; one
+/// byte holds values below 2^7, two below 2^14. docsim encodes up to 8 bytes (values below
+/// 2^56: schema versions and merge flags are far smaller); YugabyteDB's 9- and 10-byte
+/// forms are refused on decoding.
+pub fn encode_unsigned(v: u64, out: &mut Vec<u8>) {
+    assert!(v < 1 << 56, "docsim's unsigned varints stay below 2^56: {v}");
+    let n = (1..=8).find(|n| v < 1u64 << (7 * n)).expect("below 2^56");
+    let prefix: u64 = !((1u64 << (9 - n)) - 1) & 0xff; // n - 1 ones, then a zero
+    let word = (prefix << (8 * (n - 1))) | v;
+    out.extend_from_slice(&word.to_be_bytes()[8 - n..]);
+}
+
+/// Decode an unsigned varint at the start of `input`; returns the value and its length.
+/// `base` is the offset of `input` in the whole buffer, for error messages.
+pub fn decode_unsigned(input: &[u8], base: usize) -> Result<(u64, usize), DecodeError> {
+    let err = |reason: &str| DecodeError::new("unsigned varint", base, reason);
+    let first = *input.first().ok_or_else(|| err("unexpected end of input"))?;
+    let n = first.leading_ones() as usize + 1;
+    if n > 8 {
+        return Err(err("a 9- or 10-byte form, beyond docsim's range"));
+    }
+    let bytes = input.get(..n).ok_or_else(|| err("cut short"))?;
+    let mut word = [0u8; 8];
+    word[8 - n..].copy_from_slice(bytes);
+    let mask = (1u64 << (7 * n)) - 1;
+    Ok((u64::from_be_bytes(word) & mask, n))
+}
+
+#[cfg(test)]
+mod unsigned_tests {
+    use super::*;
+
+    #[test]
+    fn unsigned_varints_match_yugabytes_forms() {
+        let enc = |v: u64| {
+            let mut out = Vec::new();
+            encode_unsigned(v, &mut out);
+            out
+        };
+        assert_eq!(enc(0), [0x00]);
+        assert_eq!(enc(3), [0x03]);
+        assert_eq!(enc(127), [0x7f]);
+        assert_eq!(enc(128), [0x80, 0x80]);
+        assert_eq!(enc(0x3fff), [0xbf, 0xff]);
+        assert_eq!(enc(0x4000), [0xc0, 0x40, 0x00]);
+        for v in [0, 1, 127, 128, 300, 0x3fff, 0x4000, u32::MAX as u64, (1 << 56) - 1] {
+            assert_eq!(decode_unsigned(&enc(v), 0), Ok((v, enc(v).len())), "{v}");
+        }
+        assert!(decode_unsigned(&[0xc0, 0x40], 0).is_err(), "cut short");
+        assert!(decode_unsigned(&[0xff, 0, 0, 0, 0, 0, 0, 0, 0], 0).is_err(), "9 bytes");
+    }
+}

@@ -1,0 +1,144 @@
+//! YugabyteDB's packed row, value format V1 (the one YCQL uses): all of a row's non-key
+//! columns in one value at the bare `DocKey#HT`.
+//!
+//! ```text
+//! packed row := [row control fields]  'z'  schema_version:unsigned-varint
+//!               end_offset:u32le × columns   column bytes × columns
+//! column     := empty (NULL)  |  an encoded value: [control fields] type-byte payload
+//! ```
+//! From `RowPackerV1::Init` and `ColumnPackerV1::UpdateHeader` (`dockv/packed_row.cc`):
+//! each offset is where its column's bytes end, counted from the start of the column
+//! bytes. A YCQL table treats every column as variable-length (`IsVarlenColumn`: "CQL
+//! columns could have individual TTL"), so every packed column has an offset, in schema
+//! order; a column is NULL when its slot is empty or starts with a tombstone
+//! (`PackedValueV1::IsNull`). Which columns a schema version packs, in which order, is its
+//! [`SchemaPacking`] (`dockv/schema_packing.cc`: the non-key columns). Row control fields
+//! here are the TTL only (YugabyteDB also allows a user timestamp).
+//!
+//! This module is the byte format alone: no write or read path uses it yet.
+
+use super::{tag, value, varint, Ttl, Value, ValueKind};
+use crate::error::DecodeError;
+
+/// Value type byte of a V1 packed row (`ValueEntryType::kPackedRowV1`).
+pub const PACKED_ROW_V1: u8 = b'z';
+
+/// The columns one schema version packs, by column id, in the order they are stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaPacking {
+    version: u32,
+    column_ids: Vec<u32>,
+}
+
+/// A decoded packed row: its TTL, schema version and each packed column (`None`: NULL).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PackedRow {
+    pub ttl: Ttl,
+    pub version: u32,
+    pub columns: Vec<(u32, Option<Value>)>,
+}
+
+impl SchemaPacking {
+    /// The packing of schema `version`: its non-key columns' ids in schema order.
+    pub fn new(version: u32, column_ids: Vec<u32>) -> Result<SchemaPacking, String> {
+        let mut sorted = column_ids.clone();
+        sorted.sort_unstable();
+        if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+            return Err(format!("schema version {version} packs column {} twice", w[0]));
+        }
+        Ok(SchemaPacking { version, column_ids })
+    }
+
+    pub fn version(&self) -> u32 {
+        self.version
+    }
+
+    pub fn column_ids(&self) -> &[u32] {
+        &self.column_ids
+    }
+
+    /// Pack one value per column (`None`: NULL), with the row's TTL.
+    pub fn pack(&self, ttl: Ttl, columns: &[Option<Value>]) -> Vec<u8> {
+        assert_eq!(columns.len(), self.column_ids.len(), "one value per packed column");
+        let mut out = Vec::new();
+        value::encode_ttl(ttl, &mut out);
+        out.push(PACKED_ROW_V1);
+        varint::encode_unsigned(u64::from(self.version), &mut out);
+        let mut data = Vec::new();
+        for column in columns {
+            if let Some(v) = column {
+                v.encode_to(&mut data);
+            }
+            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        }
+        out.extend_from_slice(&data);
+        out
+    }
+}
+
+/// The row TTL, schema version and where the offsets start, of a packed row's value.
+pub fn packed_header(bytes: &[u8]) -> Result<(Ttl, u32, usize), DecodeError> {
+    let err = |at: usize, reason: &str| DecodeError::new("packed row", at, reason);
+    let (ttl_only, ttl, pos) = value::decode_control_fields(bytes)?;
+    if ttl_only {
+        return Err(err(0, "merge flags on a packed row"));
+    }
+    if bytes.get(pos) != Some(&PACKED_ROW_V1) {
+        return Err(err(pos, "not a V1 packed row (no 'z')"));
+    }
+    let (version, len) = varint::decode_unsigned(&bytes[pos + 1..], pos + 1)?;
+    let version =
+        u32::try_from(version).map_err(|_| err(pos + 1, "schema version over 32 bits"))?;
+    Ok((ttl, version, pos + 1 + len))
+}
+
+/// Decode a packed row; `packing_of` gives the packing of its schema version.
+pub fn decode_packed_row<'a>(
+    bytes: &[u8],
+    packing_of: impl Fn(u32) -> Option<&'a SchemaPacking>,
+) -> Result<PackedRow, DecodeError> {
+    let err = |at: usize, reason: String| DecodeError::new("packed row", at, reason);
+    let (ttl, version, offsets_at) = packed_header(bytes)?;
+    let packing = packing_of(version)
+        .ok_or_else(|| err(offsets_at - 1, format!("no packing for schema version {version}")))?;
+    let n = packing.column_ids.len();
+    let data_at = offsets_at + 4 * n;
+    let data = bytes.get(data_at..).ok_or_else(|| err(bytes.len(), "offsets cut short".into()))?;
+    let mut columns = Vec::with_capacity(n);
+    let mut start = 0;
+    for (i, &id) in packing.column_ids.iter().enumerate() {
+        let at = offsets_at + 4 * i;
+        let end = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        if end < start || end > data.len() {
+            return Err(err(
+                at,
+                format!("column {id} ends at {end}, outside {start}..={}", data.len()),
+            ));
+        }
+        columns.push((id, decode_column(&data[start..end], data_at + start)?));
+        start = end;
+    }
+    if start != data.len() {
+        return Err(err(
+            data_at + start,
+            format!("{} bytes after the last column", data.len() - start),
+        ));
+    }
+    Ok(PackedRow { ttl, version, columns })
+}
+
+/// One column's slot: empty or a tombstone is NULL.
+fn decode_column(slot: &[u8], at: usize) -> Result<Option<Value>, DecodeError> {
+    if slot.is_empty() || slot[0] == tag::VALUE_TOMBSTONE {
+        return Ok(None);
+    }
+    let v = Value::decode(slot)
+        .map_err(|e| DecodeError::new("packed column", at + e.offset, e.reason))?;
+    match v.kind {
+        ValueKind::Primitive(_) => Ok(Some(v)),
+        _ => Err(DecodeError::new("packed column", at, "not a primitive value")),
+    }
+}
+
+#[cfg(test)]
+mod tests;
