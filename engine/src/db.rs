@@ -40,6 +40,45 @@ const HISTORY_CUTOFF_KEY: &[u8] = b"\x01history_cutoff";
 /// therefore exactly the **flushed frontier**: the last entry whose data is durable.
 const FRONTIER_KEY: &[u8] = b"\x01frontier";
 
+/// RocksDB table options that must never change what a reader sees (the metamorphic
+/// set, `docsim run --metamorphic`). Only options that change neither which files a
+/// compaction sees nor when flushes happen belong here: no memtable small enough to
+/// flush by itself, no leveled compaction (GC's full-compaction premise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageConfig {
+    /// The data block size of SST files.
+    pub block_bytes: usize,
+    /// Bloom filters over the document-key prefix.
+    pub bloom_filter: bool,
+    /// Snappy compression of SST blocks (the only codec librocksdb-sys builds here).
+    pub snappy: bool,
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        // RocksDB's own default compression is snappy when it is built in, as here.
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true }
+    }
+}
+
+impl StorageConfig {
+    /// The metamorphic set: the default first.
+    pub const SET: [StorageConfig; 4] = [
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true },
+        StorageConfig { block_bytes: 1 << 10, bloom_filter: true, snappy: true },
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: false, snappy: true },
+        StorageConfig { block_bytes: 4 << 10, bloom_filter: false, snappy: false },
+    ];
+}
+
+impl std::fmt::Display for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bloom = if self.bloom_filter { "bloom" } else { "no-bloom" };
+        let codec = if self.snappy { "snappy" } else { "uncompressed" };
+        write!(f, "block={}KiB {bloom} {codec}", self.block_bytes >> 10)
+    }
+}
+
 /// The flushed frontier as stored: the op id and hybrid time of the last entry whose data
 /// is durable, and the history cutoff persisted with the data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -99,15 +138,20 @@ struct GcState {
 impl DocDb {
     /// Open (or create) the instance in `dir` on the real file system.
     pub fn open(dir: &Path) -> Result<DocDb> {
-        DocDb::open_in(dir, None, Plants::NONE)
+        DocDb::open_in(dir, None, Plants::NONE, StorageConfig::default())
     }
 
     /// Open (or create) the instance in `dir` of `env` (an in-memory RocksDB environment,
     /// for fast simulation), or of the real file system when `env` is `None`, with the
     /// bugs in `plants` planted ([`Plants::NONE`]: none).
-    pub fn open_in(dir: &Path, env: Option<&rocksdb::Env>, plants: Plants) -> Result<DocDb> {
+    pub fn open_in(
+        dir: &Path,
+        env: Option<&rocksdb::Env>,
+        plants: Plants,
+        storage: StorageConfig,
+    ) -> Result<DocDb> {
         let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
-        let mut opts = options(gc.clone())?;
+        let mut opts = options(gc.clone(), storage)?;
         if let Some(env) = env {
             opts.set_env(env);
         }
@@ -629,7 +673,7 @@ fn decode_doc_entry(key: &[u8], doc_len: usize, table_key: bool, value: &[u8]) -
     Ok(DocEntry { table_key, subkeys, doc_ht, value })
 }
 
-fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
+fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result<Options> {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_disable_auto_compactions(true);
@@ -657,10 +701,16 @@ fn options(gc: Arc<Mutex<GcState>>) -> Result<Options> {
     table.set_block_cache(shared_block_cache());
     table.set_cache_index_and_filter_blocks(true);
     // Bloom filters over the document-key prefix: reads within one document skip files.
-    table.set_bloom_filter(10.0, false);
+    if storage.bloom_filter {
+        table.set_bloom_filter(10.0, false);
+    }
     table.set_whole_key_filtering(false);
-    table.set_block_size(32 << 10);
+    table.set_block_size(storage.block_bytes);
     opts.set_block_based_table_factory(&table);
+    opts.set_compression_type(match storage.snappy {
+        true => rocksdb::DBCompressionType::Snappy,
+        false => rocksdb::DBCompressionType::None,
+    });
     opts.set_compaction_filter_factory(GcFilterFactory { gc });
     // Not in the Rust API: a close (and so a crash) must not persist memtables, or replay
     // after a crash would never be exercised. (This builds new options: what must outlive

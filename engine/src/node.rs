@@ -52,6 +52,8 @@ pub struct NodeOptions {
     pub segment_bytes: usize,
     /// Planted bugs (testing the tester).
     pub plants: Plants,
+    /// RocksDB table options of every tablet (the metamorphic set varies them).
+    pub storage: crate::db::StorageConfig,
 }
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -129,8 +131,9 @@ impl Node {
             segment_bytes: self.options.segment_bytes,
         };
         let dir = self.dir.join(&sub);
+        let plants = self.options.plants;
         let (mut tablet, report) =
-            Tablet::open_with_log(&dir, self.env.as_ref(), &log, self.options.plants)?;
+            Tablet::open_with_log(&dir, self.env.as_ref(), &log, plants, self.options.storage)?;
         if let Some(Armed { at: CrashPoint::Write(stage), .. }) = self.armed {
             tablet.arm_crash(stage);
         }

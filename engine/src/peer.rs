@@ -314,7 +314,7 @@ impl Peer {
         options: PeerOptions,
         now_us: u64,
     ) -> Result<(Peer, BootReport)> {
-        let db = DocDb::open_in(dir, env, options.plants)?;
+        let db = DocDb::open_in(dir, env, options.plants, Default::default())?;
         let frontier = db.opened_frontier();
         let (mut log, mut recovery) =
             Log::open(disk, log_dir, options.segment_bytes, 0, options.plants)?;

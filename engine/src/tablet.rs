@@ -99,7 +99,7 @@ impl Tablet {
     pub fn open(dir: &Path) -> Result<Tablet> {
         let disk = SimDisk::new(0, FaultConfig::default());
         let log = LogConfig { disk, dir: "log".into(), segment_bytes: 8 << 20 };
-        Ok(Tablet::open_with_log(dir, None, &log, Plants::NONE)?.0)
+        Ok(Tablet::open_with_log(dir, None, &log, Plants::NONE, Default::default())?.0)
     }
 
     /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
@@ -110,12 +110,13 @@ impl Tablet {
         env: Option<&rocksdb::Env>,
         log: &LogConfig,
         plants: Plants,
+        storage: crate::db::StorageConfig,
     ) -> Result<(Tablet, RestartReport)> {
         if env.is_none() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let db = DocDb::open_in(dir, env, plants)?;
+        let db = DocDb::open_in(dir, env, plants, storage)?;
         let mut frontier = db.opened_frontier();
         let (replica, recovery) =
             Replica::open(log, frontier.op_id.index, plants).inspect_err(|e| {

@@ -76,8 +76,13 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 
 /// A node in real files under `dir`, its logs on `disk`.
 fn node(dir: &std::path::Path, disk: SimDisk) -> Node {
-    let options =
-        NodeOptions { in_memory: false, disk, segment_bytes: 1 << 20, plants: Plants::NONE };
+    let options = NodeOptions {
+        in_memory: false,
+        disk,
+        segment_bytes: 1 << 20,
+        plants: Plants::NONE,
+        storage: Default::default(),
+    };
     Node::new(dir, options).expect("node")
 }
 

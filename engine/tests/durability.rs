@@ -26,7 +26,13 @@ fn write(runner: &mut Node, i: u64) -> docsim_engine::Result<()> {
 
 /// A node in real files under `dir`, its logs on `disk` in segments of `segment_bytes`.
 fn node(dir: &std::path::Path, disk: SimDisk, segment_bytes: usize) -> Node {
-    let options = NodeOptions { in_memory: false, disk, segment_bytes, plants: Plants::NONE };
+    let options = NodeOptions {
+        in_memory: false,
+        disk,
+        segment_bytes,
+        plants: Plants::NONE,
+        storage: Default::default(),
+    };
     Node::new(dir, options).expect("node")
 }
 

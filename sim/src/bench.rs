@@ -99,7 +99,13 @@ fn ht(i: usize) -> HybridTime {
 /// A node with the bench table, in real files under `dir` (as raw RocksDB is).
 fn bench_node(dir: &Path, in_memory: bool) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
-    let options = NodeOptions { in_memory, disk, segment_bytes: 8 << 20, plants: Plants::NONE };
+    let options = NodeOptions {
+        in_memory,
+        disk,
+        segment_bytes: 8 << 20,
+        plants: Plants::NONE,
+        storage: Default::default(),
+    };
     let mut node = Node::new(dir, options).map_err(err)?;
     node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;
     Ok(node)

@@ -34,6 +34,7 @@ mod convert;
 mod durability;
 mod gc_complete;
 mod log_files;
+pub mod metamorphic;
 pub mod report;
 pub mod shrink;
 pub mod simulate;

@@ -70,6 +70,10 @@ enum Command {
         /// Run the seed twice in two processes and compare their traces step by step.
         #[arg(long)]
         check_determinism: bool,
+        /// Run the seed under every storage configuration of the metamorphic set (block
+        /// size, bloom filters, snappy): the traces must be identical.
+        #[arg(long)]
+        metamorphic: bool,
         /// Print every trace line and the trace hash (used by --check-determinism).
         #[arg(long, hide = true)]
         emit_trace: bool,
@@ -354,7 +358,8 @@ fn parse_duration(text: &str) -> Result<f64, String> {
 }
 
 fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
-    RunConfig { seed, ops: shape.ops, profile: shape.profile, plant: shape.plant, keep_trace }
+    let (profile, plant, storage) = (shape.profile, shape.plant, Default::default());
+    RunConfig { seed, ops: shape.ops, profile, plant, keep_trace, storage }
 }
 
 fn replicated(
@@ -378,6 +383,7 @@ fn main() -> ExitCode {
             cluster_command((args.seed, args.seed + 1), 1, &template, true, reports)
         }
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
+        Command::Run { run: args, metamorphic: true, .. } => metamorphic(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),
         Command::Torture { seeds, replicas, jobs, shape, report, .. } if replicas > 1 => {
@@ -480,6 +486,28 @@ fn shrink(dir: &Path) -> ExitCode {
     println!("  actual:   {}", shrunk.failure.actual.join(" | "));
     println!("  reproducer: docsim script {plant_arg}{}", path.display());
     ExitCode::SUCCESS
+}
+
+/// `run --metamorphic`: the seed under every storage configuration, traces compared.
+fn metamorphic(args: &RunArgs) -> ExitCode {
+    let runs = docsim::metamorphic::run_set(&config(args.seed, &args.shape, true));
+    for (storage, outcome) in &runs {
+        let verdict = if outcome.failure.is_some() { "FAIL" } else { "pass" };
+        let (name, hash, lines) = (storage.to_string(), outcome.trace_hash, outcome.trace.len());
+        println!("{name:<30} trace-hash {hash:016x}  {lines} lines  {verdict}");
+    }
+    let divergences = docsim::metamorphic::divergences(&runs);
+    for d in &divergences {
+        println!("FAIL: {} differs from the default at trace line {}", d.config, d.line);
+        println!("  default: {}", d.default_line.as_deref().unwrap_or("(end of trace)"));
+        println!("  this:    {}", d.this_line.as_deref().unwrap_or("(end of trace)"));
+    }
+    let failed = runs.iter().any(|(_, o)| o.failure.is_some());
+    if divergences.is_empty() && !failed {
+        println!("PASS: {} configurations, identical traces", runs.len());
+        return ExitCode::SUCCESS;
+    }
+    ExitCode::FAILURE
 }
 
 fn run_seed(args: &RunArgs, emit_trace: bool, replay: bool) -> ExitCode {

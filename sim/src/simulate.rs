@@ -9,6 +9,7 @@
 use crate::step::{step_catching_panics, State};
 use crate::ScratchDir;
 use docsim_engine::canary::{Plant, Plants};
+use docsim_engine::StorageConfig;
 use docsim_engine::{HybridClock, HybridTime, PhysicalClock, TabletId};
 use docsim_workloads::{CrashPoint, DiskFault, Op, Profile, Workload};
 use rand::{Rng, SeedableRng};
@@ -29,6 +30,8 @@ pub struct RunConfig {
     pub plant: Option<Plant>,
     /// Keep every trace line (for `replay` and the determinism check).
     pub keep_trace: bool,
+    /// RocksDB table options (`docsim run --metamorphic` runs the whole set).
+    pub storage: docsim_engine::StorageConfig,
 }
 
 /// A check that failed.
@@ -379,10 +382,10 @@ impl std::fmt::Display for Schedule {
 
 /// A run's state: its node in a scratch directory, with the planted bug, and the disk's
 /// random stream derived from the run's seed.
-fn new_state(plant: Option<Plant>, seed: u64) -> (ScratchDir, State) {
+fn new_state(plant: Option<Plant>, seed: u64, storage: StorageConfig) -> (ScratchDir, State) {
     let scratch = ScratchDir::new().expect("scratch directory");
     let disk_seed = stream(seed, STREAM_DISK).random::<u64>();
-    let state = State::new(scratch.path(), Plants::of(plant), disk_seed);
+    let state = State::new(scratch.path(), Plants::of(plant), disk_seed, storage);
     (scratch, state)
 }
 
@@ -402,7 +405,7 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     );
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
-    let (_scratch, mut state) = new_state(config.plant, config.seed);
+    let (_scratch, mut state) = new_state(config.plant, config.seed, config.storage);
     crate::step::note_run(Some(crate::report::reproduce_command(&config, config.seed)));
     let mut outcome = RunOutcome::new(config.seed, knobs);
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
@@ -606,7 +609,7 @@ pub(crate) fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 /// Run a fixed op list (no generation: the ops carry their times) through the same checks
 /// as a simulated run; the first failure, if any. The shrinker's oracle.
 pub fn replay_ops(ops: &[Op], plant: Option<Plant>, seed: u64) -> Option<Failure> {
-    let (_scratch, mut state) = new_state(plant, seed);
+    let (_scratch, mut state) = new_state(plant, seed, StorageConfig::default());
     ops.iter().enumerate().find_map(|(i, op)| {
         step_catching_panics(&mut state, op).1.err().map(|mut f| {
             f.step = i;

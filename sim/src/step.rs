@@ -73,9 +73,15 @@ pub struct State {
 impl State {
     /// A fresh node (RocksDB in memory, logs on a fault-free disk whose random stream is
     /// `disk_seed`) under `dir`.
-    pub fn new(dir: &std::path::Path, plants: Plants, disk_seed: u64) -> State {
+    pub fn new(
+        dir: &std::path::Path,
+        plants: Plants,
+        disk_seed: u64,
+        storage: docsim_engine::StorageConfig,
+    ) -> State {
         let disk = SimDisk::new(disk_seed, FaultConfig::default());
-        let options = NodeOptions { in_memory: true, disk, segment_bytes: SEGMENT_BYTES, plants };
+        let options =
+            NodeOptions { in_memory: true, disk, segment_bytes: SEGMENT_BYTES, plants, storage };
         State {
             parts: Parts::default(),
             node: Node::new(dir, options).expect("in-memory RocksDB environment"),
@@ -927,7 +933,7 @@ mod tests {
     #[test]
     fn a_panic_is_a_failed_step_not_a_dead_run() {
         let scratch = crate::ScratchDir::new().expect("scratch");
-        let mut state = State::new(scratch.path(), Plants::NONE, 0);
+        let mut state = State::new(scratch.path(), Plants::NONE, 0, Default::default());
         let (_, first) = step_catching_panics(&mut state, &Op::Flush);
         assert_eq!(first.expect("a flush passes"), Vec::<String>::new());
         let select = CqlOp::Select { hash: vec![], range: None, columns: None };
@@ -949,7 +955,7 @@ mod tests {
     #[test]
     fn every_generated_op_prints_as_a_docscript_line_that_parses_back() {
         let scratch = crate::ScratchDir::new().expect("scratch");
-        let mut state = State::new(scratch.path(), Plants::NONE, 0);
+        let mut state = State::new(scratch.path(), Plants::NONE, 0, Default::default());
         let mut checked = 0;
         for (seed, profile) in Profile::ALL.into_iter().enumerate() {
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed as u64);

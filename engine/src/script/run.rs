@@ -198,8 +198,13 @@ impl Runner {
     /// simulated disk.
     pub fn new(dir: &Path, plants: Plants) -> Result<Runner, Error> {
         let disk = SimDisk::new(0, FaultConfig::default());
-        let options =
-            NodeOptions { in_memory: false, disk, segment_bytes: SCRIPT_SEGMENT_BYTES, plants };
+        let options = NodeOptions {
+            in_memory: false,
+            disk,
+            segment_bytes: SCRIPT_SEGMENT_BYTES,
+            plants,
+            storage: Default::default(),
+        };
         let node = Node::new(dir, options)?;
         Ok(Runner { node, markers: MarkerMode::Optional, restarts: VecDeque::new() })
     }
