@@ -74,6 +74,12 @@ pub enum Plant {
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
     GcKeepsTombstones,
+    /// YugabyteDB's rule: a required-marker seek answered from the batch's cache ignores
+    /// an ancestor the batch overwrote since (`DocWriteBatch::SeekToKeyPrefix`, its cache
+    /// branch): a write below a level whose marker a later parent marker hid adds no new
+    /// marker, and the write's outcome then depends on compaction (rare: needs a batch
+    /// writing a child marker, its parent's, then a grandchild, and a compaction).
+    YbBatchCacheKeepsOverwritten,
     // Bugs of the replicated tablet (`peer.rs`): planted in `docsim cluster` runs.
     /// Bootstrap with peers takes every entry in the log for committed: orphaned entries a
     /// new leader overwrote come back as applied data on this peer.
@@ -101,7 +107,7 @@ pub enum Plant {
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 21] = [
+    pub const ALL: [Plant; 22] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -123,6 +129,7 @@ impl Plant {
         Plant::YbExpiredParentGc,
         Plant::YbSeekStopsAtExpire,
         Plant::GcKeepsTombstones,
+        Plant::YbBatchCacheKeepsOverwritten,
     ];
 
     /// The bugs of the replicated tablet, caught by `docsim cluster`.
@@ -144,6 +151,7 @@ impl Plant {
             Plant::TornHeaderIsCorruption
                 | Plant::SkippedSegmentsUnchecked
                 | Plant::GcTakesFirstNeededSegment
+                | Plant::YbBatchCacheKeepsOverwritten
         )
     }
 
@@ -171,6 +179,7 @@ impl Plant {
             Plant::YbExpiredParentGc => "yb-expired-parent-gc",
             Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
+            Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::OrphansCommitted => "orphans-committed",
             Plant::HtNotPropagated => "ht-not-propagated",
             Plant::ReadsPastLease => "reads-past-lease",

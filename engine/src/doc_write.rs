@@ -291,10 +291,10 @@ impl Pending<'_> {
     ) -> Result<Option<Found>> {
         let path = DocPath::new(doc_key.clone(), subkeys.to_vec());
         let encoded = path.encode();
-        if let Some(cached) = self.cache.get(&encoded) {
-            return Ok(Some(cached.clone()));
-        }
         let plants = self.db.plants();
+        if let Some(cached) = self.cached(&encoded, parent) {
+            return Ok(Some(cached));
+        }
         let stored = self.stored.newest_entries(self.db, doc_key, self.ht)?;
         // A document's scan starts with its table's tombstone, which no seek sees (a table
         // key's own entries are all marked as the table key's).
@@ -347,6 +347,23 @@ impl Pending<'_> {
         }
         self.cache.insert(encoded, found.clone());
         Ok(Some(found))
+    }
+}
+
+impl Pending<'_> {
+    /// What the batch's cache holds at `encoded`, judged against `parent` as a stored entry
+    /// is (a rule of docsim's own): a level this batch wrote before its parent's newer
+    /// marker is missing. YugabyteDB's cache branch of `SeekToKeyPrefix` returns the entry
+    /// as it is (README; `--plant yb-batch-cache-keeps-overwritten`).
+    fn cached(&self, encoded: &[u8], parent: Option<&Found>) -> Option<Found> {
+        let mut found = self.cache.get(encoded)?.clone();
+        let overwritten = parent.is_some_and(|p| p.exact && p.written > found.written);
+        let plant = crate::canary::Plant::YbBatchCacheKeepsOverwritten;
+        if overwritten && !self.db.plants().contains(plant) {
+            crate::probe::hit("write.marker_seek_overwritten");
+            found.kind = ValueKind::Tombstone;
+        }
+        Some(found)
     }
 }
 

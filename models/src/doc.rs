@@ -471,8 +471,13 @@ impl Batch<'_> {
     /// is at its own path and newer (that is not remembered).
     fn seek(&mut self, doc: &DocId, path: &[Key], parent: Option<&Seen>) -> Option<Seen> {
         let id = (doc.clone(), path.to_vec());
+        let overwritten = |seen: &Seen| parent.is_some_and(|p| p.exact && p.when > seen.when);
         if let Some(seen) = self.seen.get(&id) {
-            return Some(seen.clone());
+            let mut seen = seen.clone();
+            if overwritten(&seen) {
+                seen.entry = Entry::Tombstone; // written here before the parent's marker
+            }
+            return Some(seen);
         }
         let node = path.iter().try_fold(self.model.docs.get(doc)?, |n, k| n.children.get(k))?;
         let (exact, v) = first_version(node, self.time, true)?;
@@ -481,7 +486,7 @@ impl Batch<'_> {
         let expired = last_alive((v.time, v.ttl)).is_some_and(|last| self.time > last);
         if expired {
             seen.entry = Entry::Tombstone;
-        } else if parent.is_some_and(|p| p.exact && p.when > seen.when) {
+        } else if overwritten(&seen) {
             seen.entry = Entry::Tombstone;
             return Some(seen);
         }

@@ -203,6 +203,7 @@ fn rare_plants_are_caught_by_the_seeds_that_found_them() {
         (Plant::TornHeaderIsCorruption, 298),
         (Plant::SkippedSegmentsUnchecked, 260),
         (Plant::GcTakesFirstNeededSegment, 4),
+        (Plant::YbBatchCacheKeepsOverwritten, 600113),
     ];
     assert_eq!(found.len(), Plant::ALL.iter().filter(|p| p.rare()).count());
     for (plant, seed) in found {
