@@ -206,10 +206,28 @@ impl DocDb {
             times.encode(write_id as u32, &mut key);
             batch.put(&key, value);
         }
+        self.write_unlogged(batch)
+    }
+
+    /// Write `batch` without RocksDB's WAL (the Raft log is the only log).
+    fn write_unlogged(&self, batch: WriteBatch) -> Result<()> {
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
         self.db().write_opt(batch, &opts)?;
         Ok(())
+    }
+
+    /// Call `f` with every stored key and value (metadata included), in key order.
+    fn for_each_stored(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
+        let mut opts = ReadOptions::default();
+        opts.set_total_order_seek(true); // every key, whatever the prefix extractor says
+        let mut it = self.db().raw_iterator_opt(opts);
+        it.seek_to_first();
+        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+            f(key, value)?;
+            it.next();
+        }
+        Ok(it.status()?)
     }
 
     /// Refuse reads below the history cutoff.
@@ -376,18 +394,13 @@ impl DocDb {
 
     /// Every stored entry in key order (metadata excluded), decoded, with raw bytes.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
-        let mut opts = ReadOptions::default();
-        opts.set_total_order_seek(true);
-        let mut it = self.db().raw_iterator_opt(opts);
-        it.seek_to_first();
         let mut out = Vec::new();
-        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+        self.for_each_stored(|key, value| {
             if key.first() != Some(&META_PREFIX) {
                 out.push((decode_entry(key, value)?, key.to_vec(), value.to_vec()));
             }
-            it.next();
-        }
-        it.status()?;
+            Ok(())
+        })?;
         Ok(out)
     }
 
@@ -650,12 +663,21 @@ fn corrupt_key(key: &[u8], reason: &str) -> Error {
 }
 
 fn decode_frontier(raw: &[u8]) -> Result<(crate::log::OpId, HybridTime)> {
-    if raw.len() != 24 {
-        return Err(corrupt_record(FRONTIER_KEY, format!("{} bytes, not 24", raw.len())));
-    }
-    let v: [u64; 3] =
-        std::array::from_fn(|i| u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8")));
+    let v: [u64; 3] = decode_u64s(FRONTIER_KEY, raw)?;
     Ok((crate::log::OpId::new(v[0], v[1]), HybridTime::from_raw(v[2])))
+}
+
+/// The `N` big-endian u64s a metadata value at `key` holds.
+fn decode_u64s<const N: usize>(key: &[u8], raw: &[u8]) -> Result<[u64; N]> {
+    if raw.len() != 8 * N {
+        return Err(corrupt_record(key, format!("{} bytes, not {}", raw.len(), 8 * N)));
+    }
+    Ok(std::array::from_fn(|i| u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8"))))
+}
+
+/// `values` as big-endian bytes, for a metadata value.
+fn encode_u64s(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_be_bytes()).collect()
 }
 
 fn decode_entry(key: &[u8], value: &[u8]) -> Result<Entry> {

@@ -1065,15 +1065,9 @@ impl Peer {
         self.check_powered()?;
         self.db.flush()?;
         let removed = self.log.gc(self.written.index)?;
-        // raft-rs's copy of the log starts where the disk's does now (keeping at least
-        // the last entry: `MemStorage` cannot tell its start from an empty log).
-        let store = self.raw.store().clone();
+        // raft-rs's copy of the log starts where the disk's does now.
         let start = (self.log.segments()[0].prev.index + 1).min(self.written.index);
-        let start = start.min(raft::Storage::last_index(&store).map_err(raft_error)?);
-        if start > raft::Storage::first_index(&store).map_err(raft_error)? {
-            let term_before = raft::Storage::term(&store, start - 1).map_err(raft_error)?;
-            store.compact(start, term_before).map_err(raft_error)?;
-        }
+        self.raw.store().compact(start).map_err(raft_error)?;
         Ok(removed)
     }
 

@@ -413,18 +413,7 @@ impl Cluster {
 
     fn collect_once(&mut self) -> Result<(), String> {
         for id in self.ids() {
-            let applied = {
-                let mut slot = self.slot(id);
-                let slot = &mut *slot;
-                let mut applied = std::mem::take(&mut slot.applied);
-                let mut installed = std::mem::take(&mut slot.installed);
-                if let Some(peer) = slot.peer.as_mut() {
-                    applied.extend(peer.take_applied()); // applied inside the controller's calls
-                    installed.extend(peer.take_installed());
-                }
-                (applied, installed)
-            };
-            let (applied, installed) = applied;
+            let (applied, installed) = self.slot(id).take_reports();
             for op_id in installed {
                 self.outcome.snapshots_installed += 1;
                 self.trace(format!("snapshot node={id}: installed {op_id}"));

@@ -5,11 +5,11 @@
 //! same RocksDB batch as the frontier reaches an SST file in the same flush, so what is
 //! read back at open is the state as of the flushed frontier.
 
-use super::{DocDb, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
+use super::{decode_u64s, encode_u64s, DocDb, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
 use crate::error::Result;
 use crate::hybrid_time::HybridTime;
 use crate::log::OpId;
-use rocksdb::{ReadOptions, WriteBatch, WriteOptions};
+use rocksdb::WriteBatch;
 
 /// Metadata key holding the replica's configuration as of the frontier: an opaque
 /// encoding chosen by the replica (docsim's rule; YB keeps it in the consensus metadata
@@ -33,10 +33,7 @@ impl DocDb {
         let mut batch = WriteBatch::default();
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
         batch.put(CONF_KEY, conf);
-        let mut opts = WriteOptions::default();
-        opts.disable_wal(true);
-        self.db().write_opt(batch, &opts)?;
-        Ok(())
+        self.write_unlogged(batch)
     }
 
     /// The configuration as of the flushed frontier (what [`DocDb::write_conf`] wrote).
@@ -47,30 +44,19 @@ impl DocDb {
     /// The op id of the last snapshot installed, as of the flushed frontier.
     pub fn installed_snapshot(&self) -> Result<Option<OpId>> {
         let Some(raw) = self.db().get(SNAPSHOT_KEY)? else { return Ok(None) };
-        if raw.len() != 16 {
-            let why = format!("{} bytes, not 16", raw.len());
-            return Err(super::corrupt_record(SNAPSHOT_KEY, why));
-        }
-        let v: [u64; 2] = std::array::from_fn(|i| {
-            u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8 bytes"))
-        });
-        Ok(Some(OpId::new(v[0], v[1])))
+        let [term, index] = decode_u64s(SNAPSHOT_KEY, &raw)?;
+        Ok(Some(OpId::new(term, index)))
     }
 
     /// Every document entry, for a snapshot.
     pub fn export(&self) -> Result<Export> {
-        let mut opts = ReadOptions::default();
-        opts.set_total_order_seek(true);
-        let mut it = self.db().raw_iterator_opt(opts);
-        it.seek_to_first();
         let mut pairs = Vec::new();
-        while let (Some(key), Some(value)) = (it.key(), it.value()) {
+        self.for_each_stored(|key, value| {
             if key.first() != Some(&META_PREFIX) {
                 pairs.push((key.to_vec(), value.to_vec()));
             }
-            it.next();
-        }
-        it.status()?;
+            Ok(())
+        })?;
         Ok(Export { pairs, history_cutoff: self.history_cutoff_ht })
     }
 
@@ -86,16 +72,10 @@ impl DocDb {
         conf: &[u8],
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
-        let mut opts = ReadOptions::default();
-        opts.set_total_order_seek(true); // every key, whatever the prefix extractor says
-        let mut it = self.db().raw_iterator_opt(opts);
-        it.seek_to_first();
-        while let Some(key) = it.key() {
+        self.for_each_stored(|key, _| {
             batch.delete(key);
-            it.next();
-        }
-        it.status()?;
-        drop(it);
+            Ok(())
+        })?;
         for (key, value) in &export.pairs {
             batch.put(key, value);
         }
@@ -103,12 +83,8 @@ impl DocDb {
         batch.put(HISTORY_CUTOFF_KEY, cutoff.raw().to_be_bytes());
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
         batch.put(CONF_KEY, conf);
-        let installed: Vec<u8> =
-            [op_id.term, op_id.index].iter().flat_map(|v| v.to_be_bytes()).collect();
-        batch.put(SNAPSHOT_KEY, installed);
-        let mut opts = WriteOptions::default();
-        opts.disable_wal(true);
-        self.db().write_opt(batch, &opts)?;
+        batch.put(SNAPSHOT_KEY, encode_u64s(&[op_id.term, op_id.index]));
+        self.write_unlogged(batch)?;
         self.flush()?;
         self.history_cutoff_ht = cutoff;
         Ok(())
@@ -116,5 +92,5 @@ impl DocDb {
 }
 
 pub(super) fn encode_frontier(op_id: OpId, ht: HybridTime) -> Vec<u8> {
-    [op_id.term, op_id.index, ht.raw()].iter().flat_map(|v| v.to_be_bytes()).collect()
+    encode_u64s(&[op_id.term, op_id.index, ht.raw()])
 }

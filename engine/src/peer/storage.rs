@@ -47,11 +47,14 @@ impl PeerStorage {
         self.cache.lock().expect("snapshot cache")
     }
 
-    /// Drop the entries before `index` (which must be held), remembering the term before.
-    pub fn compact(&self, index: u64, term_before: u64) -> raft::Result<()> {
+    /// Drop the entries before `index`, remembering the term before it; keeps at least
+    /// the last entry (`MemStorage` cannot tell its start from an empty log).
+    pub fn compact(&self, index: u64) -> raft::Result<()> {
+        let index = index.min(self.mem.last_index()?);
         if index <= self.mem.first_index()? {
             return Ok(());
         }
+        let term_before = self.term(index - 1)?;
         self.mem.wl().compact(index)?;
         *self.compacted.lock().expect("compacted") = (index - 1, term_before);
         Ok(())
@@ -128,7 +131,7 @@ mod tests {
         let mem = MemStorage::new_with_conf_state(ConfState::from((vec![1], vec![])));
         mem.wl().append(&[entry(1, 1), entry(2, 1), entry(3, 2), entry(4, 2)]).unwrap();
         let storage = PeerStorage::new(mem);
-        storage.compact(4, 2).unwrap();
+        storage.compact(4).unwrap();
         assert_eq!(storage.first_index().unwrap(), 4);
         assert_eq!(storage.term(3).unwrap(), 2, "raft-rs matches logs against it");
         assert_eq!(storage.term(4).unwrap(), 2);
@@ -152,10 +155,10 @@ mod tests {
         storage.cache().ready = Some(snap);
         assert_eq!(storage.snapshot(0, 2).unwrap().get_metadata().index, 2);
         assert!(unavailable(storage.snapshot(0, 3)), "a replica added after it was built");
-        storage.compact(3, 1).unwrap(); // the snapshot still reaches the log's start
+        storage.compact(3).unwrap(); // the snapshot still reaches the log's start
         assert!(storage.snapshot(0, 2).is_ok());
         storage.mem.wl().append(&[entry(4, 1)]).unwrap();
-        storage.compact(4, 1).unwrap();
+        storage.compact(4).unwrap();
         assert!(unavailable(storage.snapshot(0, 2)), "older than the log's start");
     }
 }

@@ -47,6 +47,20 @@ impl Slot {
     pub fn running(&mut self) -> Option<&mut Peer> {
         self.peer.as_mut().filter(|p| !p.powered_off())
     }
+
+    /// Move what the peer applied and installed (inside any call) into the slot.
+    fn gather(&mut self) {
+        if let Some(peer) = self.peer.as_mut() {
+            self.applied.extend(peer.take_applied());
+            self.installed.extend(peer.take_installed());
+        }
+    }
+
+    /// Everything applied and every snapshot installed since the last call.
+    pub fn take_reports(&mut self) -> (Vec<Applied>, Vec<OpId>) {
+        self.gather();
+        (std::mem::take(&mut self.applied), std::mem::take(&mut self.installed))
+    }
 }
 
 pub type Shared = Arc<Mutex<Slot>>;
@@ -117,10 +131,10 @@ fn with_peer(
         Err(_) if peer.powered_off() => {} // whoever cut it tells the controller
         Err(e) => slot.refused.push(e.to_string()),
     }
-    slot.applied.extend(peer.take_applied());
-    slot.installed.extend(peer.take_installed());
-    let synced = peer.syncs() != slot.syncs_sent;
-    slot.syncs_sent = peer.syncs();
+    let syncs = peer.syncs();
+    slot.gather();
+    let synced = syncs != slot.syncs_sent;
+    slot.syncs_sent = syncs;
     let hold = if synced { slot.sync_latency } else { Duration::ZERO };
     (std::mem::take(&mut slot.outbox), hold)
 }
