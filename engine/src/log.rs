@@ -346,8 +346,8 @@ impl Log {
     pub fn reset(&mut self, snapshot: OpId, hard_state: HardState) -> Result<()> {
         self.hard_state = hard_state;
         let seq = self.active().seq + 1;
-        let first = [Record::Snapshot(snapshot), Record::HardState(hard_state)];
-        self.create_segment(seq, snapshot, &first)?;
+        // The header carries the hard state; the mark says the segment starts over.
+        self.create_segment(seq, snapshot, &[Record::Snapshot(snapshot)])?;
         let older = self.segments.len() - 1;
         self.remove_oldest(older)
     }
