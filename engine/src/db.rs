@@ -8,7 +8,7 @@
 
 use crate::canary::{Plant, Plants};
 use crate::document::Document;
-use crate::encoding::{doc_key_len, DocKey, DocPath, SubDocKey, Ttl, Value, ValueKind};
+use crate::encoding::{doc_key_len, DocKey, DocPath, Packings, SubDocKey, Ttl, Value, ValueKind};
 use crate::error::{Error, Result};
 use crate::gc::{CompactionKind, FeedError, GcFeed, GcParams, Verdict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
@@ -25,6 +25,7 @@ use std::ffi::CStr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod packed;
 mod peer_state;
 pub use peer_state::Export;
 
@@ -52,30 +53,49 @@ pub struct StorageConfig {
     pub bloom_filter: bool,
     /// Snappy compression of SST blocks (the only codec librocksdb-sys builds here).
     pub snappy: bool,
+    /// How CQL rows are stored.
+    pub layout: Layout,
+}
+
+/// How CQL rows are stored: the tables' own choice, or packed rows for every table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Each table as declared: one entry per column unless `WITH packed_rows = true`.
+    Declared,
+    /// Every table packs its rows (`WITH packed_rows = true` for all).
+    Packed,
 }
 
 impl Default for StorageConfig {
     fn default() -> StorageConfig {
-        // RocksDB's own default compression is snappy when it is built in, as here.
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true }
+        StorageConfig::SET[0]
     }
 }
 
 impl StorageConfig {
-    /// The metamorphic set: the default first.
-    pub const SET: [StorageConfig; 4] = [
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true },
-        StorageConfig { block_bytes: 1 << 10, bloom_filter: true, snappy: true },
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: false, snappy: true },
-        StorageConfig { block_bytes: 4 << 10, bloom_filter: false, snappy: false },
+    /// The metamorphic set: the default first. RocksDB's own default compression is
+    /// snappy when it is built in, as here.
+    pub const SET: [StorageConfig; 5] = [
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: DECL },
+        StorageConfig { block_bytes: 1 << 10, bloom_filter: true, snappy: true, layout: DECL },
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: false, snappy: true, layout: DECL },
+        StorageConfig { block_bytes: 4 << 10, bloom_filter: false, snappy: false, layout: DECL },
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: PACKED },
     ];
 }
+
+const DECL: Layout = Layout::Declared;
+const PACKED: Layout = Layout::Packed;
 
 impl std::fmt::Display for StorageConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let bloom = if self.bloom_filter { "bloom" } else { "no-bloom" };
         let codec = if self.snappy { "snappy" } else { "uncompressed" };
-        write!(f, "block={}KiB {bloom} {codec}", self.block_bytes >> 10)
+        let layout = match self.layout {
+            Layout::Declared => "",
+            Layout::Packed => " packed",
+        };
+        write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)
     }
 }
 
@@ -116,6 +136,9 @@ pub struct DocDb {
     opened_frontier: Frontier,
     /// The planted bugs of this instance (and of the tablet above it).
     plants: Plants,
+    /// The schema packings of the table whose rows this instance holds (empty: no packed
+    /// rows; a packed row found then is corruption).
+    packings: Packings,
 }
 
 /// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
@@ -168,12 +191,18 @@ impl DocDb {
             Some(raw) => decode_frontier(&raw)?,
         };
         let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
-        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier, plants })
+        let packings = Packings::default();
+        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier, plants, packings })
     }
 
     /// The planted bugs this instance was opened with.
     pub(crate) fn plants(&self) -> Plants {
         self.plants
+    }
+
+    /// The packings of every schema version of the table, for reading its packed rows.
+    pub fn set_packings(&mut self, packings: Packings) {
+        self.packings = packings;
     }
 
     /// The flushed frontier read when this instance was opened.
@@ -315,16 +344,21 @@ impl DocDb {
         out: &mut Vec<DocEntry>,
     ) -> Result<()> {
         let mut it = self.prefix_iterator(doc, true);
+        let (from, mut packed) = (out.len(), false);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(doc) {
                 break; // only without an upper bound (a prefix of 0xff bytes)
             }
             if needed.needed(key, value, doc.len())? {
-                out.push(decode_doc_entry(key, doc.len(), table_key, value)?);
+                let entry = decode_doc_entry(key, doc.len(), table_key, value)?;
+                packed |= packed::push_entry(entry, &self.packings, key, out)?;
             }
             it.next();
         }
         it.status()?;
+        if packed {
+            out[from..].sort_by(DocEntry::key_cmp);
+        }
         Ok(())
     }
 
@@ -355,6 +389,8 @@ impl DocDb {
         let mut it = self.prefix_iterator(prefix, false);
         let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
         let (mut current, mut needed) = (Vec::new(), NeededAt::new(read_ht));
+        // Whether the current document held a packed row (its entries need sorting).
+        let mut packed = false;
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
                 break; // only without an upper bound (a prefix of 0xff bytes)
@@ -362,16 +398,19 @@ impl DocDb {
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if needed.needed(key, value, doc_len)? {
                 if key[..doc_len] != current[..] {
+                    sort_if_packed(&mut out, std::mem::take(&mut packed));
                     current = key[..doc_len].to_vec();
                     let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
                     out.push((doc, Vec::new()));
                 }
                 let (doc, entries) = out.last_mut().expect("pushed above");
-                entries.push(decode_doc_entry(key, doc_len, doc.is_table_key(), value)?);
+                let entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
+                packed |= packed::push_entry(entry, &self.packings, key, entries)?;
             }
             it.next();
         }
         it.status()?;
+        sort_if_packed(&mut out, packed);
         Ok(out)
     }
 
@@ -536,6 +575,13 @@ impl Drop for DocDb {
     }
 }
 
+/// Put the last document's entries back in key order after a packed row's expansion.
+fn sort_if_packed(docs: &mut [(DocKey, Vec<DocEntry>)], packed: bool) {
+    if let (true, Some((_, entries))) = (packed, docs.last_mut()) {
+        entries.sort_by(DocEntry::key_cmp);
+    }
+}
+
 /// Which stored versions a read at `read_ht` needs, decided on raw key bytes in key order
 /// (a path's versions newest first, a parent before its children), without decoding:
 /// per path only the newest version at or before the read, and none that a version of an
@@ -586,9 +632,9 @@ impl NeededAt {
         if ht > self.read_ht {
             return Ok(false);
         }
-        // A TTL-only record hides nothing: the version beneath it is needed too, and the
-        // record's time does not overwrite anything.
-        let ttl_only = Value::is_ttl_only(value);
+        // A TTL-only record or a packed row hides nothing: the version beneath it is
+        // needed too, and its time does not overwrite anything.
+        let ttl_only = Value::hides_nothing(value);
         if older_version {
             self.beneath_ttl_only = ttl_only;
             let shadowed = self.levels.newest().is_some_and(|ancestors_ht| ancestors_ht > ht);
@@ -878,7 +924,9 @@ impl GcFilter {
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
         let tombstone = *kind == ValueKind::Tombstone;
-        if let ValueKind::TtlOnly { .. } = kind {
+        // A packed row hides nothing either (`db/packed.rs`): GC keeps it until a newer
+        // version of the row's root at or below the cutoff hides it, as a TTL-only record.
+        if let ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_) = kind {
             if let Some(unbounded) = self.unbounded.as_mut() {
                 unbounded.decide_ttl_only(components, dht, ttl, table_doc)?;
             }

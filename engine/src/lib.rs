@@ -108,7 +108,7 @@ mod sst_files;
 mod tablet;
 mod write_batch;
 
-pub use db::{DocDb, Entry, Frontier, StorageConfig};
+pub use db::{DocDb, Entry, Frontier, Layout, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{

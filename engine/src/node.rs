@@ -56,6 +56,13 @@ pub struct NodeOptions {
     pub storage: crate::db::StorageConfig,
 }
 
+/// Give a CQL table's tablet what its reads need of the table: the default TTL and the
+/// packings of its packed rows.
+fn attach(table: &CqlTable, tablet: &mut Tablet) {
+    tablet.set_table_ttl_ms(table.default_ttl_ms);
+    tablet.set_packings(table.packings().clone());
+}
+
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
 pub struct TabletDump<'a> {
     /// The CQL table of the tablet (`None`: the document tablet).
@@ -212,15 +219,26 @@ impl Node {
             return Err(Error::TableExists(table.name));
         }
         self.check_on()?;
+        let mut table = table;
+        table.packed_rows |= self.options.storage.layout == crate::db::Layout::Packed;
         let (mut tablet, _) = self.open_tablet(&TabletId::Table(table.name.clone()))?;
-        tablet.set_table_ttl_ms(table.default_ttl_ms);
+        attach(&table, &mut tablet);
         self.tables.push((table, tablet));
         Ok(())
     }
 
-    /// Run a CQL statement on its table.
+    /// Run a CQL statement on its table. `ALTER TABLE` changes the table's metadata (a
+    /// new schema version; durable as the table is) and writes nothing.
     pub fn cql(&mut self, ht: HybridTime, statement: &Statement) -> Result<cql::Outcome> {
         let (table, tablet) = self.table(statement.table())?;
+        if let Statement::Alter { change, .. } = statement {
+            let mut altered = table.clone();
+            altered.alter(change)?;
+            attach(&altered, tablet);
+            let at = self.tables.iter().position(|(t, _)| t.name == altered.name);
+            self.tables[at.expect("found above")].0 = altered;
+            return Ok(cql::Outcome::Written);
+        }
         let result = cql::execute(table, tablet, ht, statement);
         self.power_off_if_crashed(result)
     }
@@ -348,7 +366,7 @@ impl Node {
         for table in &stopped.tables {
             let id = TabletId::Table(table.name.clone());
             let (mut tablet, report) = self.open_tablet(&id)?;
-            tablet.set_table_ttl_ms(table.default_ttl_ms);
+            attach(table, &mut tablet);
             self.tables.push((table.clone(), tablet));
             reports.push((id, report));
         }

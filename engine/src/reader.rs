@@ -230,6 +230,7 @@ impl Walk<'_> {
             ValueKind::Object => put(out, rel, Document::empty_object()),
             ValueKind::Primitive(p) => put(out, rel, Document::Primitive(p.clone())),
             ValueKind::TtlOnly { .. } => unreachable!("TTL-only records are merged"),
+            ValueKind::PackedRow(_) => unreachable!("the scans expand packed rows (db/packed.rs)"),
         }
     }
 }

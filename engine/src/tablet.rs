@@ -254,6 +254,11 @@ impl Tablet {
         self.table_ttl_ms = ttl_ms;
     }
 
+    /// Set the schema packings its packed rows are read with (a CQL table's).
+    pub fn set_packings(&mut self, packings: crate::encoding::Packings) {
+        self.db.set_packings(packings);
+    }
+
     /// Flush memtables, then delete the log segments below the new flushed frontier.
     pub fn flush(&mut self) -> Result<()> {
         self.flush_data()?;

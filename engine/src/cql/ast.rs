@@ -3,6 +3,7 @@
 //! same statement the node ran. Values stay literals as written: their CQL types come from
 //! the table's schema when the statement runs.
 
+pub use super::schema::AlterChange;
 use std::fmt;
 
 /// A literal as written in a statement.
@@ -97,6 +98,8 @@ pub enum Statement {
     Delete { targets: Vec<DeleteTarget>, table: String, key: Vec<Condition> },
     /// `SELECT * | c, ... FROM t WHERE <conditions>` (`columns: None` is `*`).
     Select { columns: Option<Vec<String>>, table: String, conditions: Vec<Condition> },
+    /// `ALTER TABLE t ADD c <type>` / `ALTER TABLE t DROP c`: a new schema version.
+    Alter { table: String, change: AlterChange },
 }
 
 impl Statement {
@@ -106,7 +109,8 @@ impl Statement {
             Statement::Insert { table, .. }
             | Statement::Update { table, .. }
             | Statement::Delete { table, .. }
-            | Statement::Select { table, .. } => table,
+            | Statement::Select { table, .. }
+            | Statement::Alter { table, .. } => table,
         }
     }
 }
@@ -209,6 +213,12 @@ impl fmt::Display for Statement {
             Statement::Select { columns, table, conditions } => {
                 let columns = columns.as_ref().map_or("*".to_owned(), |c| c.join(", "));
                 write!(f, "SELECT {columns} FROM {table} WHERE {}", join(conditions, " AND "))
+            }
+            Statement::Alter { table, change: AlterChange::Add { column, ty } } => {
+                write!(f, "ALTER TABLE {table} ADD {column} {}", ty.name())
+            }
+            Statement::Alter { table, change: AlterChange::Drop { column } } => {
+                write!(f, "ALTER TABLE {table} DROP {column}")
             }
         }
     }

@@ -22,7 +22,7 @@ mod parse;
 mod schema;
 mod statement;
 
-pub use ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
+pub use ast::{AlterChange, Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
 pub use lexer::SyntaxError;
 pub use parse::parse_statement;
 pub use schema::{Column, ColumnKind, CqlTable, CqlType};

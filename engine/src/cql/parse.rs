@@ -1,8 +1,10 @@
-//! Parsing INSERT, UPDATE, DELETE and SELECT into [`Statement`]s. Only syntax is checked
-//! here; names and types are checked against the table when the statement runs.
+//! Parsing INSERT, UPDATE, DELETE, SELECT and ALTER TABLE into [`Statement`]s. Only
+//! syntax is checked here; names and types are checked against the table when the
+//! statement runs.
 
-use super::ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
+use super::ast::{AlterChange, Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
 use super::lexer::{Cursor, Result, Tok};
+use super::schema::CqlType;
 
 /// Parse one statement.
 pub fn parse_statement(text: &str) -> Result<Statement> {
@@ -13,6 +15,7 @@ pub fn parse_statement(text: &str) -> Result<Statement> {
         "update" => update(&mut c)?,
         "delete" => delete(&mut c)?,
         "select" => select(&mut c)?,
+        "alter" => alter(&mut c)?,
         other => {
             c.i_back();
             return Err(c.error(format!("unsupported statement `{}`", other.to_uppercase())));
@@ -20,6 +23,20 @@ pub fn parse_statement(text: &str) -> Result<Statement> {
     };
     c.finish()?;
     Ok(statement)
+}
+
+/// `ALTER TABLE t ADD c <type>` or `ALTER TABLE t DROP c` (after `ALTER`).
+fn alter(c: &mut Cursor<'_>) -> Result<Statement> {
+    c.expect_kw("table")?;
+    let table = c.ident()?;
+    let change = if c.eat_kw("add") {
+        let column = c.ident()?;
+        AlterChange::Add { column, ty: CqlType::parse(c)? }
+    } else {
+        c.expect_kw("drop")?;
+        AlterChange::Drop { column: c.ident()? }
+    };
+    Ok(Statement::Alter { table, change })
 }
 
 fn literal(c: &mut Cursor<'_>) -> Result<Literal> {

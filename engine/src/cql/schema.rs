@@ -5,7 +5,7 @@
 //! column id, assigned in declaration order from `col(10)`. The liveness column is `sys(0)`.
 
 use super::lexer::{Cursor, Result};
-use crate::encoding::SortOrder;
+use crate::encoding::{Packings, SchemaPacking, SortOrder};
 use std::fmt;
 
 /// The first column id given to a non-key column.
@@ -56,7 +56,7 @@ impl CqlType {
         Ok(ty)
     }
 
-    fn parse(c: &mut Cursor<'_>) -> Result<CqlType> {
+    pub(super) fn parse(c: &mut Cursor<'_>) -> Result<CqlType> {
         let name = c.ident()?;
         let elem = |c: &mut Cursor<'_>| -> Result<Box<CqlType>> {
             let t = CqlType::parse(c)?;
@@ -131,6 +131,25 @@ pub struct CqlTable {
     pub range_key: Vec<String>,
     /// `default_time_to_live`, in milliseconds.
     pub default_ttl_ms: Option<u64>,
+    /// `WITH packed_rows = true`: an INSERT naming every non-key column writes one packed
+    /// row (`statement.rs`).
+    pub packed_rows: bool,
+    /// The schema version: 0 at `CREATE TABLE`, one more at each `ALTER TABLE`.
+    pub schema_version: u32,
+    /// The id the next added column gets: ids are never reused, so a column dropped and
+    /// added again is a new column and its old values stay hidden.
+    next_column_id: i32,
+    /// The packing of every schema version so far.
+    packings: Packings,
+}
+
+/// What an `ALTER TABLE` changes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AlterChange {
+    /// `ADD <column> <type>`.
+    Add { column: String, ty: CqlType },
+    /// `DROP <column>`.
+    Drop { column: String },
 }
 
 impl CqlTable {
@@ -166,10 +185,14 @@ impl CqlTable {
             }
         }
         c.expect(")")?;
-        let (default_ttl_ms, desc) = parse_with(&mut c)?;
+        let with = parse_with(&mut c)?;
         c.finish()?;
         // The schema checks point at the end of the statement.
-        build(name, decls, hash, range, desc, default_ttl_ms).map_err(|m| c.error(m))
+        let mut table = build(name, decls, hash, range, with.desc, with.ttl_ms);
+        if let Ok(table) = &mut table {
+            table.packed_rows = with.packed_rows;
+        }
+        table.map_err(|m| c.error(m))
     }
 
     /// The table declared by parts: columns in declaration order with their types, the
@@ -189,6 +212,42 @@ impl CqlTable {
         let ttl_ms = default_ttl_s.filter(|s| *s > 0).map(|s| s.saturating_mul(1000));
         build(name.to_owned(), columns, hash, range, desc, ttl_ms)
             .map_err(crate::error::Error::InvalidRequest)
+    }
+
+    /// The packing of every schema version so far, for reading packed rows.
+    pub fn packings(&self) -> &Packings {
+        &self.packings
+    }
+
+    /// The packing of the current schema version.
+    pub fn packing(&self) -> &SchemaPacking {
+        self.packings.get(self.schema_version).expect("every version has its packing")
+    }
+
+    /// Apply an `ALTER TABLE`: a new schema version. An added column gets a new id (as
+    /// YugabyteDB's `SchemaBuilder::AddColumn`, `common/schema.cc`: the next id after the
+    /// highest ever used); a dropped column's values stay stored under its id, which no
+    /// column of the table has any more, so no read shows them.
+    pub fn alter(&mut self, change: &AlterChange) -> crate::error::Result<()> {
+        let invalid = |why: String| Err(crate::error::Error::InvalidRequest(why));
+        match change {
+            AlterChange::Add { column, ty } => {
+                if self.column(column).is_some() {
+                    return invalid(format!("column {column} already exists in {}", self.name));
+                }
+                let kind = ColumnKind::Regular(self.next_column_id);
+                self.next_column_id += 1;
+                self.columns.push(Column { name: column.clone(), ty: ty.clone(), kind });
+            }
+            AlterChange::Drop { column } => match self.column(column).map(|c| c.kind) {
+                None => return invalid(format!("unknown column {column} in table {}", self.name)),
+                Some(ColumnKind::Regular(_)) => self.columns.retain(|c| c.name != *column),
+                Some(_) => return invalid(format!("cannot drop key column {column}")),
+            },
+        }
+        self.schema_version += 1;
+        self.packings.insert(packing_of(self.schema_version, &self.columns));
+        Ok(())
     }
 
     /// The column named `name`.
@@ -233,18 +292,31 @@ fn parse_primary_key(
     c.expect(")")
 }
 
-type WithClause = (Option<u64>, Vec<String>);
+/// A `CREATE TABLE`'s `WITH` properties.
+#[derive(Default)]
+struct WithClause {
+    ttl_ms: Option<u64>,
+    desc: Vec<String>,
+    packed_rows: bool,
+}
 
 fn parse_with(c: &mut Cursor<'_>) -> Result<WithClause> {
-    let (mut ttl_ms, mut desc) = (None, Vec::new());
+    let mut with = WithClause::default();
     if !c.eat_kw("with") {
-        return Ok((ttl_ms, desc));
+        return Ok(with);
     }
     loop {
         if c.eat_kw("default_time_to_live") {
             c.expect("=")?;
             let secs = c.unsigned()?;
-            ttl_ms = (secs > 0).then(|| secs.saturating_mul(1000));
+            with.ttl_ms = (secs > 0).then(|| secs.saturating_mul(1000));
+        } else if c.eat_kw("packed_rows") {
+            c.expect("=")?;
+            with.packed_rows = match c.ident()?.as_str() {
+                "true" => true,
+                "false" => false,
+                other => return Err(c.error(format!("packed_rows is true or false, not {other}"))),
+            };
         } else if c.eat_kw("clustering") {
             c.expect_kw("order")?;
             c.expect_kw("by")?;
@@ -252,7 +324,7 @@ fn parse_with(c: &mut Cursor<'_>) -> Result<WithClause> {
             loop {
                 let col = c.ident()?;
                 if c.eat_kw("desc") {
-                    desc.push(col);
+                    with.desc.push(col);
                 } else {
                     c.eat_kw("asc");
                 }
@@ -265,7 +337,7 @@ fn parse_with(c: &mut Cursor<'_>) -> Result<WithClause> {
             return Err(c.error(format!("unsupported table property {}", c.found())));
         }
         if !c.eat_kw("and") {
-            return Ok((ttl_ms, desc));
+            return Ok(with);
         }
     }
 }
@@ -306,7 +378,32 @@ fn build(
         };
         columns.push(Column { name: n, ty, kind });
     }
-    Ok(CqlTable { name, columns, hash_key: hash, range_key: range, default_ttl_ms })
+    let mut packings = Packings::default();
+    packings.insert(packing_of(0, &columns));
+    Ok(CqlTable {
+        name,
+        columns,
+        hash_key: hash,
+        range_key: range,
+        default_ttl_ms,
+        packed_rows: false,
+        schema_version: 0,
+        next_column_id: next_id,
+        packings,
+    })
+}
+
+/// The packing of schema `version` with `columns`: the regular columns a packed row holds,
+/// in schema order. Collections are not packed (YugabyteDB's `SchemaPacking` constructor,
+/// `dockv/schema_packing.cc`, skips `is_collection()` and static columns); neither is
+/// jsonb here, which docsim stores as a subdocument (YugabyteDB stores a jsonb value as
+/// one encoded value and packs it: a difference of docsim's).
+fn packing_of(version: u32, columns: &[Column]) -> SchemaPacking {
+    let ids = columns.iter().filter(|c| !c.ty.is_nested()).filter_map(|c| match c.kind {
+        ColumnKind::Regular(id) => Some(id as u32),
+        _ => None,
+    });
+    SchemaPacking::new(version, ids.collect()).expect("column ids are distinct")
 }
 
 impl fmt::Display for CqlTable {
@@ -334,6 +431,9 @@ impl fmt::Display for CqlTable {
                 .map(|c| format!("{} {}", c.name, order(c).unwrap_or("ASC")))
                 .collect();
             with.push(format!("CLUSTERING ORDER BY ({})", by.join(", ")));
+        }
+        if self.packed_rows {
+            with.push("packed_rows = true".into());
         }
         if !with.is_empty() {
             write!(f, " WITH {}", with.join(" AND "))?;

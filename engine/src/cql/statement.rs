@@ -100,6 +100,7 @@ pub fn execute(
         Statement::Select { columns, conditions, .. } => {
             return select(table, tablet, columns.as_deref(), conditions, ht).map(Outcome::Rows)
         }
+        Statement::Alter { .. } => unreachable!("the node applies ALTER TABLE to its metadata"),
     };
     tablet.used_list_indexes(lists.0.get());
     tablet.write(&entries.iter().collect(), ht)?;
@@ -287,7 +288,6 @@ fn nested_document(
 }
 
 fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) -> Result<Entries> {
-    let ttl = stamp.ttl;
     if names.len() != lits.len() {
         return errinput!("INSERT names {} columns but gives {} values", names.len(), lits.len());
     }
@@ -303,15 +303,46 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
         }
     }
     let doc = doc_key(table, &key)?;
-    let liveness = DocPath::new(doc.clone(), vec![KeyEntry::asc(Primitive::SystemColumnId(0))]);
-    let mut out = vec![(liveness, Value { ttl, kind: ValueKind::Primitive(Primitive::Null) })];
-    for col in &table.columns {
-        if let (ColumnKind::Regular(id), Some(lit)) = (col.kind, given.get(col.name.as_str())) {
-            let target = Target { ty: &col.ty, path: column_path(&doc, id), name: &col.name };
-            write_whole(target, lit, stamp, &mut out)?;
+    let regular = || table.columns.iter().filter(|c| matches!(c.kind, ColumnKind::Regular(_)));
+    let mut out = Vec::new();
+    // YugabyteDB packs an INSERT that names exactly every non-key column
+    // (`SchemaPacking::CouldPack`, `dockv/schema_packing.cc`; `QLWriteOperation::Apply`,
+    // `docdb/cql_operation.cc`), and writes the liveness column only when it does not.
+    let packed = table.packed_rows && regular().all(|c| given.contains_key(c.name.as_str()));
+    if packed {
+        out.push((DocPath::new(doc.clone(), vec![]), packed_row(table, &given, stamp.ttl)?));
+    } else {
+        let liveness = DocPath::new(doc.clone(), vec![KeyEntry::asc(Primitive::SystemColumnId(0))]);
+        let value = Value { ttl: stamp.ttl, kind: ValueKind::Primitive(Primitive::Null) };
+        out.push((liveness, value));
+    }
+    for col in regular() {
+        let (ColumnKind::Regular(id), Some(lit)) = (col.kind, given.get(col.name.as_str())) else {
+            continue;
+        };
+        if packed && !col.ty.is_nested() {
+            continue; // in the packed row
         }
+        let target = Target { ty: &col.ty, path: column_path(&doc, id), name: &col.name };
+        write_whole(target, lit, stamp, &mut out)?;
     }
     Ok(out)
+}
+
+/// The packed row of an INSERT naming every non-key column: each packed column's value
+/// (`None` for null), in the current schema version's order, with the statement's TTL.
+fn packed_row(table: &CqlTable, given: &BTreeMap<&str, &Literal>, ttl: Ttl) -> Result<Value> {
+    let packing = table.packing();
+    let mut columns = Vec::with_capacity(packing.column_ids().len());
+    for &id in packing.column_ids() {
+        let name = table.column_name(id as i32).expect("a packed column is a column");
+        let col = table.column(name).expect("named");
+        columns.push(match given[name] {
+            Literal::Null => None,
+            lit => Some(Value::new(ValueKind::Primitive(primitive(&col.ty, lit, name)?))),
+        });
+    }
+    Ok(Value { ttl, kind: ValueKind::PackedRow(packing.body(&columns)) })
 }
 
 fn regular(table: &CqlTable, name: &str) -> Result<(i32, CqlType)> {
@@ -488,7 +519,7 @@ fn select(
         let in_range = ranges.iter().all(|(i, op, v)| {
             op.holds(KeyEntry::asc(doc.range[*i].value.clone()).cmp(&KeyEntry::asc(v.clone())))
         });
-        if in_range && row_exists(&row) {
+        if in_range && row_exists(table, &row) {
             out.push(project_row(table, &names, &doc, &row));
         }
     }
@@ -512,12 +543,16 @@ fn read_rows(tablet: &Tablet, key: &DocKey, ht: HybridTime) -> Result<Vec<(DocKe
     Ok(rows)
 }
 
-fn row_exists(row: &Document) -> bool {
+/// Whether a row exists: its liveness column, or a column of the current schema holding
+/// something. A dropped column's values stay stored under an id no column has (a rule of
+/// docsim's: they count no more than they show).
+fn row_exists(table: &CqlTable, row: &Document) -> bool {
     let Document::Object(map) = row else { return false };
+    let current = |id: i32| table.column_name(id).is_some();
     map.iter().any(|(k, v)| match (&k.value, v) {
         (Primitive::SystemColumnId(0), _) => true,
-        (Primitive::ColumnId(_), Document::Primitive(p)) => *p != Primitive::Null,
-        (Primitive::ColumnId(_), Document::Object(m)) => !m.is_empty(),
+        (Primitive::ColumnId(id), Document::Primitive(p)) => *p != Primitive::Null && current(*id),
+        (Primitive::ColumnId(id), Document::Object(m)) => !m.is_empty() && current(*id),
         _ => false,
     })
 }

@@ -15,13 +15,36 @@
 //! [`SchemaPacking`] (`dockv/schema_packing.cc`: the non-key columns). Row control fields
 //! here are the TTL only (YugabyteDB also allows a user timestamp).
 //!
-//! This module is the byte format alone: no write or read path uses it yet.
+//! A stored packed row is a [`ValueKind::PackedRow`] holding the bytes after the `z`;
+//! [`unpack`] decodes them with the [`Packings`] of the row's table.
 
 use super::{tag, value, varint, Ttl, Value, ValueKind};
 use crate::error::DecodeError;
+use std::collections::BTreeMap;
 
 /// Value type byte of a V1 packed row (`ValueEntryType::kPackedRowV1`).
-pub const PACKED_ROW_V1: u8 = b'z';
+pub const PACKED_ROW_V1: u8 = tag::VALUE_PACKED_ROW_V1;
+
+/// The packing of every schema version of one table a packed row may carry.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Packings(BTreeMap<u32, SchemaPacking>);
+
+impl Packings {
+    /// Add (or replace) the packing of its schema version.
+    pub fn insert(&mut self, packing: SchemaPacking) {
+        self.0.insert(packing.version, packing);
+    }
+
+    /// The packing of schema `version`.
+    pub fn get(&self, version: u32) -> Option<&SchemaPacking> {
+        self.0.get(&version)
+    }
+
+    /// Whether no version is known (a table without packed rows, or the document tablet).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// The columns one schema version packs, by column id, in the order they are stored.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -35,7 +58,7 @@ pub struct SchemaPacking {
 pub struct PackedRow {
     pub ttl: Ttl,
     pub version: u32,
-    pub columns: Vec<(u32, Option<Value>)>,
+    pub columns: PackedColumns,
 }
 
 impl SchemaPacking {
@@ -57,12 +80,16 @@ impl SchemaPacking {
         &self.column_ids
     }
 
-    /// Pack one value per column (`None`: NULL), with the row's TTL.
+    /// Pack one value per column (`None`: NULL), with the row's TTL: the stored value.
     pub fn pack(&self, ttl: Ttl, columns: &[Option<Value>]) -> Vec<u8> {
+        Value { ttl, kind: ValueKind::PackedRow(self.body(columns)) }.encode()
+    }
+
+    /// What follows the `z` of a packed row of one value per column (`None`: NULL): the
+    /// schema version, an end offset per column, the columns' bytes.
+    pub fn body(&self, columns: &[Option<Value>]) -> Vec<u8> {
         assert_eq!(columns.len(), self.column_ids.len(), "one value per packed column");
         let mut out = Vec::new();
-        value::encode_ttl(ttl, &mut out);
-        out.push(PACKED_ROW_V1);
         varint::encode_unsigned(u64::from(self.version), &mut out);
         let mut data = Vec::new();
         for column in columns {
@@ -97,34 +124,52 @@ pub fn decode_packed_row<'a>(
     bytes: &[u8],
     packing_of: impl Fn(u32) -> Option<&'a SchemaPacking>,
 ) -> Result<PackedRow, DecodeError> {
-    let err = |at: usize, reason: String| DecodeError::new("packed row", at, reason);
-    let (ttl, version, offsets_at) = packed_header(bytes)?;
+    packed_header(bytes)?;
+    let Value { ttl, kind: ValueKind::PackedRow(body) } = Value::decode(bytes)? else {
+        unreachable!("a packed header was found")
+    };
+    let body_at = bytes.len() - body.len();
+    let (version, columns) = unpack(&body, body_at, packing_of)?;
+    Ok(PackedRow { ttl, version, columns })
+}
+
+/// Each packed column's id and value (`None`: NULL), in packing order.
+pub type PackedColumns = Vec<(u32, Option<Value>)>;
+
+/// Decode the body of a packed row (what follows its `z`, found at offset `at` of the
+/// value, for error messages) into its schema version and each packed column's id and
+/// value (`None`: NULL).
+pub fn unpack<'a>(
+    body: &[u8],
+    at: usize,
+    packing_of: impl Fn(u32) -> Option<&'a SchemaPacking>,
+) -> Result<(u32, PackedColumns), DecodeError> {
+    let err = |pos: usize, reason: String| DecodeError::new("packed row", at + pos, reason);
+    let (version, len) = varint::decode_unsigned(body, at)?;
+    let version =
+        u32::try_from(version).map_err(|_| err(0, "schema version over 32 bits".into()))?;
     let packing = packing_of(version)
-        .ok_or_else(|| err(offsets_at - 1, format!("no packing for schema version {version}")))?;
+        .ok_or_else(|| err(0, format!("no packing for schema version {version}")))?;
     let n = packing.column_ids.len();
-    let data_at = offsets_at + 4 * n;
-    let data = bytes.get(data_at..).ok_or_else(|| err(bytes.len(), "offsets cut short".into()))?;
+    let data_at = len + 4 * n;
+    let data = body.get(data_at..).ok_or_else(|| err(body.len(), "offsets cut short".into()))?;
     let mut columns = Vec::with_capacity(n);
     let mut start = 0;
     for (i, &id) in packing.column_ids.iter().enumerate() {
-        let at = offsets_at + 4 * i;
-        let end = u32::from_le_bytes(bytes[at..at + 4].try_into().expect("4 bytes")) as usize;
+        let pos = len + 4 * i;
+        let end = u32::from_le_bytes(body[pos..pos + 4].try_into().expect("4 bytes")) as usize;
         if end < start || end > data.len() {
-            return Err(err(
-                at,
-                format!("column {id} ends at {end}, outside {start}..={}", data.len()),
-            ));
+            let reason = format!("column {id} ends at {end}, outside {start}..={}", data.len());
+            return Err(err(pos, reason));
         }
-        columns.push((id, decode_column(&data[start..end], data_at + start)?));
+        columns.push((id, decode_column(&data[start..end], at + data_at + start)?));
         start = end;
     }
     if start != data.len() {
-        return Err(err(
-            data_at + start,
-            format!("{} bytes after the last column", data.len() - start),
-        ));
+        let reason = format!("{} bytes after the last column", data.len() - start);
+        return Err(err(data_at + start, reason));
     }
-    Ok(PackedRow { ttl, version, columns })
+    Ok((version, columns))
 }
 
 /// One column's slot: empty or a tombstone is NULL.

@@ -50,6 +50,8 @@ pub const VALUE_OBJECT: u8 = b'{';
 pub const VALUE_TOMBSTONE: u8 = b'X';
 /// Value type: string, raw bytes to the end of the value.
 pub const VALUE_STRING: u8 = b'S';
+/// Value type: a packed row, value format V1 (`ValueEntryType::kPackedRowV1`).
+pub const VALUE_PACKED_ROW_V1: u8 = b'z';
 
 /// What a key type byte announces.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

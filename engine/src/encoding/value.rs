@@ -48,6 +48,11 @@ pub enum ValueKind {
     /// `src/yb/docdb/redis_operation.cc`) with the key's type as its value: an object
     /// (`object`, a hash or set) or an empty string.
     TtlOnly { object: bool },
+    /// A packed row (`z`, value format V1): every packed non-key column of a CQL row in
+    /// one value at the bare document key. Held as stored after the `z` (schema version,
+    /// end offsets, column bytes); its columns decode only with the packing of its schema
+    /// version (`packed_row.rs`).
+    PackedRow(Vec<u8>),
 }
 
 /// A stored value: TTL control field and kind.
@@ -82,7 +87,24 @@ impl Value {
             ValueKind::TtlOnly { object: false } => out.push(tag::VALUE_STRING),
             ValueKind::Tombstone => out.push(tag::VALUE_TOMBSTONE),
             ValueKind::Primitive(p) => encode_primitive(p, out),
+            ValueKind::PackedRow(body) => {
+                out.push(tag::VALUE_PACKED_ROW_V1);
+                out.extend_from_slice(body);
+            }
         }
+    }
+
+    /// Whether an encoded value hides nothing beneath it: a TTL-only record, or a packed
+    /// row (it stands for its columns' entries, not for a version of the row itself).
+    pub fn hides_nothing(encoded: &[u8]) -> bool {
+        if Value::is_ttl_only(encoded) {
+            return true;
+        }
+        let type_at = match encoded.first() {
+            Some(&tag::VALUE_TTL) => 1 + varint::len_from_header(&encoded[1..]).unwrap_or(0),
+            _ => 0,
+        };
+        encoded.get(type_at) == Some(&tag::VALUE_PACKED_ROW_V1)
     }
 
     /// Whether an encoded value is a TTL-only record, from its first byte.
@@ -128,6 +150,7 @@ impl Value {
                 return Err(err(pos + 1, format!("{} unexpected trailing bytes", payload.len())));
             }
             tag::VALUE_OBJECT => ValueKind::Object,
+            tag::VALUE_PACKED_ROW_V1 if !ttl_only => ValueKind::PackedRow(payload.to_vec()),
             tag::VALUE_TOMBSTONE => ValueKind::Tombstone,
             tag::NULL_LOW => ValueKind::Primitive(Primitive::Null),
             tag::TRUE => ValueKind::Primitive(Primitive::Bool(true)),

@@ -30,5 +30,5 @@ pub use command::{
 };
 pub use run::{
     error_kind_names, format_entry, format_get, format_restart, format_restart_full,
-    format_segment, run_script, CommandError, Runner, ScriptOutcome,
+    format_segment, run_script, run_script_in, CommandError, Runner, ScriptOutcome,
 };

@@ -5,6 +5,7 @@
 use super::command::{parse_line, strip_comment, Command, DumpStyle};
 use crate::canary::Plants;
 use crate::cql::{self, CqlTable};
+use crate::db::StorageConfig;
 use crate::disk::{FaultConfig, SimDisk, Tear};
 use crate::doc_write::MarkerMode;
 use crate::encoding::{DocPath, Primitive, SubDocKey, Ttl, Value, ValueKind};
@@ -90,8 +91,20 @@ pub fn run_script(
     plants: Plants,
     out: &mut dyn Write,
 ) -> std::io::Result<ScriptOutcome> {
+    run_script_in(text, dir, plants, StorageConfig::default(), out)
+}
+
+/// [`run_script`] with the tablets stored as `storage` says (the goldens run the CQL
+/// scripts again with every table packed).
+pub fn run_script_in(
+    text: &str,
+    dir: &Path,
+    plants: Plants,
+    storage: StorageConfig,
+    out: &mut dyn Write,
+) -> std::io::Result<ScriptOutcome> {
     let mut outcome = ScriptOutcome { failed_commands: 0, parse_error: false };
-    let mut runner = match Runner::new(dir, plants) {
+    let mut runner = match Runner::in_storage(dir, plants, storage) {
         Ok(runner) => runner,
         Err(e) => {
             writeln!(out, "error: {e}")?;
@@ -197,13 +210,18 @@ impl Runner {
     /// A runner keeping its tablets in real files under `dir`, with logs on a fault-free
     /// simulated disk.
     pub fn new(dir: &Path, plants: Plants) -> Result<Runner, Error> {
+        Runner::in_storage(dir, plants, StorageConfig::default())
+    }
+
+    /// [`Runner::new`] with its tablets stored as `storage` says.
+    pub fn in_storage(dir: &Path, plants: Plants, storage: StorageConfig) -> Result<Runner, Error> {
         let disk = SimDisk::new(0, FaultConfig::default());
         let options = NodeOptions {
             in_memory: false,
             disk,
             segment_bytes: SCRIPT_SEGMENT_BYTES,
             plants,
-            storage: Default::default(),
+            storage,
         };
         let node = Node::new(dir, options)?;
         Ok(Runner { node, markers: MarkerMode::Optional, restarts: VecDeque::new() })
@@ -283,8 +301,8 @@ fn tear(k: Option<u32>) -> Tear {
 fn dump(node: &Node, style: DumpStyle, out: &mut String) -> Result<(), Error> {
     for tablet in node.dump()? {
         for ((key, value), raw_key, raw_value) in tablet.entries {
-            let names = if style == DumpStyle::Names { tablet.table } else { None };
-            out.push_str(&format_entry(&key, &value, names));
+            let names = style == DumpStyle::Names;
+            out.push_str(&format_entry(&key, &value, tablet.table, names));
             if style == DumpStyle::Raw {
                 let (k, v) = (crate::encoding::hex(&raw_key), crate::encoding::hex(&raw_value));
                 write!(out, " key={k} value={v}").expect("write to String");
@@ -357,8 +375,16 @@ pub fn format_get(path: &DocPath, ht: HybridTime, doc: Option<&crate::Document>)
     }
 }
 
-/// One `dump` line: `<path> @<T>[.<logical>][w<id>] -> <value>[ ttl=<dur>]`.
-pub fn format_entry(key: &SubDocKey, value: &Value, names: Option<&CqlTable>) -> String {
+/// One `dump` line: `<path> @<T>[.<logical>][w<id>] -> <value>[ ttl=<dur>]`. `table`: the
+/// CQL table the entry belongs to (its packed rows decode with its packings); `names`:
+/// print its column names instead of `col(N)`.
+pub fn format_entry(
+    key: &SubDocKey,
+    value: &Value,
+    table: Option<&CqlTable>,
+    names: bool,
+) -> String {
+    let names = table.filter(|_| names);
     let mut line = format_path(&key.path, names);
     write!(line, " @{} -> ", key.doc_ht).expect("write to String");
     match &value.kind {
@@ -367,15 +393,52 @@ pub fn format_entry(key: &SubDocKey, value: &Value, names: Option<&CqlTable>) ->
         ValueKind::Primitive(p) => write!(line, "{p}").expect("write to String"),
         ValueKind::TtlOnly { object: true } => line.push_str("TTL {}"),
         ValueKind::TtlOnly { object: false } => line.push_str("TTL \"\""),
+        ValueKind::PackedRow(body) => line.push_str(&format_packed(body, value.ttl, table, names)),
     }
-    match value.ttl {
-        Ttl::Inherit => {}
-        Ttl::Never => line.push_str(" ttl=0"),
-        Ttl::Ms(ms) => {
-            write!(line, " ttl={}", format_duration_us(ms.saturating_mul(1000))).expect("write")
-        }
-    }
+    line.push_str(&format_ttl(value.ttl));
     line
+}
+
+/// ` ttl=<dur>` for a stored TTL, `""` for none.
+fn format_ttl(ttl: Ttl) -> String {
+    match ttl {
+        Ttl::Inherit => String::new(),
+        Ttl::Never => " ttl=0".into(),
+        Ttl::Ms(ms) => format!(" ttl={}", format_duration_us(ms.saturating_mul(1000))),
+    }
+}
+
+/// A packed row as `dump` prints it: `packed(schema=<v>) {col(10): <value>, ...}`, a
+/// column's TTL after its value where it differs from the row's `row_ttl`.
+fn format_packed(
+    body: &[u8],
+    row_ttl: Ttl,
+    table: Option<&CqlTable>,
+    names: Option<&CqlTable>,
+) -> String {
+    let packings = table.map(CqlTable::packings);
+    let unpacked = crate::encoding::unpack(body, 0, |v| packings.and_then(|p| p.get(v)));
+    let (version, columns) = match unpacked {
+        Ok(row) => row,
+        Err(e) => return format!("packed(?) <{e}>"),
+    };
+    let cells: Vec<String> = columns
+        .iter()
+        .map(|(id, value)| {
+            let id = *id as i32;
+            let name = names.and_then(|t| t.column_name(id)).map(str::to_owned);
+            let name = name.unwrap_or_else(|| format!("col({id})"));
+            match value {
+                None => format!("{name}: null"),
+                Some(v) => {
+                    let ttl = if v.ttl == row_ttl { String::new() } else { format_ttl(v.ttl) };
+                    let ValueKind::Primitive(p) = &v.kind else { unreachable!("unpacked") };
+                    format!("{name}: {p}{ttl}")
+                }
+            }
+        })
+        .collect();
+    format!("packed(schema={version}) {{{}}}", cells.join(", "))
 }
 
 fn format_path(path: &DocPath, names: Option<&CqlTable>) -> String {

@@ -1,0 +1,59 @@
+//! Reading packed rows: a packed row at a row's root stands for the entries an unpacked
+//! INSERT writes, and the scans hand the reader those entries instead of the packed value.
+//!
+//! A packed row at `DocKey @T w` reads as the liveness column `sys(0) -> null` and one
+//! entry per packed column (`col(id) -> value`, or a tombstone for NULL), all at `T w`,
+//! each with the row's TTL unless the column carries its own. That is exactly what the
+//! same INSERT writes when the table does not pack, so everything the reader knows —
+//! newer column entries on top, row tombstones, TTLs, the table default TTL — applies
+//! unchanged, and the two layouts must read alike (the metamorphic runs check it).
+//!
+//! YugabyteDB reads the same way (`DocDBTableReader`, `docdb/doc_reader.cc`: the packed
+//! row is the base value of each packed column and implies the row's liveness; a column
+//! entry overrides it only when strictly newer). It does not hide anything itself: the
+//! collection columns an INSERT writes beside it are separate entries, and the scans treat
+//! it like a TTL-only record (`Value::hides_nothing`), so the older version of the root
+//! (a row tombstone) stays in effect beneath it.
+
+use super::with_key;
+use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Ttl, Value, ValueKind};
+use crate::error::Result;
+use crate::reader::DocEntry;
+
+/// Push `entry`, or the entries it stands for if it is a packed row at a document root;
+/// `key` is its stored key, for errors. Returns whether it was a packed row (the caller
+/// must then put the document's entries back in key order).
+pub(super) fn push_entry(
+    entry: DocEntry,
+    packings: &Packings,
+    key: &[u8],
+    out: &mut Vec<DocEntry>,
+) -> Result<bool> {
+    let ValueKind::PackedRow(body) = &entry.value.kind else {
+        out.push(entry);
+        return Ok(false);
+    };
+    if entry.table_key || !entry.subkeys.is_empty() {
+        let error = crate::error::DecodeError::new("packed row", 0, "not at a row's root");
+        return Err(with_key(key, error));
+    }
+    let row_ttl = entry.value.ttl;
+    let (_, columns) = unpack(body, 0, |v| packings.get(v)).map_err(|e| with_key(key, e))?;
+    let at = |subkey: Primitive, value: Value| DocEntry {
+        table_key: false,
+        subkeys: vec![KeyEntry::asc(subkey)],
+        doc_ht: entry.doc_ht,
+        value,
+    };
+    let liveness = Value { ttl: row_ttl, kind: ValueKind::Primitive(Primitive::Null) };
+    out.push(at(Primitive::SystemColumnId(0), liveness));
+    for (id, value) in columns {
+        let value = match value {
+            None => Value::tombstone(),
+            Some(Value { ttl: Ttl::Inherit, kind }) => Value { ttl: row_ttl, kind },
+            Some(own) => own,
+        };
+        out.push(at(Primitive::ColumnId(id as i32), value));
+    }
+    Ok(true)
+}
