@@ -924,9 +924,13 @@ impl GcFilter {
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
         let tombstone = *kind == ValueKind::Tombstone;
-        // A packed row hides nothing either (`db/packed.rs`): GC keeps it until a newer
-        // version of the row's root at or below the cutoff hides it, as a TTL-only record.
-        if let ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_) = kind {
+        if let ValueKind::PackedRow(_) = kind {
+            if let Some(unbounded) = self.unbounded.as_mut() {
+                unbounded.decide_packed_row(components, dht, ttl)?;
+            }
+            return feed.decide_packed_row(components, dht, ttl);
+        }
+        if let ValueKind::TtlOnly { .. } = kind {
             if let Some(unbounded) = self.unbounded.as_mut() {
                 unbounded.decide_ttl_only(components, dht, ttl, table_doc)?;
             }

@@ -108,8 +108,11 @@ struct Version {
     dht: DocHybridTime,
     ttl: Ttl,
     tombstone: bool,
-    /// A TTL-only record: no child inherits through it here (see `decide_ttl_only`).
+    /// A TTL-only record or a packed row: no child inherits through it here (see
+    /// `decide_ttl_only`).
     ttl_only: bool,
+    /// A packed row (see `decide_packed_row`).
+    packed: bool,
 }
 
 /// What GC keeps per level besides the shadowing version (`Shadow`'s newest version at
@@ -165,7 +168,7 @@ impl GcFeed {
         ttl: Ttl,
         table_doc: bool,
     ) -> Result<Verdict, FeedError> {
-        let version = Version { dht, ttl, tombstone: is_tombstone, ttl_only: false };
+        let version = Version { dht, ttl, tombstone: is_tombstone, ttl_only: false, packed: false };
         self.enter(components, version, table_doc)?;
         let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
         let params = self.params;
@@ -197,6 +200,9 @@ impl GcFeed {
             // Beneath a TTL-only record, or below one: the record's TTL is the one in effect,
             // which this feed does not judge (see `decide_ttl_only`), so the entry stays.
             (_, false, true) if self.under_ttl_only() => Verdict::KeepInherited,
+            // Over an older packed row a column's older value may live in the packed row,
+            // which stays: a tombstone that hides it stays too.
+            (CompactionKind::Full, true, _) if self.under_older_packed_row(dht) => Verdict::Keep,
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             // Expired through an inherited TTL (or the table's): a minor compaction cannot
@@ -227,10 +233,53 @@ impl GcFeed {
         ttl: Ttl,
         table_doc: bool,
     ) -> Result<Verdict, FeedError> {
-        let version = Version { dht, ttl, tombstone: false, ttl_only: true };
+        let version = Version { dht, ttl, tombstone: false, ttl_only: true, packed: false };
+        self.decide_hiding_nothing(components, version, table_doc)
+    }
+
+    /// [`GcFeed::decide_in`] for a packed row at a row's root (`db/packed.rs`): it stands
+    /// for one version of each packed column (and the liveness column), not for a version
+    /// of the root, so it hides nothing, and like a TTL-only record it goes only when a
+    /// newer version of the root at or below the cutoff hides it. While it is there, the
+    /// row's columns are judged as a minor compaction judges them: a column tombstone or
+    /// expired value at or below the cutoff may hide an older value inside the packed row,
+    /// which stays, so it stays too (a rule of docsim's: found by the first metamorphic
+    /// runs over the packed layout, seed 3, where a full compaction dropped a column's
+    /// tombstone and the packed row's older value came back). Repacking folds them.
+    pub fn decide_packed_row(
+        &mut self,
+        components: &[&[u8]],
+        dht: DocHybridTime,
+        ttl: Ttl,
+    ) -> Result<Verdict, FeedError> {
+        let version = Version { dht, ttl, tombstone: false, ttl_only: true, packed: true };
+        let verdict = self.decide_hiding_nothing(components, version, false)?;
+        if verdict == Verdict::Drop {
+            // Gone with what hid it: its columns no longer need anything kept.
+            let level = self.levels.top_mut().expect("entered");
+            level.versions.last_mut().expect("entered").packed = false;
+        }
+        Ok(verdict)
+    }
+
+    fn decide_hiding_nothing(
+        &mut self,
+        components: &[&[u8]],
+        version: Version,
+        table_doc: bool,
+    ) -> Result<Verdict, FeedError> {
+        let dht = version.dht;
         self.enter(components, version, table_doc)?;
         let hidden = self.levels.newest().is_some_and(|overwrite| dht <= overwrite);
         Ok(if hidden { Verdict::Drop } else { Verdict::Keep })
+    }
+
+    /// Whether a packed row older than `dht` that the compaction keeps is among the
+    /// versions of the entry's ancestors (its row's root): the entry may hide one of its
+    /// values.
+    fn under_older_packed_row(&self, dht: DocHybridTime) -> bool {
+        let older_packed = |v: &Version| v.packed && v.dht < dht;
+        self.levels.ancestors().any(|level| level.versions.iter().any(older_packed))
     }
 
     /// Whether the entry just entered is the version beneath a TTL-only record: the

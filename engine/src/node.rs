@@ -213,6 +213,11 @@ impl Node {
         Ok(())
     }
 
+    /// How the CQL tables created from now on store their rows.
+    pub fn set_layout(&mut self, layout: crate::db::Layout) {
+        self.options.storage.layout = layout;
+    }
+
     /// Create a CQL table and its tablet.
     pub fn create_table(&mut self, table: CqlTable) -> Result<()> {
         if self.tables.iter().any(|(t, _)| t.name == table.name) {

@@ -6,6 +6,13 @@
 //! collection written whole is a marker then its elements; a null writes a tombstone. A
 //! row exists at R iff its liveness column or a non-empty column is visible at R.
 //!
+//! **Schema changes**: `ALTER TABLE ADD` gives the new column the next id after the highest
+//! ever given (ids are never reused), `DROP` removes a column from the schema. A dropped
+//! column's values stay where they were written, under an id no column has any more: no
+//! SELECT shows them, and they do not make a row exist. A column added again under an
+//! old name is a new column: it reads null until written. How rows are stored (one entry
+//! per column, or packed rows under schema versions) is not the model's business.
+//!
 //! A **list** reads back in the order its elements were written: by the writing
 //! statement's hybrid time, then by position in the literal. An append therefore goes
 //! after every element written before it, however close in time (YugabyteDB takes list
@@ -68,6 +75,15 @@ impl Json {
     }
 }
 
+/// A regular (non-key) column.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Regular {
+    pub name: String,
+    pub kind: ColKind,
+    /// The column id its values are stored under.
+    pub id: i32,
+}
+
 /// A table schema, as the model needs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schema {
@@ -75,19 +91,75 @@ pub struct Schema {
     pub hash: Vec<String>,
     /// Clustering columns and whether each is descending.
     pub range: Vec<(String, bool)>,
-    /// Regular columns in declaration order (ids 10, 11, ...).
-    pub regular: Vec<(String, ColKind)>,
+    /// Regular columns in declaration order (at creation ids 10, 11, ...).
+    pub regular: Vec<Regular>,
     pub default_ttl_s: Option<u64>,
+    /// The id the next added column gets.
+    next_id: i32,
+}
+
+/// A schema change.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum Alter {
+    /// `ADD <column> <ty>` (`ty`: the CQL type's name, for the statement's text).
+    Add { column: String, kind: ColKind, ty: String },
+    /// `DROP <column>`.
+    Drop { column: String },
 }
 
 impl Schema {
+    /// A table's schema at creation: regular columns get ids 10, 11, ... in order.
+    pub fn new(
+        name: &str,
+        hash: Vec<String>,
+        range: Vec<(String, bool)>,
+        regular: Vec<(String, ColKind)>,
+        default_ttl_s: Option<u64>,
+    ) -> Schema {
+        let regular: Vec<Regular> =
+            (10..).zip(regular).map(|(id, (name, kind))| Regular { name, kind, id }).collect();
+        let next_id = 10 + regular.len() as i32;
+        Schema { name: name.into(), hash, range, regular, default_ttl_s, next_id }
+    }
+
+    /// Apply a schema change (`ALTER TABLE`). Adding a column that exists, or dropping
+    /// one that does not (or a key column), is refused.
+    pub fn alter(&mut self, change: &Alter) -> Result<(), ModelError> {
+        match change {
+            Alter::Add { column, kind, .. } => {
+                if self.is_column(column) {
+                    return Err(ModelError::InvalidRequest);
+                }
+                self.regular.push(Regular { name: column.clone(), kind: *kind, id: self.next_id });
+                self.next_id += 1;
+            }
+            Alter::Drop { column } => {
+                if !self.regular.iter().any(|r| r.name == *column) {
+                    return Err(ModelError::InvalidRequest);
+                }
+                self.regular.retain(|r| r.name != *column);
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether `name` is a column of the table (key or regular).
+    pub fn is_column(&self, name: &str) -> bool {
+        self.hash.iter().any(|n| n == name)
+            || self.range.iter().any(|(n, _)| n == name)
+            || self.regular.iter().any(|r| r.name == name)
+    }
+
+    fn regular_column(&self, name: &str) -> &Regular {
+        self.regular.iter().find(|r| r.name == name).expect("a column of the schema")
+    }
+
     fn column_id(&self, name: &str) -> i32 {
-        let at = self.regular.iter().position(|(n, _)| n == name).expect("generated column");
-        10 + at as i32
+        self.regular_column(name).id
     }
 
     fn kind(&self, name: &str) -> ColKind {
-        self.regular.iter().find(|(n, _)| n == name).expect("generated column").1
+        self.regular_column(name).kind
     }
 
     fn doc(&self, key: &[Scalar]) -> DocId {
@@ -141,11 +213,30 @@ pub enum Cmp {
 /// A CQL statement, structured. `key` lists hash then clustering values.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum CqlOp {
-    Insert { key: Vec<Scalar>, values: Vec<(String, CqlValue)>, ttl_s: Option<u64> },
-    Update { key: Vec<Scalar>, assigns: Vec<Assign>, ttl_s: Option<u64> },
-    DeleteRow { key: Vec<Scalar> },
-    DeleteColumns { key: Vec<Scalar>, columns: Vec<String> },
-    Select { hash: Vec<Scalar>, range: Option<(Cmp, Scalar)>, columns: Option<Vec<String>> },
+    Insert {
+        key: Vec<Scalar>,
+        values: Vec<(String, CqlValue)>,
+        ttl_s: Option<u64>,
+    },
+    Update {
+        key: Vec<Scalar>,
+        assigns: Vec<Assign>,
+        ttl_s: Option<u64>,
+    },
+    DeleteRow {
+        key: Vec<Scalar>,
+    },
+    DeleteColumns {
+        key: Vec<Scalar>,
+        columns: Vec<String>,
+    },
+    Select {
+        hash: Vec<Scalar>,
+        range: Option<(Cmp, Scalar)>,
+        columns: Option<Vec<String>>,
+    },
+    /// `ALTER TABLE`.
+    Alter(Alter),
 }
 
 /// A result cell.
@@ -179,13 +270,21 @@ fn ttl_of(ttl_s: Option<u64>) -> Ttl {
 type Entries = Vec<(DocId, Vec<Key>, Entry, Ttl)>;
 
 impl Model {
-    /// Run one CQL statement at `time` on the table `schema`.
+    /// Run one CQL statement at `time` on the table `schema` (which `ALTER TABLE`
+    /// changes).
     pub fn cql(
         &mut self,
         time: Time,
-        schema: &Schema,
+        schema: &mut Schema,
         op: &CqlOp,
     ) -> Result<CqlResult, ModelError> {
+        let schema = match op {
+            CqlOp::Alter(change) => return schema.alter(change).map(|()| CqlResult::Written),
+            _ => &*schema,
+        };
+        if !names_known_columns(schema, op) {
+            return Err(ModelError::InvalidRequest);
+        }
         let mut out: Entries = Vec::new();
         match op {
             CqlOp::Insert { key, values, ttl_s } => {
@@ -193,9 +292,9 @@ impl Model {
                 let liveness = vec![Key::of(Scalar::SystemColumn(0))];
                 out.push((doc.clone(), liveness, Entry::Value(Scalar::Null), ttl));
                 let at = At { doc: &doc, ttl, time };
-                for (name, _) in &schema.regular {
-                    if let Some((_, v)) = values.iter().find(|(n, _)| n == name) {
-                        whole(at, column(schema, name), v, &mut out);
+                for col in &schema.regular {
+                    if let Some((_, v)) = values.iter().find(|(n, _)| *n == col.name) {
+                        whole(at, column(schema, &col.name), v, &mut out);
                     }
                 }
             }
@@ -228,6 +327,7 @@ impl Model {
                     out.push((schema.doc(key), path, Entry::Tombstone, Ttl::Inherit));
                 }
             }
+            CqlOp::Alter(_) => unreachable!("applied above"),
             CqlOp::Select { hash, range, columns } => {
                 return self
                     .select(time, schema, hash, range.clone(), columns.as_deref())
@@ -256,7 +356,7 @@ impl Model {
             .hash
             .iter()
             .chain(schema.range.iter().map(|(n, _)| n))
-            .chain(schema.regular.iter().map(|(n, _)| n))
+            .chain(schema.regular.iter().map(|r| &r.name))
             .cloned()
             .collect();
         let names = columns.map_or(all, <[String]>::to_vec);
@@ -268,12 +368,30 @@ impl Model {
                 }
             }
             let Some(Doc::Object(row)) = self.read(&doc, &[], time)? else { continue };
-            if !exists(&row) {
+            if !exists(schema, &row) {
                 continue;
             }
             rows.push(names.iter().map(|n| (n.clone(), cell(schema, &doc, &row, n))).collect());
         }
         Ok(rows)
+    }
+}
+
+/// Whether every column `op` names is a column of `schema` (a regular one where it
+/// writes): a statement naming another is refused.
+fn names_known_columns(schema: &Schema, op: &CqlOp) -> bool {
+    let regular = |name: &str| schema.regular.iter().any(|r| r.name == name);
+    match op {
+        CqlOp::Insert { values, .. } => values.iter().all(|(n, _)| regular(n)),
+        CqlOp::Update { assigns, .. } => assigns.iter().all(|a| match a {
+            Assign::Whole(n, _)
+            | Assign::MapPut(n, ..)
+            | Assign::Add(n, _)
+            | Assign::Remove(n, _) => regular(n),
+        }),
+        CqlOp::DeleteColumns { columns, .. } => columns.iter().all(|n| regular(n)),
+        CqlOp::Select { columns, .. } => columns.iter().flatten().all(|n| schema.is_column(n)),
+        CqlOp::DeleteRow { .. } | CqlOp::Alter(_) => true,
     }
 }
 
@@ -382,11 +500,14 @@ fn compare(have: &Scalar, cmp: Cmp, want: &Scalar) -> bool {
     }
 }
 
-fn exists(row: &BTreeMap<Key, Doc>) -> bool {
+/// A row exists if its liveness column is visible, or a column of the schema holds
+/// something (a dropped column's values do not count).
+fn exists(schema: &Schema, row: &BTreeMap<Key, Doc>) -> bool {
+    let current = |id: &i32| schema.regular.iter().any(|r| r.id == *id);
     row.iter().any(|(k, v)| match (&k.scalar, v) {
         (Scalar::SystemColumn(0), _) => true,
-        (Scalar::Column(_), Doc::Leaf(s)) => *s != Scalar::Null,
-        (Scalar::Column(_), Doc::Object(m)) => !m.is_empty(),
+        (Scalar::Column(id), Doc::Leaf(s)) => *s != Scalar::Null && current(id),
+        (Scalar::Column(id), Doc::Object(m)) => !m.is_empty() && current(id),
         _ => false,
     })
 }

@@ -142,6 +142,9 @@ pub enum ModelError {
     NotAnObject,
     /// Redis: the key holds another type.
     WrongType,
+    /// A statement the schema refuses (an `ALTER TABLE` adding a column that exists, or
+    /// dropping one that does not).
+    InvalidRequest,
 }
 
 /// One path of a document: every version ever written at it, sorted by (time, write id),

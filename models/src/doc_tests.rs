@@ -16,13 +16,13 @@ fn t(us: u64) -> Time {
 
 /// Table `t` with hash key `k`, these clustering columns (descending?) and regular columns.
 fn table_t(range: &[(&str, bool)], regular: &[(&str, cql::ColKind)]) -> cql::Schema {
-    cql::Schema {
-        name: "t".into(),
-        hash: vec!["k".into()],
-        range: range.iter().map(|(n, desc)| (n.to_string(), *desc)).collect(),
-        regular: regular.iter().map(|(n, kind)| (n.to_string(), *kind)).collect(),
-        default_ttl_s: None,
-    }
+    cql::Schema::new(
+        "t",
+        vec!["k".into()],
+        range.iter().map(|(n, desc)| (n.to_string(), *desc)).collect(),
+        regular.iter().map(|(n, kind)| (n.to_string(), *kind)).collect(),
+        None,
+    )
 }
 
 fn leaf(v: i64) -> Doc {
@@ -157,16 +157,18 @@ fn required_markers_refuse_writing_under_a_primitive() {
 #[test]
 fn cql_double_clustering_keys_order_numerically() {
     use cql::*;
-    let schema = table_t(&[("r", false)], &[]);
+    let mut schema = table_t(&[("r", false)], &[]);
     let mut m = Model::new();
     let key = |r: f64| vec![Scalar::Int32(1), Scalar::Double(r.to_bits())];
     for r in [2.0, -1.5, 0.5, -0.0, f64::NEG_INFINITY] {
         let insert = CqlOp::Insert { key: key(r), values: vec![], ttl_s: None };
-        m.cql(t(1), &schema, &insert).unwrap();
+        m.cql(t(1), &mut schema, &insert).unwrap();
     }
     let select = |m: &mut Model, range| {
         let op = CqlOp::Select { hash: vec![Scalar::Int32(1)], range, columns: None };
-        let CqlResult::Rows(rows) = m.cql(t(2), &schema, &op).unwrap() else { panic!("rows") };
+        let CqlResult::Rows(rows) = m.cql(t(2), &mut schema.clone(), &op).unwrap() else {
+            panic!("rows")
+        };
         rows.iter()
             .map(|row| match &row[1].1 {
                 Cell::Scalar(Scalar::Double(bits)) => f64::from_bits(*bits),
@@ -182,19 +184,19 @@ fn cql_double_clustering_keys_order_numerically() {
 #[test]
 fn cql_row_existence() {
     use cql::*;
-    let schema = table_t(&[], &[("v", ColKind::Scalar)]);
+    let mut schema = table_t(&[], &[("v", ColKind::Scalar)]);
     let mut m = Model::new();
     let key = |s: &str| vec![Scalar::Str(s.into())];
     let v = |s: &str| CqlValue::Scalar(Scalar::Str(s.into()));
     m.cql(
         t(1),
-        &schema,
+        &mut schema,
         &CqlOp::Insert { key: key("ins"), values: vec![("v".into(), v("x"))], ttl_s: None },
     )
     .unwrap();
     m.cql(
         t(1),
-        &schema,
+        &mut schema,
         &CqlOp::Update {
             key: key("upd"),
             assigns: vec![Assign::Whole("v".into(), v("y"))],
@@ -204,12 +206,16 @@ fn cql_row_existence() {
     .unwrap();
     for name in ["ins", "upd"] {
         let null = vec![Assign::Whole("v".into(), CqlValue::Null)];
-        m.cql(t(2), &schema, &CqlOp::Update { key: key(name), assigns: null, ttl_s: None })
+        m.cql(t(2), &mut schema, &CqlOp::Update { key: key(name), assigns: null, ttl_s: None })
             .unwrap();
     }
     let select = |m: &mut Model, name: &str| {
-        m.cql(t(3), &schema, &CqlOp::Select { hash: key(name), range: None, columns: None })
-            .unwrap()
+        m.cql(
+            t(3),
+            &mut schema.clone(),
+            &CqlOp::Select { hash: key(name), range: None, columns: None },
+        )
+        .unwrap()
     };
     let ins_row = vec![
         ("k".to_string(), Cell::Scalar(Scalar::Str("ins".into()))),
@@ -254,23 +260,24 @@ fn redis_hashes_and_sets() {
 #[test]
 fn cql_list_appends_keep_write_order() {
     use cql::*;
-    let schema = table_t(&[], &[("l", ColKind::List)]);
+    let mut schema = table_t(&[], &[("l", ColKind::List)]);
     let mut m = Model::new();
     let key = vec![Scalar::Int32(1)];
     let list = |items: &[i32]| CqlValue::List(items.iter().map(|&i| Scalar::Int32(i)).collect());
     let insert =
         CqlOp::Insert { key: key.clone(), values: vec![("l".into(), list(&[1, 2]))], ttl_s: None };
-    m.cql(t(1000), &schema, &insert).unwrap();
+    m.cql(t(1000), &mut schema, &insert).unwrap();
     let append = |items| CqlOp::Update {
         key: key.clone(),
         assigns: vec![Assign::Add("l".into(), list(items))],
         ttl_s: None,
     };
-    m.cql(t(1000) + 1, &schema, &append(&[3])).unwrap();
-    m.cql(t(1000) + 2, &schema, &append(&[4, 5])).unwrap();
+    m.cql(t(1000) + 1, &mut schema, &append(&[3])).unwrap();
+    m.cql(t(1000) + 2, &mut schema, &append(&[4, 5])).unwrap();
+    let read_only = schema.clone();
     let select = |m: &mut Model| {
         let op = CqlOp::Select { hash: key.clone(), range: None, columns: Some(vec!["l".into()]) };
-        m.cql(t(2000), &schema, &op).unwrap()
+        m.cql(t(2000), &mut read_only.clone(), &op).unwrap()
     };
     let ints = |items: &[i32]| items.iter().map(|&i| Scalar::Int32(i)).collect();
     let row =
@@ -281,7 +288,7 @@ fn cql_list_appends_keep_write_order() {
         assigns: vec![Assign::Whole("l".into(), list(&[9]))],
         ttl_s: None,
     };
-    m.cql(t(1500), &schema, &whole).unwrap();
+    m.cql(t(1500), &mut schema, &whole).unwrap();
     assert_eq!(select(&mut m), row(&[9]));
 }
 
@@ -338,4 +345,49 @@ fn required_markers_ignore_the_table_tombstone() {
     let below_x = vec![k("x"), k("y")];
     let write = [(doc.clone(), below_x, Write::Set(leaf(2)), Ttl::Inherit)];
     assert_eq!(m.write_batch(t(3), Markers::Required, &write), Err(ModelError::NotAnObject));
+}
+
+/// Schema changes: an added column reads null in older rows; a dropped column's values
+/// neither show nor keep a row; a column added again under an old name is a new column.
+#[test]
+fn cql_schema_changes_hide_dropped_columns_and_never_reuse_ids() {
+    use cql::*;
+    let mut schema = table_t(&[], &[("a", ColKind::Scalar), ("b", ColKind::Scalar)]);
+    let mut m = Model::new();
+    let key = |k: i32| vec![Scalar::Int32(k)];
+    let v = |s: &str| CqlValue::Scalar(Scalar::Str(s.into()));
+    let insert = CqlOp::Insert { key: key(1), values: vec![("b".into(), v("b1"))], ttl_s: None };
+    m.cql(t(1), &mut schema, &insert).unwrap();
+    let update = CqlOp::Update {
+        key: key(2),
+        assigns: vec![Assign::Whole("b".into(), v("b2"))],
+        ttl_s: None,
+    };
+    m.cql(t(1), &mut schema, &update).unwrap();
+    let add = |kind| Alter::Add { column: "b".into(), kind, ty: "text".into() };
+    assert_eq!(
+        m.cql(t(2), &mut schema, &CqlOp::Alter(add(ColKind::Scalar))),
+        Err(ModelError::InvalidRequest)
+    );
+    m.cql(t(2), &mut schema, &CqlOp::Alter(Alter::Drop { column: "b".into() })).unwrap();
+    m.cql(t(3), &mut schema, &CqlOp::Alter(add(ColKind::Scalar))).unwrap();
+    assert_eq!(
+        schema.regular.iter().map(|r| (r.name.as_str(), r.id)).collect::<Vec<_>>(),
+        [("a", 10), ("b", 12)]
+    );
+    let select = |m: &mut Model, k: i32| {
+        let op = CqlOp::Select { hash: key(k), range: None, columns: None };
+        m.cql(t(4), &mut schema.clone(), &op).unwrap()
+    };
+    let null_row = vec![
+        ("k".to_string(), Cell::Scalar(Scalar::Int32(1))),
+        ("a".to_string(), Cell::Null),
+        ("b".to_string(), Cell::Null),
+    ];
+    // Row 1 lives on through its liveness column, its old `b` hidden; row 2 existed only
+    // through the dropped column.
+    assert_eq!(select(&mut m, 1), CqlResult::Rows(vec![null_row]));
+    assert_eq!(select(&mut m, 2), CqlResult::Rows(vec![]));
+    let drop_key = CqlOp::Alter(Alter::Drop { column: "k".into() });
+    assert_eq!(m.cql(t(5), &mut schema, &drop_key), Err(ModelError::InvalidRequest));
 }

@@ -3,15 +3,15 @@
 //! semantics, no text (the engine's own printers render what the run prints).
 
 use docsim_engine::cql::{
-    Assignment, Cell as EngineCell, CmpOp, Condition, CqlTable, CqlType, DeleteTarget, Literal,
-    Statement,
+    AlterChange, Assignment, Cell as EngineCell, CmpOp, Condition, CqlTable, CqlType, DeleteTarget,
+    Literal, Statement,
 };
 use docsim_engine::redis::{Command as RedisCommand, Expiry, Reply as EngineReply};
 use docsim_engine::{
     CrashPoint as EngineCrashPoint, CrashStage, DocKey, DocPath, DocWrite as EngineWrite, Document,
     HybridTime, KeyEntry, Primitive, SortOrder, WriteKind,
 };
-use docsim_models::cql::{Assign, Cell, Cmp, CqlOp, CqlValue, Json, Schema};
+use docsim_models::cql::{Alter, Assign, Cell, Cmp, CqlOp, CqlValue, Json, Schema};
 use docsim_models::redis::{RedisOp, Reply};
 use docsim_models::{Doc, DocId, Key, Scalar, Ttl, Write};
 use docsim_workloads::{CqlTableSpec, CrashPoint, DocWrite};
@@ -280,6 +280,13 @@ pub fn statement(s: &Schema, op: &CqlOp) -> Statement {
                 conditions.push(Condition { column: s.range[0].0.clone(), op, value: literal(v) });
             }
             Statement::Select { columns: columns.clone(), table, conditions }
+        }
+        CqlOp::Alter(Alter::Add { column, ty, .. }) => {
+            let ty = CqlType::from_name(ty).expect("generated types parse");
+            Statement::Alter { table, change: AlterChange::Add { column: column.clone(), ty } }
+        }
+        CqlOp::Alter(Alter::Drop { column }) => {
+            Statement::Alter { table, change: AlterChange::Drop { column: column.clone() } }
         }
     }
 }

@@ -11,7 +11,10 @@
 //!
 //! A Redis EXPIRE record (a TTL-only record, `TTL {}` or `TTL ""` in dumps) overwrites
 //! nothing, and the version beneath it stays even if a tombstone: the record stands on it.
-//! Expired entries are not judged here (which TTL an entry has depends on inheritance).
+//! A packed row (`packed(schema=..)`) overwrites nothing either, and the newer tombstones
+//! of its row stay while it does (one may hide a value inside it: `gc.rs`,
+//! `decide_packed_row`). Expired entries are not judged here (which TTL an entry has
+//! depends on inheritance).
 
 use docsim_engine::script::format_entry;
 use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Value, ValueKind};
@@ -23,7 +26,12 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
     // The newest remaining version at or below the cutoff of each path on the current
     // entry's chain (TTL-only records overwrite nothing and are left out).
     let mut chain: Vec<(&DocPath, DocHybridTime)> = Vec::new();
-    let is_record = |value: &Value| matches!(value.kind, ValueKind::TtlOnly { .. });
+    // The packed rows of the current document, with their versions.
+    let mut packed_rows = Vec::new();
+    // Records that hide nothing: TTL-only records and packed rows (GC keeps them until a
+    // newer version of their path hides them, `gc.rs`).
+    let is_record =
+        |value: &Value| matches!(value.kind, ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_));
     for (i, (key, value)) in entries.iter().enumerate() {
         chain.retain(|(path, _)| path.is_prefix_of(&key.path));
         let previous = i.checked_sub(1).map(|p| &entries[p]);
@@ -34,10 +42,16 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
         let older_version = chain.iter().any(|(path, _)| *path == &key.path);
         let overwritten =
             chain.iter().any(|(path, newest)| *path != &key.path && key.doc_ht <= *newest);
-        // A tombstone a TTL-only record stands on stays; a record is no tombstone.
-        let tombstone = value.kind == ValueKind::Tombstone && !beneath_record;
+        if matches!(value.kind, ValueKind::PackedRow(_)) {
+            packed_rows.push((&key.path.doc_key, key.doc_ht));
+        }
+        packed_rows.retain(|(doc, _)| *doc == &key.path.doc_key);
+        let over_packed_row = packed_rows.iter().any(|(_, at)| *at < key.doc_ht);
+        // A tombstone a TTL-only record stands on stays, as do a packed row's; a record is
+        // no tombstone.
+        let tombstone = value.kind == ValueKind::Tombstone && !beneath_record && !over_packed_row;
         if older_version || overwritten || tombstone {
-            out.push(format_entry(key, value, None));
+            out.push(format_entry(key, value, None, false));
         }
         if !older_version && !is_record(value) {
             chain.push((&key.path, key.doc_ht));

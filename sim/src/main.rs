@@ -502,8 +502,15 @@ fn metamorphic(args: &RunArgs) -> ExitCode {
         println!("  default: {}", d.default_line.as_deref().unwrap_or("(end of trace)"));
         println!("  this:    {}", d.this_line.as_deref().unwrap_or("(end of trace)"));
     }
-    let failed = runs.iter().any(|(_, o)| o.failure.is_some());
-    if divergences.is_empty() && !failed {
+    // A configuration whose run failed its own checks: its failure block and reproducer
+    // (which starts in its layout).
+    let failing = runs.iter().find(|(_, o)| o.failure.is_some());
+    if let Some((storage, outcome)) = failing {
+        let cfg = RunConfig { storage: *storage, ..config(args.seed, &args.shape, true) };
+        let dir = report::write_run_report(&args.shape.reports, outcome, &cfg).ok();
+        print!("{}", report::failure_block(outcome, &cfg, dir.as_deref()));
+    }
+    if divergences.is_empty() && failing.is_none() {
         println!("PASS: {} configurations, identical traces", runs.len());
         return ExitCode::SUCCESS;
     }

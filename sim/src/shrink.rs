@@ -44,8 +44,14 @@ pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>, seed: u64) 
         let size = current.len().div_ceil(chunks);
         let mut reduced = false;
         for start in (0..current.len()).step_by(size) {
-            let rest = &current[(start + size).min(current.len())..];
-            let candidate: Vec<Op> = current[..start].iter().chain(rest).cloned().collect();
+            let end = (start + size).min(current.len());
+            // Schema changes stay where they are: the ops after them name their columns.
+            let kept = current[start..end].iter().filter(|op| is_schema_change(op));
+            let candidate: Vec<Op> =
+                current[..start].iter().chain(kept).chain(&current[end..]).cloned().collect();
+            if candidate.len() == current.len() {
+                continue;
+            }
             if let Some(f) = fails(&with_tables(&candidate)) {
                 current = body(&f.ops);
                 failure = f;
@@ -61,8 +67,28 @@ pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>, seed: u64) 
             chunks = (chunks * 2).min(current.len());
         }
     }
+    // Then each schema change alone, newest first: without it, ops naming its column are
+    // refused alike by engine and model, so the failure may well stay.
+    let mut i = current.len();
+    while i > 0 {
+        i -= 1;
+        if !is_schema_change(&current[i]) {
+            continue;
+        }
+        let candidate: Vec<Op> = current[..i].iter().chain(&current[i + 1..]).cloned().collect();
+        if let Some(f) = fails(&with_tables(&candidate)) {
+            current = body(&f.ops);
+            failure = f;
+            i = i.min(current.len());
+        }
+    }
     let (current, failure) = simplify(&tables, current, failure, &mut fails);
     Some(Shrunk { before, after: tables.len() + current.len(), failure, runs })
+}
+
+/// Whether `op` is an `ALTER TABLE`.
+fn is_schema_change(op: &Op) -> bool {
+    matches!(op, Op::Cql { op: docsim_models::cql::CqlOp::Alter(_), .. })
 }
 
 /// Replace ops by simpler variants while the failure keeps its fingerprint.

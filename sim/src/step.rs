@@ -94,7 +94,12 @@ impl State {
             markers: Markers::Optional,
             cutoff: HybridTime::MIN,
             recent_reads: VecDeque::new(),
-            script: Vec::new(),
+            // The layout is no step of the run (the trace, which every configuration must
+            // share, does not show it), but the reproducer must run in it.
+            script: match storage.layout {
+                docsim_engine::Layout::Packed => vec!["layout packed".into()],
+                docsim_engine::Layout::Declared => Vec::new(),
+            },
             ops: Vec::new(),
             checked_reads: 0,
             mismatch_kind: None,
@@ -190,6 +195,7 @@ fn expected_kind(e: &ModelError) -> ErrorKind {
         ModelError::SnapshotTooOld => ErrorKind::SnapshotTooOld,
         ModelError::NotAnObject => ErrorKind::TypeConflict,
         ModelError::WrongType => ErrorKind::WrongType,
+        ModelError::InvalidRequest => ErrorKind::InvalidRequest,
     }
 }
 

@@ -1,7 +1,7 @@
 //! The generator: profiles, swarm knobs, and the next operation.
 
 use crate::op::{CqlTableSpec, DocWrite, Op};
-use docsim_models::cql::{Assign, Cmp, ColKind, CqlOp, CqlValue, Json, Schema};
+use docsim_models::cql::{Alter, Assign, Cmp, ColKind, CqlOp, CqlValue, Json, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{Doc, DocId, Key, Markers, Scalar, Time, Ttl, Write};
 use rand::Rng;
@@ -381,7 +381,14 @@ impl Workload {
     }
 
     fn cql_op(&mut self, rng: &mut ChaCha8Rng, now: Time, cutoff: Time) -> Op {
-        let spec = self.tables[rng.random_range(0..self.tables.len())].clone();
+        let at = rng.random_range(0..self.tables.len());
+        if rng.random_range(0..100) == 0 {
+            let change = alter(rng, &self.tables[at]);
+            apply_alter(&mut self.tables[at], &change);
+            let table = self.tables[at].schema.name.clone();
+            return Op::Cql { ht: now, table, op: CqlOp::Alter(change) };
+        }
+        let spec = self.tables[at].clone();
         let s = &spec.schema;
         let key = self.cql_key(rng, &spec);
         let ttl_s =
@@ -390,22 +397,22 @@ impl Workload {
         let op = match rng.random_range(0..10) {
             0..=2 => {
                 let mut values = Vec::new();
-                for (n, _) in &s.regular {
+                for col in &s.regular {
                     if rng.random_bool(0.7) {
-                        values.push((n.clone(), cql_value(rng, &spec, n, true)));
+                        values.push((col.name.clone(), cql_value(rng, &spec, &col.name, true)));
                     }
                 }
                 CqlOp::Insert { key, values, ttl_s }
             }
             3 | 4 => {
-                let (name, kind) = s.regular[rng.random_range(0..s.regular.len())].clone();
-                let assign = update_assign(rng, &spec, name, kind);
+                let col = s.regular[rng.random_range(0..s.regular.len())].clone();
+                let assign = update_assign(rng, &spec, col.name, col.kind);
                 CqlOp::Update { key, assigns: vec![assign], ttl_s }
             }
             5 => CqlOp::DeleteRow { key },
             6 => {
-                let (name, _) = &s.regular[rng.random_range(0..s.regular.len())];
-                CqlOp::DeleteColumns { key, columns: vec![name.clone()] }
+                let col = &s.regular[rng.random_range(0..s.regular.len())];
+                CqlOp::DeleteColumns { key, columns: vec![col.name.clone()] }
             }
             _ => {
                 let past = rng.random_bool(0.5);
@@ -416,7 +423,7 @@ impl Workload {
                     (cmp, key[s.hash.len()].clone())
                 });
                 let columns = rng.random_bool(0.3).then(|| {
-                    let mut cols: Vec<String> = s.regular.iter().map(|(n, _)| n.clone()).collect();
+                    let mut cols: Vec<String> = s.regular.iter().map(|r| r.name.clone()).collect();
                     cols.truncate(rng.random_range(1..=cols.len()));
                     cols
                 });
@@ -437,6 +444,37 @@ impl Workload {
                 key_scalar(column_type(spec, n), i as usize)
             })
             .collect()
+    }
+}
+
+/// A schema change for `spec`: drop one of its regular columns (never the last), or add
+/// one under a fresh name or a name it had before (a new column all the same).
+fn alter(rng: &mut ChaCha8Rng, spec: &CqlTableSpec) -> Alter {
+    let regular = &spec.schema.regular;
+    let names = ["x0", "x1", "x2"].into_iter().map(str::to_owned);
+    let mut free: Vec<String> =
+        names.chain(spec.dropped.iter().cloned()).filter(|n| !spec.schema.is_column(n)).collect();
+    free.sort();
+    free.dedup();
+    if (regular.len() > 1 && rng.random_bool(0.5)) || free.is_empty() {
+        let column = regular[rng.random_range(0..regular.len())].name.clone();
+        return Alter::Drop { column };
+    }
+    let column = free[rng.random_range(0..free.len())].clone();
+    let types = ["int", "text", "bigint", "double", "boolean", "set<int>", "map<text, int>"];
+    let ty = types[rng.random_range(0..types.len())].to_owned();
+    Alter::Add { column, kind: col_kind(&ty), ty }
+}
+
+/// Apply a schema change to the generator's copy of a table.
+fn apply_alter(spec: &mut CqlTableSpec, change: &Alter) {
+    spec.schema.alter(change).expect("the generator's changes are valid");
+    match change {
+        Alter::Add { column, ty, .. } => spec.types.push((column.clone(), ty.clone())),
+        Alter::Drop { column } => {
+            spec.types.retain(|(n, _)| n != column);
+            spec.dropped.push(column.clone());
+        }
     }
 }
 
@@ -603,19 +641,18 @@ fn table_spec(
     default_ttl_s: Option<u64>,
 ) -> CqlTableSpec {
     let key_names: Vec<&str> = hash.iter().copied().chain(range.iter().map(|(n, _)| *n)).collect();
-    let schema = Schema {
-        name: name.into(),
-        hash: hash.iter().map(|s| s.to_string()).collect(),
-        range: range.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
-        regular: cols
-            .iter()
+    let schema = Schema::new(
+        name,
+        hash.iter().map(|s| s.to_string()).collect(),
+        range.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
+        cols.iter()
             .filter(|(n, _)| !key_names.contains(n))
             .map(|(n, t)| (n.to_string(), col_kind(t)))
             .collect(),
         default_ttl_s,
-    };
+    );
     let types = cols.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-    CqlTableSpec { schema, types }
+    CqlTableSpec { schema, types, dropped: Vec::new() }
 }
 
 /// The seed's tables: `msgs`, `page_views` and a random schema.

@@ -11,6 +11,8 @@ pub struct CqlTableSpec {
     pub schema: Schema,
     /// `(column, CQL type)` in declaration order: key columns, then regular ones.
     pub types: Vec<(String, String)>,
+    /// Columns dropped so far (the generator adds some back, as new columns).
+    pub dropped: Vec<String>,
 }
 
 /// One document write: which document, the path below its root, what, and its TTL.

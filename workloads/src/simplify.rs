@@ -155,7 +155,8 @@ fn cql_variants(op: &CqlOp) -> Vec<CqlOp> {
                 }),
             );
         }
-        CqlOp::DeleteColumns { .. } => {}
+        // A schema change stays as it is: the ops after it name its columns.
+        CqlOp::DeleteColumns { .. } | CqlOp::Alter(_) => {}
         CqlOp::Select { hash, range, columns } => out.extend(select_variants(hash, range, columns)),
     }
     out

@@ -27,6 +27,9 @@ pub enum DumpStyle {
 pub enum Command {
     /// `markers optional|required`.
     Markers(MarkerMode),
+    /// `layout packed|declared` (docsim extension): how the CQL tables declared after it
+    /// store their rows (`packed`: every one packs, as `WITH packed_rows = true`).
+    Layout(crate::db::Layout),
     /// A document write (`set`, `extend`, `obj`, `del`) at one hybrid time.
     Write { write: DocWrite, ht: HybridTime },
     /// `batch @T { ...; ... }`: one write batch.
@@ -126,6 +129,11 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Some("optional") => MarkerMode::Optional,
             Some("required") => MarkerMode::Required,
             _ => return Err(p.error("expected `optional` or `required`")),
+        }),
+        "layout" => Command::Layout(match p.word() {
+            Some("packed") => crate::db::Layout::Packed,
+            Some("declared") => crate::db::Layout::Declared,
+            _ => return Err(p.error("expected `packed` or `declared`")),
         }),
         "set" | "extend" | "obj" | "del" => {
             let write = parse_write(&mut p, word, true)?;
@@ -450,6 +458,8 @@ impl fmt::Display for Command {
         match self {
             Command::Markers(MarkerMode::Optional) => f.write_str("markers optional"),
             Command::Markers(MarkerMode::Required) => f.write_str("markers required"),
+            Command::Layout(crate::db::Layout::Packed) => f.write_str("layout packed"),
+            Command::Layout(crate::db::Layout::Declared) => f.write_str("layout declared"),
             Command::Write { write, ht } => {
                 write!(f, "{write} @{ht}")?;
                 write_ttl(f, write.ttl_us)

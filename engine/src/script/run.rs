@@ -236,6 +236,7 @@ impl Runner {
         };
         match command {
             Command::Markers(mode) => self.markers = *mode,
+            Command::Layout(layout) => self.node.set_layout(*layout),
             Command::Write { write, ht } => {
                 node.write(*ht, std::slice::from_ref(write), self.markers)?
             }
