@@ -80,6 +80,10 @@ pub enum Plant {
     /// marker, and the write's outcome then depends on compaction (rare: needs a batch
     /// writing a child marker, its parent's, then a grandchild, and a compaction).
     YbBatchCacheKeepsOverwritten,
+    /// A packed row is read with the table's newest schema packing instead of the one of
+    /// the schema version it names: after an `ALTER TABLE`, older rows decode wrong or not
+    /// at all (`db/packed.rs`; only the packed layout shows it).
+    PackedRowWrongSchema,
     // Bugs of the replicated tablet (`peer.rs`): planted in `docsim cluster` runs.
     /// Bootstrap with peers takes every entry in the log for committed: orphaned entries a
     /// new leader overwrote come back as applied data on this peer.
@@ -107,7 +111,7 @@ pub enum Plant {
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 22] = [
+    pub const ALL: [Plant; 23] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -130,6 +134,7 @@ impl Plant {
         Plant::YbSeekStopsAtExpire,
         Plant::GcKeepsTombstones,
         Plant::YbBatchCacheKeepsOverwritten,
+        Plant::PackedRowWrongSchema,
     ];
 
     /// The bugs of the replicated tablet, caught by `docsim cluster`.
@@ -153,6 +158,12 @@ impl Plant {
                 | Plant::GcTakesFirstNeededSegment
                 | Plant::YbBatchCacheKeepsOverwritten
         )
+    }
+
+    /// Whether the bug lives in packed rows: only runs with every CQL table packed
+    /// (`--config` of the packed layout, `layout packed` in scripts) can show it.
+    pub fn needs_packed_rows(self) -> bool {
+        matches!(self, Plant::PackedRowWrongSchema)
     }
 
     /// The command-line name.
@@ -180,6 +191,7 @@ impl Plant {
             Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
+            Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::OrphansCommitted => "orphans-committed",
             Plant::HtNotPropagated => "ht-not-propagated",
             Plant::ReadsPastLease => "reads-past-lease",
@@ -200,7 +212,7 @@ impl Plant {
 /// (`docsim --plant NAME`) and passed in as configuration, down to each site that holds
 /// one. Checking it is a bit test on a value the site already has.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Plants(u32);
+pub struct Plants(u64);
 
 impl Plants {
     /// No planted bug: the engine as it should be.
@@ -208,12 +220,12 @@ impl Plants {
 
     /// The set holding `bug`, or nothing.
     pub fn of(bug: Option<Plant>) -> Plants {
-        Plants(bug.map_or(0, |b| 1 << b as u32))
+        Plants(bug.map_or(0, |b| 1 << b as u64))
     }
 
     /// Whether `bug` is planted.
     pub fn contains(self, bug: Plant) -> bool {
-        self.0 & (1 << bug as u32) != 0
+        self.0 & (1 << bug as u64) != 0
     }
 }
 

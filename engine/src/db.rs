@@ -351,7 +351,7 @@ impl DocDb {
             }
             if needed.needed(key, value, doc.len())? {
                 let entry = decode_doc_entry(key, doc.len(), table_key, value)?;
-                packed |= packed::push_entry(entry, &self.packings, key, out)?;
+                packed |= packed::push_entry(entry, (&self.packings, self.plants), key, out)?;
             }
             it.next();
         }
@@ -405,7 +405,7 @@ impl DocDb {
                 }
                 let (doc, entries) = out.last_mut().expect("pushed above");
                 let entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
-                packed |= packed::push_entry(entry, &self.packings, key, entries)?;
+                packed |= packed::push_entry(entry, (&self.packings, self.plants), key, entries)?;
             }
             it.next();
         }

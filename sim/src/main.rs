@@ -48,6 +48,14 @@ struct ShapeArgs {
     /// Where failing runs write `<seed>/repro.ds`.
     #[arg(long, default_value = "reports/runs")]
     reports: PathBuf,
+    /// Storage configuration: its index in the metamorphic set (`run --metamorphic`
+    /// lists them; 0, the default, is RocksDB's defaults with rows as declared).
+    #[arg(long, default_value_t = 0, value_parser = parse_storage)]
+    config: usize,
+    /// No disk fault placed by where bytes lie in the log (I/O errors, full disks, torn
+    /// crashes, bit flips): how `run --metamorphic` compares row layouts.
+    #[arg(long)]
+    no_byte_faults: bool,
 }
 
 #[derive(Subcommand)]
@@ -357,9 +365,26 @@ fn parse_duration(text: &str) -> Result<f64, String> {
     }
 }
 
+fn parse_storage(text: &str) -> Result<usize, String> {
+    let n = docsim_engine::StorageConfig::SET.len();
+    match text.parse::<usize>() {
+        Ok(i) if i < n => Ok(i),
+        _ => Err(format!("`{text}` is not a storage configuration (0 to {})", n - 1)),
+    }
+}
+
 fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
-    let (profile, plant, storage) = (shape.profile, shape.plant, Default::default());
-    RunConfig { seed, ops: shape.ops, profile, plant, keep_trace, storage }
+    let storage = docsim_engine::StorageConfig::SET[shape.config];
+    let (profile, plant) = (shape.profile, shape.plant);
+    let byte_faults = !shape.no_byte_faults;
+    RunConfig {
+        profile,
+        plant,
+        keep_trace,
+        storage,
+        byte_faults,
+        ..RunConfig::new(seed, shape.ops)
+    }
 }
 
 fn replicated(
@@ -459,7 +484,12 @@ fn shrink(dir: &Path) -> ExitCode {
         }
     };
     let plant = meta.plant.as_deref().and_then(Plant::from_name);
-    let Some(shrunk) = docsim::shrink::shrink(ops, meta.kind, plant, meta.seed) else {
+    let storage = docsim_engine::StorageConfig::SET.get(meta.storage).copied();
+    let Some(storage) = storage else {
+        eprintln!("docsim: run.json names storage configuration {}: none such", meta.storage);
+        return ExitCode::from(2);
+    };
+    let Some(shrunk) = docsim::shrink::shrink(ops, meta.kind, plant, meta.seed, storage) else {
         println!("the run no longer fails with {:?}: nothing to shrink", meta.kind);
         return ExitCode::FAILURE;
     };
@@ -491,10 +521,17 @@ fn shrink(dir: &Path) -> ExitCode {
 /// `run --metamorphic`: the seed under every storage configuration, traces compared.
 fn metamorphic(args: &RunArgs) -> ExitCode {
     let runs = docsim::metamorphic::run_set(&config(args.seed, &args.shape, true));
-    for (storage, outcome) in &runs {
+    let set = docsim_engine::StorageConfig::SET;
+    for run in &runs {
+        let outcome = &run.outcome;
         let verdict = if outcome.failure.is_some() { "FAIL" } else { "pass" };
-        let (name, hash, lines) = (storage.to_string(), outcome.trace_hash, outcome.trace.len());
-        println!("{name:<30} trace-hash {hash:016x}  {lines} lines  {verdict}");
+        let hash = docsim::metamorphic::neutral_hash(&outcome.trace);
+        let i = set.iter().position(|s| *s == run.storage).expect("in the set");
+        let faults = if run.byte_faults { "all faults" } else { "no byte-placed faults" };
+        let (name, lines) = (run.storage.to_string(), outcome.trace.len());
+        println!(
+            "--config {i}  {name:<33} {faults:<21} trace-hash {hash:016x}  {lines} lines  {verdict}"
+        );
     }
     let divergences = docsim::metamorphic::divergences(&runs);
     for d in &divergences {
@@ -504,14 +541,15 @@ fn metamorphic(args: &RunArgs) -> ExitCode {
     }
     // A configuration whose run failed its own checks: its failure block and reproducer
     // (which starts in its layout).
-    let failing = runs.iter().find(|(_, o)| o.failure.is_some());
-    if let Some((storage, outcome)) = failing {
-        let cfg = RunConfig { storage: *storage, ..config(args.seed, &args.shape, true) };
-        let dir = report::write_run_report(&args.shape.reports, outcome, &cfg).ok();
-        print!("{}", report::failure_block(outcome, &cfg, dir.as_deref()));
+    let failing = runs.iter().find(|r| r.outcome.failure.is_some());
+    if let Some(run) = failing {
+        let base = config(args.seed, &args.shape, true);
+        let cfg = RunConfig { storage: run.storage, byte_faults: run.byte_faults, ..base };
+        let dir = report::write_run_report(&args.shape.reports, &run.outcome, &cfg).ok();
+        print!("{}", report::failure_block(&run.outcome, &cfg, dir.as_deref()));
     }
     if divergences.is_empty() && failing.is_none() {
-        println!("PASS: {} configurations, identical traces", runs.len());
+        println!("PASS: {} runs of {} configurations, identical traces", runs.len(), set.len());
         return ExitCode::SUCCESS;
     }
     ExitCode::FAILURE

@@ -1,13 +1,21 @@
 //! Metamorphic runs: one seed, one op stream, under every storage configuration of
-//! [`StorageConfig::SET`] (block size, bloom filters, snappy). None of them may change
-//! what a reader sees, so every trace — read results, errors, restarts — must be
-//! identical; the first differing step is reported when one is not. (Issue 16 adds the
-//! row layouts to the set; today it varies RocksDB's table options only.)
+//! [`StorageConfig::SET`] (block size, bloom filters, snappy, packed rows). None of them
+//! may change what a reader sees, so every trace — read results, errors, restarts — must
+//! be identical; the first differing step is reported when one is not.
+//!
+//! Packed rows make log entries smaller, so the Raft log rolls to its next segment at
+//! other entries, and a disk fault placed by bytes (an I/O error or full disk at the next
+//! write, a torn crash, a flipped bit) lands elsewhere: the packed layout is compared with
+//! a default run where such faults are off ([`RunConfig::byte_faults`]; crashes stay,
+//! untorn). Torture, which draws a configuration per seed, runs every fault in every
+//! layout against the model. One thing in a trace is compared as the same anyway: the
+//! name of the log segment file an error names.
 
-use crate::simulate::{run, RunConfig, RunOutcome};
+use crate::simulate::{run, stream, RunConfig, RunOutcome};
 use docsim_engine::StorageConfig;
+use rand::Rng;
 
-/// Where a configuration's trace first differs from the default's.
+/// Where a configuration's trace first differs from its baseline's.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Divergence {
     pub config: StorageConfig,
@@ -17,32 +25,99 @@ pub struct Divergence {
     pub this_line: Option<String>,
 }
 
-/// The first index where two traces differ (a missing line counts), if any.
+/// One run of the set: its storage configuration, whether disk faults placed by bytes
+/// were on ([`RunConfig::byte_faults`]), and its outcome.
+pub struct MetaRun {
+    pub storage: StorageConfig,
+    pub byte_faults: bool,
+    pub outcome: RunOutcome,
+}
+
+/// `line` with every log segment file name (`wal-<digits>`) as `wal-*`.
+pub fn neutral(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("wal-") {
+        out.push_str(&rest[..at + 4]);
+        rest = &rest[at + 4..];
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        if digits > 0 {
+            out.push('*');
+            rest = &rest[digits..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The FNV-1a hash of a trace's [`neutral`] lines: equal for configurations that agree.
+pub fn neutral_hash(trace: &[String]) -> u64 {
+    trace.iter().fold(crate::simulate::FNV_OFFSET, |h, line| {
+        crate::simulate::fnv(h, neutral(line).as_bytes())
+    })
+}
+
+/// The first index where two traces differ (a missing line counts, segment file names do
+/// not), if any.
 pub fn first_difference(a: &[String], b: &[String]) -> Option<usize> {
-    let common = a.iter().zip(b).position(|(x, y)| x != y);
+    let common = a.iter().zip(b).position(|(x, y)| neutral(x) != neutral(y));
     common.or((a.len() != b.len()).then_some(a.len().min(b.len())))
 }
 
-/// Run `config`'s seed under every configuration of the set (the default first).
-pub fn run_set(config: &RunConfig) -> Vec<(StorageConfig, RunOutcome)> {
-    StorageConfig::SET
-        .iter()
-        .map(|&storage| (storage, run(&RunConfig { storage, keep_trace: true, ..config.clone() })))
-        .collect()
+/// The storage configuration torture runs `seed` under, drawn by swarm from the seed's
+/// own stream: half the seeds the default, a quarter the packed layout, the rest one of
+/// the other RocksDB option sets.
+pub fn drawn(seed: u64) -> StorageConfig {
+    let mut rng = stream(seed, crate::simulate::STREAM_STORAGE);
+    let set = StorageConfig::SET;
+    let is_packed = |s: &StorageConfig| s.layout == docsim_engine::Layout::Packed;
+    let (packed, options): (Vec<StorageConfig>, Vec<StorageConfig>) =
+        set[1..].iter().partition(|s| is_packed(s));
+    match rng.random_range(0..4) {
+        0 | 1 => set[0],
+        2 => packed[rng.random_range(0..packed.len())],
+        _ => options[rng.random_range(0..options.len())],
+    }
 }
 
-/// Every run against the first: the divergences found.
-pub fn divergences(runs: &[(StorageConfig, RunOutcome)]) -> Vec<Divergence> {
-    let Some((_, first)) = runs.first() else { return vec![] };
-    runs[1..]
-        .iter()
-        .filter_map(|(config, outcome)| {
-            let line = first_difference(&first.trace, &outcome.trace)?;
+/// Run `config`'s seed under every configuration of the set (the default first). The
+/// RocksDB option sets run with every fault; the packed layout runs, beside a second
+/// default run, without the faults a log's byte layout places (packed rows change it).
+pub fn run_set(config: &RunConfig) -> Vec<MetaRun> {
+    let mut runs = Vec::new();
+    for storage in StorageConfig::SET {
+        let by_bytes = storage.layout == docsim_engine::Layout::Declared;
+        let baseline_needed = !by_bytes && !runs.iter().any(|r: &MetaRun| !r.byte_faults);
+        if baseline_needed {
+            runs.push(meta_run(config, StorageConfig::SET[0], false));
+        }
+        runs.push(meta_run(config, storage, by_bytes));
+    }
+    runs
+}
+
+fn meta_run(config: &RunConfig, storage: StorageConfig, byte_faults: bool) -> MetaRun {
+    let config = RunConfig { storage, byte_faults, keep_trace: true, ..config.clone() };
+    MetaRun { storage, byte_faults, outcome: run(&config) }
+}
+
+/// Every run against its baseline, the default configuration's run with the same faults:
+/// the divergences found.
+pub fn divergences(runs: &[MetaRun]) -> Vec<Divergence> {
+    let default = StorageConfig::SET[0];
+    let baseline = |faults: bool| {
+        runs.iter().find(|r| r.storage == default && r.byte_faults == faults).map(|r| &r.outcome)
+    };
+    runs.iter()
+        .filter(|r| r.storage != default)
+        .filter_map(|r| {
+            let first = baseline(r.byte_faults)?;
+            let line = first_difference(&first.trace, &r.outcome.trace)?;
             Some(Divergence {
-                config: *config,
+                config: r.storage,
                 line,
                 default_line: first.trace.get(line).cloned(),
-                this_line: outcome.trace.get(line).cloned(),
+                this_line: r.outcome.trace.get(line).cloned(),
             })
         })
         .collect()
@@ -63,5 +138,11 @@ mod tests {
         assert_eq!(first_difference(&a, &lines(&["a", "x", "c"])), Some(1));
         assert_eq!(first_difference(&a, &lines(&["a", "b"])), Some(2), "a shorter trace");
         assert_eq!(first_difference(&lines(&[]), &lines(&["a"])), Some(0));
+        let io = |n: &str| format!("error: I/O error syncing table-t/log/wal-{n} (injected)");
+        let (a, b) = (lines(&[&io("00000028")]), lines(&[&io("00000029")]));
+        assert_eq!(first_difference(&a, &b), None, "segment names differ by layout");
+        assert_eq!(neutral("wal-12 wal- wal-x"), "wal-* wal- wal-x");
+        assert_ne!(neutral_hash(&a), neutral_hash(&lines(&["error: other"])));
+        assert_eq!(neutral_hash(&a), neutral_hash(&b));
     }
 }

@@ -16,11 +16,20 @@ pub struct RunMeta {
     pub plant: Option<String>,
     /// The failure's fingerprint.
     pub kind: crate::simulate::FailureKind,
+    /// The storage configuration, by index in the metamorphic set (`--config`).
+    #[serde(default)]
+    pub storage: usize,
 }
 
 /// `--plant NAME ` for a command line, or nothing.
 pub fn plant_arg(plant: Option<&str>) -> String {
     plant.map(|p| format!("--plant {p} ")).unwrap_or_default()
+}
+
+/// Where `storage` is in the metamorphic set (`--config`).
+pub fn storage_index(storage: docsim_engine::StorageConfig) -> usize {
+    let set = docsim_engine::StorageConfig::SET;
+    set.iter().position(|s| *s == storage).expect("runs use the set's configurations")
 }
 
 /// The one command that reproduces a run.
@@ -31,6 +40,13 @@ pub fn reproduce_command(config: &RunConfig, seed: u64) -> String {
     }
     if let Some(p) = config.plant {
         cmd += &format!(" --plant {}", p.name());
+    }
+    let storage = storage_index(config.storage);
+    if storage > 0 {
+        cmd += &format!(" --config {storage}");
+    }
+    if !config.byte_faults {
+        cmd += " --no-byte-faults";
     }
     cmd
 }
@@ -104,8 +120,12 @@ pub fn write_run_report(
     let log = OpLog { format: OP_LOG_FORMAT, ops: f.ops.clone() };
     let ops = serde_json::to_string(&log).map_err(std::io::Error::other)?;
     std::fs::write(run_dir.join("ops.json"), ops)?;
-    let meta =
-        RunMeta { seed: outcome.seed, plant: config.plant.map(|p| p.name().into()), kind: f.kind };
+    let meta = RunMeta {
+        seed: outcome.seed,
+        plant: config.plant.map(|p| p.name().into()),
+        kind: f.kind,
+        storage: storage_index(config.storage),
+    };
     std::fs::write(
         run_dir.join("run.json"),
         serde_json::to_string(&meta).map_err(std::io::Error::other)?,

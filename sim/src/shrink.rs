@@ -8,6 +8,7 @@
 
 use crate::simulate::{replay_ops, Failure, FailureKind};
 use docsim_engine::canary::Plant;
+use docsim_engine::StorageConfig;
 use docsim_workloads::Op;
 
 /// The result of shrinking.
@@ -23,11 +24,17 @@ pub struct Shrunk {
 }
 
 /// Shrink `ops` of the run of `seed`, which fail with `kind` (with `plant` switched on).
-pub fn shrink(ops: Vec<Op>, kind: FailureKind, plant: Option<Plant>, seed: u64) -> Option<Shrunk> {
+pub fn shrink(
+    ops: Vec<Op>,
+    kind: FailureKind,
+    plant: Option<Plant>,
+    seed: u64,
+    storage: StorageConfig,
+) -> Option<Shrunk> {
     let mut runs = 0;
     let mut fails = |candidate: &[Op]| {
         runs += 1;
-        replay_ops(candidate, plant, seed).filter(|f| f.kind == kind)
+        replay_ops(candidate, plant, seed, storage).filter(|f| f.kind == kind)
     };
     let before = ops.len();
     let mut failure = fails(&ops)?;

@@ -30,8 +30,29 @@ pub struct RunConfig {
     pub plant: Option<Plant>,
     /// Keep every trace line (for `replay` and the determinism check).
     pub keep_trace: bool,
-    /// RocksDB table options (`docsim run --metamorphic` runs the whole set).
+    /// RocksDB table options and row layout (`docsim run --metamorphic` runs the set).
     pub storage: docsim_engine::StorageConfig,
+    /// Disk faults whose effect depends on where bytes lie in the log (I/O errors and
+    /// full disks at the next write, torn crashes, bit flips). On, but for the metamorphic
+    /// comparison of row layouts: packed rows make log entries smaller, so such a fault
+    /// lands elsewhere (`metamorphic.rs`). Crashes stay, untorn.
+    pub byte_faults: bool,
+}
+
+impl RunConfig {
+    /// A run of `ops` operations of `seed`, the seed choosing everything else, with
+    /// every fault and the default storage configuration.
+    pub fn new(seed: u64, ops: usize) -> RunConfig {
+        RunConfig {
+            seed,
+            ops,
+            profile: None,
+            plant: None,
+            keep_trace: false,
+            storage: docsim_engine::StorageConfig::default(),
+            byte_faults: true,
+        }
+    }
 }
 
 /// A check that failed.
@@ -135,6 +156,8 @@ const STREAM_SCHEDULE: u64 = 3;
 const STREAM_CRASHES: u64 = 4;
 const STREAM_DISK: u64 = 5;
 const STREAM_FAULTS: u64 = 6;
+/// The storage configuration torture draws per seed (`metamorphic::drawn`).
+pub(crate) const STREAM_STORAGE: u64 = 7;
 
 /// A physical clock over madsim's simulated time, with seeded skew: it may jump back.
 struct SimClock {
@@ -285,6 +308,8 @@ struct DiskFaults {
     max_sector: u32,
     /// The chance (in %) that an immediate crash comes with a bit flip in synced log data.
     flip_percent: u32,
+    /// Whether a crash the crash stream draws torn tears (else it is a clean power cut).
+    tears: bool,
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -309,7 +334,13 @@ impl DiskFaults {
         let max_sector = if on { rng.random_range(0..8) } else { 0 };
         let flip_on = on && rng.random_range(0..4u32) == 0;
         let flip_percent = if flip_on { rng.random_range(1..30) } else { 0 };
-        DiskFaults { rng, io_per_10k, io_kinds, max_sector, flip_percent }
+        DiskFaults { rng, io_per_10k, io_kinds, max_sector, flip_percent, tears: true }
+    }
+
+    /// No fault whose effect depends on the log's bytes (the draws above stay, so every
+    /// other stream is unchanged).
+    fn placed_by_bytes_off(&mut self) {
+        (self.io_per_10k, self.flip_percent, self.tears) = (0, 0, false);
     }
 
     /// The sector boundary a torn crash keeps.
@@ -395,13 +426,18 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let mut schedule = Schedule::new(stream(config.seed, STREAM_SCHEDULE));
     let mut crashes = Crashes::new(stream(config.seed, STREAM_CRASHES));
     let mut faults = DiskFaults::new(stream(config.seed, STREAM_FAULTS));
+    if !config.byte_faults {
+        faults.placed_by_bytes_off();
+    }
     let mut workload = Workload::new(&mut workload_rng, config.profile);
     let step_mean_us = clock_rng.random_range(20..400u64);
     let jitter_us = clock_rng.random_range(0..50u64);
     let knobs = format!(
-        "{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule} crash={}/10k {faults}",
+        "{} clock_step={step_mean_us}us jitter={jitter_us}us {schedule} crash={}/10k {faults} \
+         storage=[{}]",
         workload.knobs(),
-        crashes.per_10k
+        crashes.per_10k,
+        config.storage
     );
     let clock = SimClock { rng: clock_rng.clone(), start: simulated_now(), jitter_us };
     let mut clock = HybridClock::new(clock);
@@ -465,8 +501,8 @@ fn next_faults(
         group.extend(faults.next_io().filter(|_| io_allowed));
     }
     for op in &mut group {
-        if let Op::Crash { tear: Some(sector), .. } = op {
-            *sector = faults.tear_sector();
+        if let Op::Crash { tear: tear @ Some(_), .. } = op {
+            *tear = faults.tears.then(|| faults.tear_sector());
         }
     }
     group
@@ -608,8 +644,13 @@ pub(crate) fn fnv(mut hash: u64, bytes: &[u8]) -> u64 {
 
 /// Run a fixed op list (no generation: the ops carry their times) through the same checks
 /// as a simulated run; the first failure, if any. The shrinker's oracle.
-pub fn replay_ops(ops: &[Op], plant: Option<Plant>, seed: u64) -> Option<Failure> {
-    let (_scratch, mut state) = new_state(plant, seed, StorageConfig::default());
+pub fn replay_ops(
+    ops: &[Op],
+    plant: Option<Plant>,
+    seed: u64,
+    storage: StorageConfig,
+) -> Option<Failure> {
+    let (_scratch, mut state) = new_state(plant, seed, storage);
     ops.iter().enumerate().find_map(|(i, op)| {
         step_catching_panics(&mut state, op).1.err().map(|mut f| {
             f.step = i;

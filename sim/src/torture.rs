@@ -96,13 +96,11 @@ pub fn torture(campaign: &Campaign) -> docsim_reports::CampaignReport {
                 if seed % campaign.shard.1 != campaign.shard.0 {
                     continue;
                 }
-                let outcome = run(&RunConfig { seed, ..campaign.template.clone() });
+                let storage = crate::metamorphic::drawn(seed);
+                let config = RunConfig { seed, storage, ..campaign.template.clone() };
+                let outcome = run(&config);
                 if outcome.failure.is_some() {
-                    let _ = report::write_run_report(
-                        &campaign.reports_dir,
-                        &outcome,
-                        &campaign.template,
-                    );
+                    let _ = report::write_run_report(&campaign.reports_dir, &outcome, &config);
                 }
                 results.lock().expect("results lock").push(outcome);
                 done.fetch_add(1, Ordering::Relaxed);

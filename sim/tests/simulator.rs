@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::Command;
 
 fn config(seed: u64, ops: usize, profile: Option<Profile>, plant: Option<Plant>) -> RunConfig {
-    RunConfig { seed, ops, profile, plant, keep_trace: false, storage: Default::default() }
+    RunConfig { profile, plant, ..RunConfig::new(seed, ops) }
 }
 
 #[test]
@@ -77,7 +77,21 @@ fn docsim(args: &[&str]) -> std::process::Output {
 /// that stops at its TTL-only record (the default torture, which gives Redis one seed in
 /// five, catches it in 12 of 300 seeds of 2,000 ops; README).
 fn profile_for(plant: Plant) -> Option<Profile> {
-    (plant == Plant::YbSeekStopsAtExpire).then_some(Profile::Redis)
+    match plant {
+        Plant::YbSeekStopsAtExpire => Some(Profile::Redis),
+        p if p.needs_packed_rows() => Some(Profile::Cql),
+        _ => None,
+    }
+}
+
+/// A plant's run configuration: packed-row bugs run with every table packed.
+fn plant_config(seed: u64, ops: usize, plant: Plant) -> RunConfig {
+    let mut config = config(seed, ops, profile_for(plant), Some(plant));
+    if plant.needs_packed_rows() {
+        let set = docsim_engine::StorageConfig::SET;
+        config.storage = *set.iter().find(|s| s.layout == docsim_engine::Layout::Packed).unwrap();
+    }
+    config
 }
 
 /// Within this many seeds of 1,000 operations each planted bug must be caught.
@@ -87,7 +101,7 @@ const SEEDS_BOUND: u64 = 40;
 fn every_planted_bug_is_caught_and_its_reproducer_fails_alone() {
     // Rare plants: `rare_plants_are_caught_by_the_seeds_that_found_them` below.
     for plant in Plant::ALL.into_iter().filter(|p| !p.rare()) {
-        let cfg = |seed| config(seed, 1_000, profile_for(plant), Some(plant));
+        let cfg = |seed| plant_config(seed, 1_000, plant);
         let caught = (0..SEEDS_BOUND).map(|seed| run(&cfg(seed))).find(|o| o.failure.is_some());
         let outcome =
             caught.unwrap_or_else(|| panic!("{} not caught in {SEEDS_BOUND} seeds", plant.name()));
@@ -180,12 +194,14 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
     // Rare plants' paths need more ops (README, "Planted bugs"); their hand-made
     // reproducers are in tests/regressions/.
     for plant in Plant::ALL.into_iter().filter(|p| !p.rare()) {
-        let cfg = |seed| config(seed, 1_000, profile_for(plant), Some(plant));
+        let cfg = |seed| plant_config(seed, 1_000, plant);
         let failed = (0..SEEDS_BOUND).map(|seed| run(&cfg(seed))).find(|o| o.failure.is_some());
         let failed = failed.expect("caught");
         let (seed, failure) = (failed.seed, failed.failure.expect("a failure"));
-        let shrunk = docsim::shrink::shrink(failure.ops.clone(), failure.kind, Some(plant), seed)
-            .unwrap_or_else(|| panic!("{}: the failure replays", plant.name()));
+        let storage = cfg(seed).storage;
+        let shrunk =
+            docsim::shrink::shrink(failure.ops.clone(), failure.kind, Some(plant), seed, storage)
+                .unwrap_or_else(|| panic!("{}: the failure replays", plant.name()));
         assert_eq!(shrunk.failure.kind, failure.kind, "same fingerprint");
         // A log-GC bug needs writes enough to fill three log segments (1 KiB each).
         let bound = if plant == Plant::LogGcPastFrontier { 32 } else { 12 };
@@ -223,13 +239,14 @@ fn storage_configurations_give_identical_traces() {
     let seeds = (0..6).map(|seed| (seed, None)).chain((0..6).map(|s| (s, Some(Profile::Cql))));
     for (seed, profile) in seeds {
         let runs = run_set(&config(seed, 300, profile, None));
-        assert_eq!(runs.len(), docsim_engine::StorageConfig::SET.len());
-        assert!(runs.iter().all(|(_, o)| o.failure.is_none()), "seed {seed} {profile:?}");
+        // Every configuration, and the default a second time without byte-placed faults.
+        assert_eq!(runs.len(), docsim_engine::StorageConfig::SET.len() + 1);
+        assert!(runs.iter().all(|r| r.outcome.failure.is_none()), "seed {seed} {profile:?}");
         assert_eq!(divergences(&runs), vec![], "seed {seed} {profile:?}");
     }
     let mut runs = run_set(&config(5, 300, None, None));
-    let shorter = RunConfig { keep_trace: true, ..config(5, 290, None, None) };
-    runs.last_mut().expect("a run").1 = run(&shorter);
+    let shorter = RunConfig { keep_trace: true, byte_faults: false, ..config(5, 290, None, None) };
+    runs.last_mut().expect("a run").outcome = run(&shorter);
     let found = divergences(&runs);
     assert_eq!(found.len(), 1, "the shorter run differs: {found:?}");
     let set = docsim_engine::StorageConfig::SET;

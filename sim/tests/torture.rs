@@ -21,14 +21,7 @@ fn a_short_torture_finds_no_failure() {
         duration_s: Some(env_number("DOCSIM_TORTURE_S", 60) as f64),
         jobs: env_number("DOCSIM_TORTURE_JOBS", 1) as usize,
         shard: (0, 1),
-        template: RunConfig {
-            seed: 0,
-            ops: 1_000,
-            profile: None,
-            plant: None,
-            keep_trace: false,
-            storage: Default::default(),
-        },
+        template: RunConfig::new(0, 1_000),
         reports_dir: reports.clone(),
     };
     let report = torture(&campaign);

@@ -16,6 +16,7 @@
 //! (a row tombstone) stays in effect beneath it.
 
 use super::with_key;
+use crate::canary::{Plant, Plants};
 use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Ttl, Value, ValueKind};
 use crate::error::Result;
 use crate::reader::DocEntry;
@@ -25,7 +26,7 @@ use crate::reader::DocEntry;
 /// must then put the document's entries back in key order).
 pub(super) fn push_entry(
     entry: DocEntry,
-    packings: &Packings,
+    (packings, plants): (&Packings, Plants),
     key: &[u8],
     out: &mut Vec<DocEntry>,
 ) -> Result<bool> {
@@ -38,7 +39,9 @@ pub(super) fn push_entry(
         return Err(with_key(key, error));
     }
     let row_ttl = entry.value.ttl;
-    let (_, columns) = unpack(body, 0, |v| packings.get(v)).map_err(|e| with_key(key, e))?;
+    let wrong_schema = plants.contains(Plant::PackedRowWrongSchema);
+    let packing_of = |v| if wrong_schema { packings.newest() } else { packings.get(v) };
+    let (_, columns) = unpack(body, 0, packing_of).map_err(|e| with_key(key, e))?;
     let at = |subkey: Primitive, value: Value| DocEntry {
         table_key: false,
         subkeys: vec![KeyEntry::asc(subkey)],

@@ -40,6 +40,11 @@ impl Packings {
         self.0.get(&version)
     }
 
+    /// The packing of the newest schema version.
+    pub fn newest(&self) -> Option<&SchemaPacking> {
+        self.0.values().next_back()
+    }
+
     /// Whether no version is known (a table without packed rows, or the document tablet).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
