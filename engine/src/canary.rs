@@ -84,6 +84,10 @@ pub enum Plant {
     /// the schema version it names: after an `ALTER TABLE`, older rows decode wrong or not
     /// at all (`db/packed.rs`; only the packed layout shows it).
     PackedRowWrongSchema,
+    /// Repacking folds a column's versions above the history cutoff too: the compaction
+    /// drops them with the rest, the packed row holds the newest one, and the version a
+    /// read at the cutoff saw is gone (`gc/repack.rs`).
+    RepackDropsNewerUpdate,
     // Bugs of the replicated tablet (`peer.rs`): planted in `docsim cluster` runs.
     /// Bootstrap with peers takes every entry in the log for committed: orphaned entries a
     /// new leader overwrote come back as applied data on this peer.
@@ -111,7 +115,7 @@ pub enum Plant {
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 23] = [
+    pub const ALL: [Plant; 24] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -135,6 +139,7 @@ impl Plant {
         Plant::GcKeepsTombstones,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
+        Plant::RepackDropsNewerUpdate,
     ];
 
     /// The bugs of the replicated tablet, caught by `docsim cluster`.
@@ -163,7 +168,7 @@ impl Plant {
     /// Whether the bug lives in packed rows: only runs with every CQL table packed
     /// (`--config` of the packed layout, `layout packed` in scripts) can show it.
     pub fn needs_packed_rows(self) -> bool {
-        matches!(self, Plant::PackedRowWrongSchema)
+        matches!(self, Plant::PackedRowWrongSchema | Plant::RepackDropsNewerUpdate)
     }
 
     /// The command-line name.
@@ -192,6 +197,7 @@ impl Plant {
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
+            Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",
             Plant::OrphansCommitted => "orphans-committed",
             Plant::HtNotPropagated => "ht-not-propagated",
             Plant::ReadsPastLease => "reads-past-lease",

@@ -156,6 +156,16 @@ struct GcState {
     /// Verdict counts of finished compaction filters: dropped, rewritten, kept above H,
     /// kept expired (a TTL of its own).
     counts: [u64; 4],
+    /// The repacking plan of the running full compaction (`gc/repack.rs`).
+    repack: Option<Arc<RepackPlan>>,
+}
+
+/// What repacking does in one compaction, by stored key: the packed rows that get a new
+/// value, and the entries folded into them (dropped).
+#[derive(Default)]
+struct RepackPlan {
+    rewrite: std::collections::BTreeMap<Vec<u8>, Vec<u8>>,
+    fold: std::collections::BTreeSet<Vec<u8>>,
 }
 
 impl DocDb {
@@ -471,7 +481,22 @@ impl DocDb {
         opts.disable_wal(true);
         self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
         self.flush()?;
-        self.gc_state().params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
+        // Repacking needs every file: full compactions only (a rule of docsim's).
+        let repack = match (&run, kind) {
+            (None, CompactionKind::Full) if !self.packings.is_empty() => {
+                Some(Arc::new(self.plan_repack(cutoff_ht)?))
+            }
+            _ => None,
+        };
+        if let Some(plan) = &repack {
+            crate::probe::add("gc.repacked_rows", plan.rewrite.len() as u64);
+            crate::probe::add("gc.folded_into_packed_rows", plan.fold.len() as u64);
+        }
+        {
+            let mut gc = self.gc_state();
+            gc.params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
+            gc.repack = repack;
+        }
         let compacted = match &run {
             None => {
                 let mut copts = CompactOptions::default();
@@ -484,7 +509,7 @@ impl DocDb {
         };
         let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
-            gc.params = None;
+            (gc.params, gc.repack) = (None, None);
             let failures = std::mem::take(&mut gc.failures);
             (std::mem::take(&mut gc.corrupt), failures, std::mem::take(&mut gc.counts))
         };
@@ -499,6 +524,43 @@ impl DocDb {
         compacted?;
         self.history_cutoff_ht = highest;
         filter_result(&corrupt, &failures)
+    }
+
+    /// Plan the repacking of every row for a full compaction with cutoff `cutoff_ht`: each
+    /// row's stored entries, decoded, through the pure [`crate::gc::plan_row`].
+    fn plan_repack(&self, cutoff_ht: HybridTime) -> Result<RepackPlan> {
+        let mut plan = RepackPlan::default();
+        let mut row: Vec<(Vec<u8>, DocEntry)> = Vec::new();
+        let mut doc: Vec<u8> = Vec::new();
+        let mut plan_row = |row: &mut Vec<(Vec<u8>, DocEntry)>| -> Result<()> {
+            let entries: Vec<DocEntry> = row.iter().map(|(_, e)| e.clone()).collect();
+            let planned = crate::gc::plan_row(&entries, cutoff_ht, &self.packings, self.plants)
+                .map_err(|e| with_key(&row[0].0, e))?;
+            if let Some(p) = planned {
+                plan.rewrite.insert(row[p.packed_row].0.clone(), p.value);
+                plan.fold.extend(p.folded.into_iter().map(|i| row[i].0.clone()));
+            }
+            row.clear();
+            Ok(())
+        };
+        self.for_each_stored(|key, value| {
+            if key.first() == Some(&META_PREFIX) {
+                return Ok(());
+            }
+            let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
+            if key[..doc_len] != doc[..] {
+                if !row.is_empty() {
+                    plan_row(&mut row)?;
+                }
+                doc = key[..doc_len].to_vec();
+            }
+            row.push((key.to_vec(), decode_doc_entry(key, doc_len, false, value)?));
+            Ok(())
+        })?;
+        if !row.is_empty() {
+            plan_row(&mut row)?;
+        }
+        Ok(plan)
     }
 
     /// The names of the run `range` of the SST files, oldest first (0-based).
@@ -844,8 +906,9 @@ impl CompactionFilterFactory for GcFilterFactory {
         let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
             GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
         });
+        let repack = lock(&self.gc).repack.clone();
         let gc = self.gc.clone();
-        GcFilter { feed: params.map(GcFeed::new), unbounded, gc, counts: [0; 4], plants }
+        GcFilter { feed: params.map(GcFeed::new), unbounded, gc, counts: [0; 4], plants, repack }
     }
 
     fn name(&self) -> &CStr {
@@ -867,6 +930,8 @@ struct GcFilter {
     counts: [u64; 4],
     /// The planted bugs.
     plants: Plants,
+    /// The running full compaction's repacking plan.
+    repack: Option<Arc<RepackPlan>>,
 }
 
 impl Drop for GcFilter {
@@ -874,6 +939,28 @@ impl Drop for GcFilter {
         let mut gc = lock(&self.gc);
         (0..4).for_each(|i| gc.counts[i] += self.counts[i]);
     }
+}
+
+/// What the repacking plan does with a key GC keeps: a folded entry goes, a repacked
+/// row gets its new value.
+fn plan_decision(plan: &Arc<RepackPlan>, key: &[u8]) -> Decision {
+    if plan.fold.contains(key) {
+        return Decision::Remove;
+    }
+    match plan.rewrite.get(key) {
+        Some(value) => Decision::Change(outliving_the_callback(value)),
+        None => Decision::Keep,
+    }
+}
+
+/// `value` as the `'static` slice `Decision::Change` asks for.
+fn outliving_the_callback(value: &[u8]) -> &'static [u8] {
+    // SAFETY: the value is owned by the plan, which the filter holds (an `Arc`) for the
+    // whole compaction, so it outlives the filter callback; RocksDB's C wrapper copies a
+    // changed value before the callback returns (`rocksdb_compactionfilter_t::Filter`,
+    // `db/c.cc`: `new_value->assign(c_new_value, new_value_length)`), and the crate's
+    // trampoline only passes the pointer on. Nothing keeps the slice after that.
+    unsafe { std::slice::from_raw_parts(value.as_ptr(), value.len()) }
 }
 
 /// The value a [`Verdict::Tombstone`] writes.
@@ -905,7 +992,11 @@ impl CompactionFilter for GcFilter {
                 return Decision::Keep;
             }
         };
-        self.count(verdict, k.doc_ht.ht)
+        let decision = self.count(verdict, k.doc_ht.ht);
+        match (&decision, self.repack.as_ref()) {
+            (Decision::Keep, Some(plan)) => plan_decision(plan, key),
+            _ => decision,
+        }
     }
 
     fn name(&self) -> &CStr {
@@ -1055,7 +1146,14 @@ mod needed_at_tests {
         let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
         let feed = Some(GcFeed::new(params));
         let plants = crate::canary::Plants::NONE;
-        let mut filter = GcFilter { feed, unbounded: None, gc: gc.clone(), counts: [0; 4], plants };
+        let mut filter = GcFilter {
+            feed,
+            unbounded: None,
+            gc: gc.clone(),
+            counts: [0; 4],
+            plants,
+            repack: None,
+        };
         let value = Value::new(ValueKind::Object).encode();
         assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));
         // A newer version of the same path after an older one: the feed refuses it.

@@ -368,5 +368,8 @@ impl GcFeed {
     }
 }
 
+mod repack;
+pub use repack::{plan_row, RowRepack};
+
 #[cfg(test)]
 mod tests;

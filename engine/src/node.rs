@@ -12,7 +12,7 @@ use crate::db::RawEntry;
 use crate::disk::{SimDisk, Tear};
 use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned};
 use crate::document::Document;
-use crate::encoding::DocPath;
+use crate::encoding::{DocPath, KeyEntry, Primitive};
 use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
@@ -203,7 +203,23 @@ impl Node {
         path: &DocPath,
         ht: HybridTime,
     ) -> Result<Option<Document>> {
-        self.table(table)?.1.get(path, ht)
+        let (table, tablet) = self.table(table)?;
+        let current = |key: &KeyEntry| match key.value {
+            Primitive::ColumnId(id) => table.column_name(id).is_some(),
+            _ => true,
+        };
+        // A dropped column's values stay stored until repacking or GC removes them; the
+        // row's document does not show them (a rule of docsim's: no column has them).
+        if path.subkeys.first().is_some_and(|key| !current(key)) {
+            return Ok(None);
+        }
+        let doc = tablet.get(path, ht)?;
+        Ok(match doc {
+            Some(Document::Object(map)) if path.subkeys.is_empty() => {
+                Some(Document::Object(map.into_iter().filter(|(k, _)| current(k)).collect()))
+            }
+            other => other,
+        })
     }
 
     /// Set the document tablet's default TTL.

@@ -7,13 +7,15 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name.
-pub const KNOWN: [&str; 22] = [
+pub const KNOWN: [&str; 26] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
     "gc.dropped",
+    "gc.folded_into_packed_rows",
     "gc.kept_expired",
     "gc.kept_above_cutoff",
+    "gc.repacked_rows",
     "log.corruption_refused",
     "log.gc_removed_segment",
     "log.segment_skipped",
@@ -22,6 +24,7 @@ pub const KNOWN: [&str; 22] = [
     "raft.restart_nothing_to_replay",
     "read.born_expired",
     "read.expired_hides_older",
+    "read.packed_row",
     "read.snapshot_too_old",
     "read.table_tombstone",
     "write.del_missing_skipped",
@@ -29,6 +32,7 @@ pub const KNOWN: [&str; 22] = [
     "write.marker_seek_expired",
     "write.marker_seek_overwritten",
     "write.marker_seek_through_ttl_only",
+    "write.packed_row",
     "write.required_marker",
 ];
 

@@ -310,6 +310,7 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
     // `docdb/cql_operation.cc`), and writes the liveness column only when it does not.
     let packed = table.packed_rows && regular().all(|c| given.contains_key(c.name.as_str()));
     if packed {
+        crate::probe::hit("write.packed_row");
         out.push((DocPath::new(doc.clone(), vec![]), packed_row(table, &given, stamp.ttl)?));
     } else {
         let liveness = DocPath::new(doc.clone(), vec![KeyEntry::asc(Primitive::SystemColumnId(0))]);

@@ -2,8 +2,9 @@
 //! INSERT writes, and the scans hand the reader those entries instead of the packed value.
 //!
 //! A packed row at `DocKey @T w` reads as the liveness column `sys(0) -> null` and one
-//! entry per packed column (`col(id) -> value`, or a tombstone for NULL), all at `T w`,
-//! each with the row's TTL unless the column carries its own. That is exactly what the
+//! entry per packed column (`col(id) -> value`, or a tombstone for NULL), all at `T w`
+//! (a column repacking folded in: at its own write time), each with the row's TTL unless
+//! the column carries its own. That is exactly what the
 //! same INSERT writes when the table does not pack, so everything the reader knows —
 //! newer column entries on top, row tombstones, TTLs, the table default TTL — applies
 //! unchanged, and the two layouts must read alike (the metamorphic runs check it).
@@ -38,25 +39,27 @@ pub(super) fn push_entry(
         let error = crate::error::DecodeError::new("packed row", 0, "not at a row's root");
         return Err(with_key(key, error));
     }
+    crate::probe::hit("read.packed_row");
     let row_ttl = entry.value.ttl;
     let wrong_schema = plants.contains(Plant::PackedRowWrongSchema);
     let packing_of = |v| if wrong_schema { packings.newest() } else { packings.get(v) };
     let (_, columns) = unpack(body, 0, packing_of).map_err(|e| with_key(key, e))?;
-    let at = |subkey: Primitive, value: Value| DocEntry {
+    let at = |subkey: Primitive, value: Value, doc_ht| DocEntry {
         table_key: false,
         subkeys: vec![KeyEntry::asc(subkey)],
-        doc_ht: entry.doc_ht,
+        doc_ht,
         value,
     };
     let liveness = Value { ttl: row_ttl, kind: ValueKind::Primitive(Primitive::Null) };
-    out.push(at(Primitive::SystemColumnId(0), liveness));
-    for (id, value) in columns {
-        let value = match value {
+    out.push(at(Primitive::SystemColumnId(0), liveness, entry.doc_ht));
+    for (id, slot) in columns {
+        let value = match slot.value {
             None => Value::tombstone(),
             Some(Value { ttl: Ttl::Inherit, kind }) => Value { ttl: row_ttl, kind },
             Some(own) => own,
         };
-        out.push(at(Primitive::ColumnId(id as i32), value));
+        let doc_ht = slot.written.unwrap_or(entry.doc_ht);
+        out.push(at(Primitive::ColumnId(id as i32), value, doc_ht));
     }
     Ok(true)
 }

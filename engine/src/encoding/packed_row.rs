@@ -17,9 +17,17 @@
 //!
 //! A stored packed row is a [`ValueKind::PackedRow`] holding the bytes after the `z`;
 //! [`unpack`] decodes them with the [`Packings`] of the row's table.
+//!
+//! A column that repacking folded in from a later column entry keeps that entry's own
+//! write time (YugabyteDB's `keep_write_time`, so TTLs count from where they did): a
+//! control field `u` before its value, the entry's hybrid time (8 bytes) and write id (4
+//! bytes), big-endian. YugabyteDB writes a column's write time there as its user-timestamp
+//! field in microseconds; docsim keeps the whole version, logical part and write id
+//! included (a format of docsim's own, so a folded column reads exactly as before).
 
 use super::{tag, value, varint, Ttl, Value, ValueKind};
 use crate::error::DecodeError;
+use crate::hybrid_time::{DocHybridTime, HybridTime};
 use std::collections::BTreeMap;
 
 /// Value type byte of a V1 packed row (`ValueEntryType::kPackedRowV1`).
@@ -45,6 +53,11 @@ impl Packings {
         self.0.values().next_back()
     }
 
+    /// Whether some schema version packs column `id`.
+    pub fn packs_ever(&self, id: u32) -> bool {
+        self.0.values().any(|p| p.column_ids.contains(&id))
+    }
+
     /// Whether no version is known (a table without packed rows, or the document tablet).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
@@ -58,7 +71,22 @@ pub struct SchemaPacking {
     column_ids: Vec<u32>,
 }
 
-/// A decoded packed row: its TTL, schema version and each packed column (`None`: NULL).
+/// One packed column: its value (`None`: NULL) and, if repacking folded it in from a
+/// later entry, that entry's version (else it was written with the row).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Slot {
+    pub value: Option<Value>,
+    pub written: Option<DocHybridTime>,
+}
+
+impl Slot {
+    /// A column written with its row.
+    pub fn of(value: Option<Value>) -> Slot {
+        Slot { value, written: None }
+    }
+}
+
+/// A decoded packed row: its TTL, schema version and each packed column.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PackedRow {
     pub ttl: Ttl,
@@ -93,12 +121,23 @@ impl SchemaPacking {
     /// What follows the `z` of a packed row of one value per column (`None`: NULL): the
     /// schema version, an end offset per column, the columns' bytes.
     pub fn body(&self, columns: &[Option<Value>]) -> Vec<u8> {
-        assert_eq!(columns.len(), self.column_ids.len(), "one value per packed column");
+        let slots: Vec<Slot> = columns.iter().cloned().map(Slot::of).collect();
+        self.body_of_slots(&slots)
+    }
+
+    /// [`SchemaPacking::body`] of slots, each column's own write time where it has one.
+    pub fn body_of_slots(&self, slots: &[Slot]) -> Vec<u8> {
+        assert_eq!(slots.len(), self.column_ids.len(), "one value per packed column");
         let mut out = Vec::new();
         varint::encode_unsigned(u64::from(self.version), &mut out);
         let mut data = Vec::new();
-        for column in columns {
-            if let Some(v) = column {
+        for slot in slots {
+            if let Some(v) = &slot.value {
+                if let Some(written) = slot.written {
+                    data.push(tag::VALUE_WRITE_TIME);
+                    data.extend_from_slice(&written.ht.raw().to_be_bytes());
+                    data.extend_from_slice(&written.write_id.to_be_bytes());
+                }
                 v.encode_to(&mut data);
             }
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
@@ -138,8 +177,8 @@ pub fn decode_packed_row<'a>(
     Ok(PackedRow { ttl, version, columns })
 }
 
-/// Each packed column's id and value (`None`: NULL), in packing order.
-pub type PackedColumns = Vec<(u32, Option<Value>)>;
+/// Each packed column's id and slot, in packing order.
+pub type PackedColumns = Vec<(u32, Slot)>;
 
 /// Decode the body of a packed row (what follows its `z`, found at offset `at` of the
 /// value, for error messages) into its schema version and each packed column's id and
@@ -177,16 +216,26 @@ pub fn unpack<'a>(
     Ok((version, columns))
 }
 
-/// One column's slot: empty or a tombstone is NULL.
-fn decode_column(slot: &[u8], at: usize) -> Result<Option<Value>, DecodeError> {
+/// One column's slot: empty or a tombstone is NULL; a value may carry its own write time.
+fn decode_column(slot: &[u8], at: usize) -> Result<Slot, DecodeError> {
+    let err = |pos: usize, reason: &str| DecodeError::new("packed column", at + pos, reason);
     if slot.is_empty() || slot[0] == tag::VALUE_TOMBSTONE {
-        return Ok(None);
+        return Ok(Slot::of(None));
     }
-    let v = Value::decode(slot)
-        .map_err(|e| DecodeError::new("packed column", at + e.offset, e.reason))?;
+    let (written, rest, pos) = match slot[0] {
+        tag::VALUE_WRITE_TIME => {
+            let time = slot.get(1..13).ok_or_else(|| err(1, "write time cut short"))?;
+            let ht = u64::from_be_bytes(time[..8].try_into().expect("8 bytes"));
+            let write_id = u32::from_be_bytes(time[8..].try_into().expect("4 bytes"));
+            let dht = DocHybridTime::new(HybridTime::from_raw(ht), write_id);
+            (Some(dht), &slot[13..], 13)
+        }
+        _ => (None, slot, 0),
+    };
+    let v = Value::decode(rest).map_err(|e| err(pos + e.offset, &e.reason))?;
     match v.kind {
-        ValueKind::Primitive(_) => Ok(Some(v)),
-        _ => Err(DecodeError::new("packed column", at, "not a primitive value")),
+        ValueKind::Primitive(_) => Ok(Slot { value: Some(v), written }),
+        _ => Err(err(pos, "not a primitive value")),
     }
 }
 

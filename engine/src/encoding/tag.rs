@@ -50,6 +50,9 @@ pub const VALUE_OBJECT: u8 = b'{';
 pub const VALUE_TOMBSTONE: u8 = b'X';
 /// Value type: string, raw bytes to the end of the value.
 pub const VALUE_STRING: u8 = b'S';
+/// Value control field of a packed column folded in by repacking: its own write time
+/// (hybrid time and write id, 12 bytes; `packed_row.rs`).
+pub const VALUE_WRITE_TIME: u8 = b'u';
 /// Value type: a packed row, value format V1 (`ValueEntryType::kPackedRowV1`).
 pub const VALUE_PACKED_ROW_V1: u8 = b'z';
 

@@ -425,16 +425,17 @@ fn format_packed(
     };
     let cells: Vec<String> = columns
         .iter()
-        .map(|(id, value)| {
+        .map(|(id, slot)| {
             let id = *id as i32;
             let name = names.and_then(|t| t.column_name(id)).map(str::to_owned);
             let name = name.unwrap_or_else(|| format!("col({id})"));
-            match value {
+            let written = slot.written.map(|at| format!(" @{at}")).unwrap_or_default();
+            match &slot.value {
                 None => format!("{name}: null"),
                 Some(v) => {
                     let ttl = if v.ttl == row_ttl { String::new() } else { format_ttl(v.ttl) };
                     let ValueKind::Primitive(p) = &v.kind else { unreachable!("unpacked") };
-                    format!("{name}: {p}{ttl}")
+                    format!("{name}: {p}{written}{ttl}")
                 }
             }
         })

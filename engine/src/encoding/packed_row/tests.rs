@@ -1,5 +1,6 @@
 use super::*;
 use crate::encoding::Primitive;
+use crate::hybrid_time::{DocHybridTime, HybridTime};
 use proptest::prelude::*;
 
 fn leaf(p: Primitive) -> Option<Value> {
@@ -24,7 +25,8 @@ fn a_packed_row_is_z_version_end_offsets_then_columns() {
     ];
     assert_eq!(bytes, expected);
     let row = decode_packed_row(&bytes, |v| (v == 3).then_some(&p)).expect("decodes");
-    let ids_and_values: Vec<(u32, Option<Value>)> = [10, 11, 12].into_iter().zip(columns).collect();
+    let ids_and_values: Vec<(u32, Slot)> =
+        [10, 11, 12].into_iter().zip(columns.map(Slot::of)).collect();
     assert_eq!(row, PackedRow { ttl: Ttl::Inherit, version: 3, columns: ids_and_values });
 }
 
@@ -39,8 +41,8 @@ fn row_and_column_ttls_travel_with_the_row() {
     assert_eq!(packed_header(&bytes).map(|(ttl, v, _)| (ttl, v)), Ok((Ttl::Ms(60_000), 3)));
     let row = decode_packed_row(&bytes, |_| Some(&p)).expect("decodes");
     assert_eq!(row.ttl, Ttl::Ms(60_000));
-    assert_eq!(row.columns[0].1, columns[0]);
-    assert_eq!(row.columns[2].1, columns[2]);
+    assert_eq!(row.columns[0].1.value, columns[0]);
+    assert_eq!(row.columns[2].1.value, columns[2]);
 }
 
 #[test]
@@ -54,13 +56,30 @@ fn a_tombstone_in_a_slot_reads_as_null_and_unknown_versions_are_refused() {
     }
     bytes.push(tag::VALUE_TOMBSTONE);
     let row = decode_packed_row(&bytes, |_| Some(&p)).expect("decodes");
-    assert!(row.columns.iter().all(|(_, v)| v.is_none()));
+    assert!(row.columns.iter().all(|(_, v)| v.value.is_none()));
     let err = decode_packed_row(&bytes, |_| None).expect_err("no packing for version 3");
     assert!(err.to_string().contains("no packing for schema version 3"), "{err}");
     assert!(SchemaPacking::new(1, vec![4, 5, 4]).is_err(), "a column packed twice");
 }
 
-fn column() -> impl Strategy<Value = Option<Value>> {
+/// A column repacking folded in keeps its own write time, before its value.
+#[test]
+fn a_folded_column_keeps_its_write_time() {
+    let p = packing();
+    let written = DocHybridTime::new(HybridTime::new(2_000, 5), 3);
+    let slot = Slot { value: leaf(Primitive::Int32(7)), written: Some(written) };
+    let slots = [slot.clone(), Slot::of(None), Slot::of(leaf(Primitive::Bool(false)))];
+    let bytes = Value { ttl: Ttl::Inherit, kind: ValueKind::PackedRow(p.body_of_slots(&slots)) };
+    let bytes = bytes.encode();
+    assert_eq!(bytes[14], tag::VALUE_WRITE_TIME, "the first column's bytes start with `u`");
+    let row = decode_packed_row(&bytes, |_| Some(&p)).expect("decodes");
+    assert_eq!(row.columns[0].1, slot);
+    assert_eq!(row.columns[2].1.written, None);
+    let cut = [&bytes[..15], &[0; 3]].concat(); // `u`, then a write time cut short
+    assert!(decode_packed_row(&cut, |_| Some(&p)).is_err());
+}
+
+fn column() -> impl Strategy<Value = Slot> {
     let primitive = prop_oneof![
         Just(Primitive::Null),
         any::<bool>().prop_map(Primitive::Bool),
@@ -69,9 +88,18 @@ fn column() -> impl Strategy<Value = Option<Value>> {
         "[a-z]{0,12}".prop_map(Primitive::String),
     ];
     let ttl = prop_oneof![Just(Ttl::Inherit), Just(Ttl::Never), (1u64..1 << 40).prop_map(Ttl::Ms)];
-    proptest::option::of(
+    let value = proptest::option::of(
         (ttl, primitive).prop_map(|(ttl, p)| Value { ttl, kind: ValueKind::Primitive(p) }),
-    )
+    );
+    let written = proptest::option::of(
+        (any::<u64>(), any::<u32>())
+            .prop_map(|(ht, id)| DocHybridTime::new(HybridTime::from_raw(ht), id)),
+    );
+    // A NULL slot holds no write time: it is empty.
+    (value, written).prop_map(|(value, written)| {
+        let written = written.filter(|_| value.is_some());
+        Slot { value, written }
+    })
 }
 
 proptest! {
@@ -82,9 +110,10 @@ proptest! {
     ) {
         let ids: Vec<u32> = (0..columns.len() as u32).map(|i| 10 + 3 * i).collect();
         let p = SchemaPacking::new(version, ids.clone()).expect("distinct");
-        let bytes = p.pack(Ttl::Inherit, &columns);
+        let body = p.body_of_slots(&columns);
+        let bytes = Value { ttl: Ttl::Inherit, kind: ValueKind::PackedRow(body) }.encode();
         let row = decode_packed_row(&bytes, |v| (v == version).then_some(&p)).expect("decodes");
-        let expected: Vec<(u32, Option<Value>)> = ids.into_iter().zip(columns).collect();
+        let expected: Vec<(u32, Slot)> = ids.into_iter().zip(columns).collect();
         prop_assert_eq!(row.columns, expected);
     }
 
@@ -96,7 +125,8 @@ proptest! {
     ) {
         let ids: Vec<u32> = (0..columns.len() as u32).collect();
         let p = SchemaPacking::new(1, ids).expect("distinct");
-        let bytes = p.pack(Ttl::Ms(9), &columns);
+        let body = p.body_of_slots(&columns);
+        let bytes = Value { ttl: Ttl::Ms(9), kind: ValueKind::PackedRow(body) }.encode();
         let cut = cut % bytes.len();
         prop_assert!(decode_packed_row(&bytes[..cut], |_| Some(&p)).is_err(), "cut at {}", cut);
         let mut flipped = bytes.clone();

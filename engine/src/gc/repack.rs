@@ -1,0 +1,151 @@
+//! Repacking: a full compaction with history cutoff H folds a row's newest packed row at
+//! or below H and the column entries at or below H into one packed row of the newest
+//! schema version. A pure decision per row ([`plan_row`]), tested apart from RocksDB.
+//!
+//! **Why a plan.** YugabyteDB repacks in its own compaction feed (`PackedRowData`,
+//! `docdb_compaction_context.cc`), which sees a row's packed row and the column entries
+//! after it before it writes anything. A RocksDB compaction filter is shown one entry at a
+//! time and may only keep, drop or change that entry, and the packed row (`DocKey#T`)
+//! sorts before its columns. So just before a full compaction the tablet reads every row
+//! and plans: the new value of the newest packed row at or below H, and the entries folded
+//! into it, which the filter then drops. **Why it is safe**: the compaction is manual,
+//! runs on the caller's thread and covers every file; the write path is the caller's
+//! thread too, so no write lands between the plan and the compaction; every entry the
+//! plan names is at or below H, and a read at R >= H sees, for each packed column, the
+//! newest version at or below H unless a newer one above H (kept, untouched) hides it —
+//! exactly what the new packed row holds, each folded column with its own value, TTL and
+//! write time (`packed_row.rs`: YugabyteDB's `keep_write_time`).
+//!
+//! The rules (docsim's, where they are stricter than YugabyteDB's):
+//! - only when the newest version of the row's root at or below H is a packed row (a
+//!   row tombstone there hides it, and GC drops them both);
+//! - the liveness column `sys(0)` and collections stay as they are (they are not packed);
+//! - a column's newest version at or below H newer than the packed row's (or of a column
+//!   the packed row's schema version lacks) is folded in; a tombstone folds in as NULL,
+//!   which hides what it hid; every older version of the column at or below H goes;
+//! - a value that inherits its TTL cannot be folded into a row with a TTL of its own (in
+//!   the packed row it would inherit the row's): then the row is left as it is;
+//! - a column the newest schema no longer has (dropped) is not repacked, and its entries
+//!   at or below H go (YugabyteDB repacks with the newest schema packing too);
+//! - older packed rows at or below H go: the new one holds all they could show.
+
+use crate::canary::{Plant, Plants};
+use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Slot, Ttl, Value, ValueKind};
+use crate::error::DecodeError;
+use crate::hybrid_time::HybridTime;
+use crate::reader::DocEntry;
+use std::collections::BTreeSet;
+
+/// What repacking does to one row: the new value of its newest packed row at or below
+/// the cutoff, and which of its entries the packed row now holds (they are dropped).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RowRepack {
+    /// The index (in the row's entries) of the packed row that gets the new value.
+    pub packed_row: usize,
+    /// The new value, encoded.
+    pub value: Vec<u8>,
+    /// Indexes of the entries folded in (or superseded): the compaction drops them.
+    pub folded: BTreeSet<usize>,
+}
+
+/// Plan the repacking of one row. `entries` are all the row's stored entries in key order
+/// (the root's versions newest first, then each column's). `None`: nothing to repack.
+pub fn plan_row(
+    entries: &[DocEntry],
+    cutoff_ht: HybridTime,
+    packings: &Packings,
+    plants: Plants,
+) -> Result<Option<RowRepack>, DecodeError> {
+    let is_root = |e: &DocEntry| !e.table_key && e.subkeys.is_empty();
+    let packed = |e: &DocEntry| matches!(e.value.kind, ValueKind::PackedRow(_));
+    let Some(newest) = packings.newest() else { return Ok(None) };
+    let Some(at) = entries.iter().position(|e| is_root(e) && e.doc_ht.ht <= cutoff_ht) else {
+        return Ok(None);
+    };
+    let row = &entries[at];
+    let ValueKind::PackedRow(body) = &row.value.kind else { return Ok(None) };
+    let (_, old_slots) = unpack(body, 0, |v| packings.get(v))?;
+    // The newest row tombstone older than the packed row: it hides what is older.
+    let floor = entries[at..].iter().find(|e| is_root(e) && !packed(e)).map(|e| e.doc_ht);
+    let mut folded: BTreeSet<usize> = entries
+        .iter()
+        .enumerate()
+        .filter(|(i, e)| *i != at && is_root(e) && packed(e) && e.doc_ht.ht <= cutoff_ht)
+        .map(|(i, _)| i)
+        .collect();
+    let mut slots = Vec::with_capacity(newest.column_ids().len());
+    for &id in newest.column_ids() {
+        let versions = column_versions(entries, id, cutoff_ht, plants);
+        let visible = versions.iter().map(|&i| &entries[i]);
+        let visible = visible.take_while(|e| floor.is_none_or(|f| e.doc_ht > f)).next();
+        let in_row = old_slots.iter().find(|(c, _)| *c == id).map(|(_, s)| s.clone());
+        let slot = match (visible, in_row) {
+            (Some(e), None) => fold(e, row.value.ttl),
+            (Some(e), Some(_)) if e.doc_ht > row.doc_ht => fold(e, row.value.ttl),
+            (_, Some(slot)) => Some(slot),
+            (None, None) => Some(Slot::of(None)),
+        };
+        let Some(slot) = slot else { return Ok(None) };
+        slots.push(slot);
+        folded.extend(versions);
+    }
+    folded.extend(dropped_columns(entries, packings, cutoff_ht));
+    let value =
+        Value { ttl: row.value.ttl, kind: ValueKind::PackedRow(newest.body_of_slots(&slots)) };
+    Ok(Some(RowRepack { packed_row: at, value: value.encode(), folded }))
+}
+
+/// The indexes of column `id`'s versions at or below the cutoff, newest first (planted:
+/// also those above it).
+fn column_versions(
+    entries: &[DocEntry],
+    id: u32,
+    cutoff_ht: HybridTime,
+    plants: Plants,
+) -> Vec<usize> {
+    let path = [KeyEntry::asc(Primitive::ColumnId(id as i32))];
+    let every = plants.contains(Plant::RepackDropsNewerUpdate);
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| !e.table_key && e.subkeys == path)
+        .filter(|(_, e)| every || e.doc_ht.ht <= cutoff_ht)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The slot a column entry folds into, with its own write time and TTL; `None` if it
+/// cannot be stated in a packed row whose TTL is `row_ttl` (a value inheriting its TTL).
+fn fold(entry: &DocEntry, row_ttl: Ttl) -> Option<Slot> {
+    match &entry.value.kind {
+        ValueKind::Tombstone => Some(Slot::of(None)),
+        ValueKind::Primitive(_) if entry.value.ttl == Ttl::Inherit && row_ttl != Ttl::Inherit => {
+            None
+        }
+        ValueKind::Primitive(_) => {
+            Some(Slot { value: Some(entry.value.clone()), written: Some(entry.doc_ht) })
+        }
+        _ => None, // an object marker or a record: not a packed column's version
+    }
+}
+
+/// The indexes of entries at or below the cutoff of columns some schema version packed
+/// and the newest does not: dropped columns.
+fn dropped_columns(entries: &[DocEntry], packings: &Packings, cutoff_ht: HybridTime) -> Vec<usize> {
+    let newest = packings.newest().map(|p| p.column_ids().to_vec()).unwrap_or_default();
+    let dropped = |e: &DocEntry| match e.subkeys.first().map(|k| &k.value) {
+        Some(&Primitive::ColumnId(id)) if id >= 0 => {
+            !newest.contains(&(id as u32)) && packings.packs_ever(id as u32)
+        }
+        _ => false,
+    };
+    entries
+        .iter()
+        .enumerate()
+        .filter(|(_, e)| e.doc_ht.ht <= cutoff_ht && !e.table_key && dropped(e))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

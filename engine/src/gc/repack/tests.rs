@@ -1,0 +1,103 @@
+use super::*;
+use crate::encoding::{decode_packed_row, SchemaPacking};
+use crate::hybrid_time::DocHybridTime;
+
+fn at(us: u64) -> DocHybridTime {
+    DocHybridTime::new(HybridTime::new(us, 0), 0)
+}
+
+fn int(v: i32) -> Value {
+    Value::new(ValueKind::Primitive(Primitive::Int32(v)))
+}
+
+/// Versions 0 (columns 10, 11) and 1 (10, 11, 12: `ALTER TABLE ADD`).
+fn packings() -> Packings {
+    let mut p = Packings::default();
+    p.insert(SchemaPacking::new(0, vec![10, 11]).expect("distinct"));
+    p.insert(SchemaPacking::new(1, vec![10, 11, 12]).expect("distinct"));
+    p
+}
+
+fn packed(us: u64, ttl: Ttl, version: u32, columns: &[Option<Value>]) -> DocEntry {
+    let body = packings().get(version).expect("known").body(columns);
+    let value = Value { ttl, kind: ValueKind::PackedRow(body) };
+    DocEntry { table_key: false, subkeys: vec![], doc_ht: at(us), value }
+}
+
+fn column(id: i32, us: u64, value: Value) -> DocEntry {
+    let subkeys = vec![KeyEntry::asc(Primitive::ColumnId(id))];
+    DocEntry { table_key: false, subkeys, doc_ht: at(us), value }
+}
+
+/// The slots of a planned packed row.
+fn slots(plan: &RowRepack) -> Vec<(u32, Slot)> {
+    let p = packings();
+    decode_packed_row(&plan.value, |v| p.get(v)).expect("a packed row").columns
+}
+
+#[test]
+fn later_updates_fold_in_with_their_own_write_time_and_newer_ones_stay() {
+    let entries = vec![
+        packed(1000, Ttl::Inherit, 0, &[Some(int(1)), Some(int(2))]),
+        column(10, 3000, int(30)),            // above the cutoff: stays
+        column(10, 1500, int(15)),            // folded in
+        column(10, 500, int(5)),              // older than the row: goes
+        column(11, 1200, Value::tombstone()), // folded in as NULL
+        column(12, 800, Value { ttl: Ttl::Ms(9), ..int(8) }), // a column v0 lacks
+    ];
+    let plan = plan_row(&entries, HybridTime::new(2000, 0), &packings(), Plants::NONE)
+        .expect("decodes")
+        .expect("a repack");
+    assert_eq!(plan.packed_row, 0);
+    assert_eq!(plan.folded, BTreeSet::from([2, 3, 4, 5]));
+    let got = slots(&plan);
+    assert_eq!(got[0], (10, Slot { value: Some(int(15)), written: Some(at(1500)) }));
+    assert_eq!(got[1], (11, Slot::of(None)));
+    let own_ttl = Value { ttl: Ttl::Ms(9), ..int(8) };
+    assert_eq!(got[2], (12, Slot { value: Some(own_ttl), written: Some(at(800)) }));
+}
+
+#[test]
+fn a_row_tombstone_at_or_below_the_cutoff_or_an_inheriting_value_leaves_the_row_alone() {
+    let row = packed(1000, Ttl::Ms(60_000), 1, &[Some(int(1)), None, None]);
+    let tombstone =
+        DocEntry { table_key: false, subkeys: vec![], doc_ht: at(1500), value: Value::tombstone() };
+    let cutoff = HybridTime::new(2000, 0);
+    let plan = |entries: &[DocEntry]| plan_row(entries, cutoff, &packings(), Plants::NONE);
+    assert_eq!(plan(&[tombstone, row.clone()]), Ok(None), "the tombstone hides the row");
+    // In the packed row, the value would take the row's TTL instead of the table's.
+    assert_eq!(plan(&[row.clone(), column(10, 1200, int(3))]), Ok(None));
+    assert!(plan(&[row, column(10, 1200, Value { ttl: Ttl::Never, ..int(3) })])
+        .expect("decodes")
+        .is_some());
+}
+
+#[test]
+fn older_packed_rows_and_dropped_columns_go() {
+    let mut p = packings();
+    p.insert(SchemaPacking::new(2, vec![10, 12]).expect("distinct")); // `DROP` column 11
+    let entries = vec![
+        packed(1000, Ttl::Inherit, 1, &[Some(int(1)), Some(int(2)), None]),
+        packed(900, Ttl::Inherit, 0, &[Some(int(0)), Some(int(0))]),
+        column(11, 1100, int(11)),
+    ];
+    let plan = plan_row(&entries, HybridTime::new(2000, 0), &p, Plants::NONE)
+        .expect("decodes")
+        .expect("a repack");
+    assert_eq!(plan.folded, BTreeSet::from([1, 2]));
+    let row = decode_packed_row(&plan.value, |v| p.get(v)).expect("a packed row");
+    assert_eq!(row.version, 2);
+    assert_eq!(row.columns, vec![(10, Slot::of(Some(int(1)))), (12, Slot::of(None))]);
+}
+
+#[test]
+fn planted_repacking_drops_updates_above_the_cutoff() {
+    let entries =
+        vec![packed(1000, Ttl::Inherit, 1, &[None, None, None]), column(10, 3000, int(30))];
+    let plants = Plants::of(Some(Plant::RepackDropsNewerUpdate));
+    let cutoff = HybridTime::new(2000, 0);
+    let clean = plan_row(&entries, cutoff, &packings(), Plants::NONE).expect("decodes");
+    assert_eq!(clean.expect("a repack").folded, BTreeSet::new());
+    let planted = plan_row(&entries, cutoff, &packings(), plants).expect("decodes");
+    assert_eq!(planted.expect("a repack").folded, BTreeSet::from([1]));
+}
