@@ -984,7 +984,9 @@ impl CompactionFilter for GcFilter {
             }
         };
         let table_doc = k.path.doc_key.is_table_key();
-        let verdict = match self.verdict(&components, k.doc_ht, (&v.kind, table_doc), v.ttl) {
+        let folded = self.repack.as_ref().is_some_and(|plan| plan.fold.contains(key));
+        let entry = (&v.kind, table_doc, folded);
+        let verdict = match self.verdict(&components, k.doc_ht, entry, v.ttl) {
             Ok(verdict) => verdict,
             Err(e) => {
                 let key = crate::encoding::hex(key);
@@ -1010,16 +1012,16 @@ impl GcFilter {
         &mut self,
         components: &[&[u8]],
         dht: DocHybridTime,
-        (kind, table_doc): (&ValueKind, bool),
+        (kind, table_doc, folded): (&ValueKind, bool, bool),
         ttl: Ttl,
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
         let tombstone = *kind == ValueKind::Tombstone;
         if let ValueKind::PackedRow(_) = kind {
             if let Some(unbounded) = self.unbounded.as_mut() {
-                unbounded.decide_packed_row(components, dht, ttl)?;
+                unbounded.decide_packed_row(components, dht, ttl, folded)?;
             }
-            return feed.decide_packed_row(components, dht, ttl);
+            return feed.decide_packed_row(components, dht, ttl, folded);
         }
         if let ValueKind::TtlOnly { .. } = kind {
             if let Some(unbounded) = self.unbounded.as_mut() {

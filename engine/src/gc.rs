@@ -246,14 +246,21 @@ impl GcFeed {
     /// which stays, so it stays too (a rule of docsim's: found by the first metamorphic
     /// runs over the packed layout, seed 3, where a full compaction dropped a column's
     /// tombstone and the packed row's older value came back). Repacking folds them.
+    ///
+    /// `folded`: repacking folds this packed row into a newer one (`gc/repack.rs`), so it
+    /// goes, and keeps nothing for its columns.
     pub fn decide_packed_row(
         &mut self,
         components: &[&[u8]],
         dht: DocHybridTime,
         ttl: Ttl,
+        folded: bool,
     ) -> Result<Verdict, FeedError> {
         let version = Version { dht, ttl, tombstone: false, ttl_only: true, packed: true };
-        let verdict = self.decide_hiding_nothing(components, version, false)?;
+        let mut verdict = self.decide_hiding_nothing(components, version, false)?;
+        if folded {
+            verdict = Verdict::Drop;
+        }
         if verdict == Verdict::Drop {
             // Gone with what hid it: its columns no longer need anything kept.
             let level = self.levels.top_mut().expect("entered");

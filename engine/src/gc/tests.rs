@@ -173,3 +173,22 @@ fn a_ttl_only_record_keeps_what_it_covers() {
     assert_eq!(feed.decide(&[b"s"], t(1000), true, Ttl::Inherit), Ok(Keep));
     assert_eq!(feed.decide(&[b"s"], t(500), false, Ttl::Inherit), Ok(Drop));
 }
+
+/// A column tombstone newer than a packed row may hide a value inside it: a full
+/// compaction keeps it while the packed row stays, and drops it once repacking folds the
+/// packed row away (or a row tombstone hides it). One newer than the tombstone does not
+/// count.
+#[test]
+fn column_tombstones_over_a_kept_packed_row_stay() {
+    let params =
+        GcParams { cutoff_ht: HybridTime::from_micros(9000), kind: Full, table_ttl_ms: None };
+    let verdicts = |packed_us: u64, folded: bool| {
+        let mut feed = GcFeed::new(params);
+        let row = feed.decide_packed_row(&[b"d"], t(packed_us), Ttl::Inherit, folded);
+        let tombstone = feed.decide(&[b"d", b"c"], t(2000), true, Ttl::Inherit);
+        (row.expect("in order"), tombstone.expect("in order"))
+    };
+    assert_eq!(verdicts(1000, false), (Keep, Keep));
+    assert_eq!(verdicts(1000, true), (Drop, Drop));
+    assert_eq!(verdicts(3000, false), (Keep, Drop), "the packed row is newer");
+}
