@@ -51,6 +51,13 @@
 //! R >= H changes.
 //! Reads below the highest cutoff are refused (`snapshot too old`).
 //!
+//! **Packed rows** (`encoding/packed_row.rs`, `db/packed.rs`, `gc/repack.rs`): a CQL
+//! table `WITH packed_rows = true` stores an INSERT of every non-key column as one value
+//! at the row's root, in YugabyteDB's V1 format under the row's schema version. The scans
+//! hand the reader the entries that value stands for, so packing changes no read; a full
+//! compaction repacks each row's newest packed row and the column entries at or below H
+//! into one, from a plan made before it (a compaction filter sees one entry at a time).
+//!
 //! **Raft and durability** (`tablet`, `replica`, `log`, `replay`, [`disk`]): a write is
 //! one Raft entry — proposed to raft-rs, appended to the tablet's own segmented log of
 //! CRC-32C records and synced, committed, applied to RocksDB (whose WAL is off), then

@@ -49,9 +49,10 @@ struct ShapeArgs {
     #[arg(long, default_value = "reports/runs")]
     reports: PathBuf,
     /// Storage configuration: its index in the metamorphic set (`run --metamorphic`
-    /// lists them; 0, the default, is RocksDB's defaults with rows as declared).
-    #[arg(long, default_value_t = 0, value_parser = parse_storage)]
-    config: usize,
+    /// lists them; 0 is RocksDB's defaults with rows as declared). Default: 0 for `run`;
+    /// `torture` draws one per seed.
+    #[arg(long, value_parser = parse_storage)]
+    config: Option<usize>,
     /// No disk fault placed by where bytes lie in the log (I/O errors, full disks, torn
     /// crashes, bit flips): how `run --metamorphic` compares row layouts.
     #[arg(long)]
@@ -374,7 +375,7 @@ fn parse_storage(text: &str) -> Result<usize, String> {
 }
 
 fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
-    let storage = docsim_engine::StorageConfig::SET[shape.config];
+    let storage = docsim_engine::StorageConfig::SET[shape.config.unwrap_or(0)];
     let (profile, plant) = (shape.profile, shape.plant);
     let byte_faults = !shape.no_byte_faults;
     RunConfig {
@@ -700,6 +701,7 @@ fn torture_command(
         jobs,
         shard,
         template: config(0, shape, false),
+        draw_storage: shape.config.is_none(),
         reports_dir: shape.reports.clone(),
     };
     println!(

@@ -22,6 +22,9 @@ pub struct Campaign {
     pub shard: (u64, u64),
     /// The per-seed configuration (its seed is replaced).
     pub template: RunConfig,
+    /// Draw each seed's storage configuration by swarm (`metamorphic::drawn`), instead of
+    /// the template's.
+    pub draw_storage: bool,
     /// Where failing seeds' reports go.
     pub reports_dir: std::path::PathBuf,
 }
@@ -96,7 +99,10 @@ pub fn torture(campaign: &Campaign) -> docsim_reports::CampaignReport {
                 if seed % campaign.shard.1 != campaign.shard.0 {
                     continue;
                 }
-                let storage = crate::metamorphic::drawn(seed);
+                let storage = match campaign.draw_storage {
+                    true => crate::metamorphic::drawn(seed),
+                    false => campaign.template.storage,
+                };
                 let config = RunConfig { seed, storage, ..campaign.template.clone() };
                 let outcome = run(&config);
                 if outcome.failure.is_some() {

@@ -22,6 +22,7 @@ fn a_short_torture_finds_no_failure() {
         jobs: env_number("DOCSIM_TORTURE_JOBS", 1) as usize,
         shard: (0, 1),
         template: RunConfig::new(0, 1_000),
+        draw_storage: true,
         reports_dir: reports.clone(),
     };
     let report = torture(&campaign);
