@@ -1,8 +1,11 @@
 //! `docsim bench engine`: CQL row writes and reads through the engine's production path
 //! (a typed INSERT or SELECT run by the node: Raft log, apply, read) versus raw RocksDB
-//! doing the same storage work (the exact key/value pairs the engine stored, one write
-//! batch per row, with its WAL off and on; a prefix scan of the row's document key per
-//! read), in the same process, in real files, on the same machine.
+//! doing the same storage work, in the same process, in real files, on the same machine.
+//! Raw RocksDB writes the exact key/value pairs the engine stores, one write batch per
+//! row, with its WAL off and on, and prefix-scans each row's document key per read — in
+//! two forms: the row as one key/value pair per column (what the engine stores without
+//! packing) and as one value per row (a packed row). The engine runs with its rows
+//! packed or not (`--packed`).
 //!
 //! Benchmarks, and the time breakdown of simulated runs, measure wall-clock time: the one
 //! place docsim reads a real clock (never to steer anything).
@@ -10,7 +13,7 @@
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
-use docsim_engine::{HybridTime, Node, NodeOptions};
+use docsim_engine::{HybridTime, Layout, Node, NodeOptions, StorageConfig};
 use std::path::Path;
 
 /// Wall-clock stopwatch for benchmarks and reports. It works inside a simulation too:
@@ -48,16 +51,27 @@ fn real_monotonic_ns() -> u64 {
 pub struct EngineBench {
     /// Rows written and read.
     pub rows: usize,
+    /// Whether the engine packed its rows.
+    pub packed: bool,
     /// Engine: CQL row writes per second (INSERT through the node: Raft log and apply).
     pub engine_writes_per_s: f64,
-    /// Raw RocksDB, WAL off: the same key/value pairs written per second (rows).
-    pub raw_writes_per_s: f64,
-    /// Raw RocksDB, WAL on (not synced): the same pairs, rows per second.
-    pub raw_wal_writes_per_s: f64,
     /// Engine: row reads per second (SELECT by primary key through the node).
     pub engine_reads_per_s: f64,
-    /// Raw RocksDB: prefix scans of the same rows per second.
-    pub raw_reads_per_s: f64,
+    /// Raw RocksDB with one key/value pair per column.
+    pub raw_columns: RawBench,
+    /// Raw RocksDB with one value per row.
+    pub raw_rows: RawBench,
+}
+
+/// Raw RocksDB doing one form of the same rows' storage work, rows per second.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RawBench {
+    /// Writes, WAL off.
+    pub writes_per_s: f64,
+    /// Writes, WAL on (not synced).
+    pub wal_writes_per_s: f64,
+    /// Prefix scans of each row's document.
+    pub reads_per_s: f64,
 }
 
 const SCHEMA: &str = "CREATE TABLE bench (user_id text, msg_id int, body text, views bigint, \
@@ -96,15 +110,17 @@ fn ht(i: usize) -> HybridTime {
     HybridTime::from_micros(1_000_000 + i as u64)
 }
 
-/// A node with the bench table, in real files under `dir` (as raw RocksDB is).
-fn bench_node(dir: &Path, in_memory: bool) -> Result<Node, String> {
+/// A node with the bench table, in real files under `dir` (as raw RocksDB is), its rows
+/// packed or not.
+fn bench_node(dir: &Path, in_memory: bool, packed: bool) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
+    let layout = if packed { Layout::Packed } else { Layout::Declared };
     let options = NodeOptions {
         in_memory,
         disk,
         segment_bytes: 8 << 20,
         plants: Plants::NONE,
-        storage: Default::default(),
+        storage: StorageConfig { layout, ..StorageConfig::default() },
     };
     let mut node = Node::new(dir, options).map_err(err)?;
     node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;
@@ -116,8 +132,8 @@ type RowPairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The exact key/value pairs the engine stores for each row: written once through a
 /// preparation node (not timed) and read back from its RocksDB, grouped by row.
-fn stored_rows(rows: usize, dir: &Path) -> Result<Vec<RowPairs>, String> {
-    let mut node = bench_node(dir, true)?;
+fn stored_rows(rows: usize, dir: &Path, packed: bool) -> Result<Vec<RowPairs>, String> {
+    let mut node = bench_node(dir, true, packed)?;
     for i in 0..rows {
         node.cql(ht(i), &insert(i)).map_err(err)?;
     }
@@ -147,14 +163,21 @@ fn raw_write(raw: &rocksdb::DB, rows: &[RowPairs], wal: bool) -> Result<f64, Str
     Ok(watch.seconds())
 }
 
-/// Run the benchmark with `rows` rows, keeping every database under `dir` in real files.
-pub fn bench_engine(rows: usize, dir: &Path) -> Result<EngineBench, String> {
-    let raw_rows = stored_rows(rows, &dir.join("prepare"))?;
-    let mut node = bench_node(&dir.join("engine"), false)?;
-    let raw = raw_db(&dir.join("raw"))?;
-    let raw_wal = raw_db(&dir.join("raw-wal"))?;
+/// Run the benchmark with `rows` rows, keeping every database under `dir` in real files;
+/// the engine packs its rows if `packed`.
+pub fn bench_engine(rows: usize, dir: &Path, packed: bool) -> Result<EngineBench, String> {
+    let forms = [
+        stored_rows(rows, &dir.join("prep-c"), false)?,
+        stored_rows(rows, &dir.join("prep-r"), true)?,
+    ];
+    if forms[1].iter().any(|pairs| pairs.len() != 1) {
+        return Err("a packed row is one key/value pair".into());
+    }
+    let mut node = bench_node(&dir.join("engine"), false, packed)?;
+    let raws = [raw_db(&dir.join("raw-c"))?, raw_db(&dir.join("raw-r"))?];
+    let raw_wals = [raw_db(&dir.join("raw-c-wal"))?, raw_db(&dir.join("raw-r-wal"))?];
     // Engine and raw alternate in chunks, so drift in machine speed hits both alike.
-    let (mut engine_s, mut raw_s, mut raw_wal_s) = (0.0, 0.0, 0.0);
+    let (mut engine_s, mut raw_s, mut raw_wal_s) = (0.0, [0.0; 2], [0.0; 2]);
     for chunk in (0..rows).collect::<Vec<_>>().chunks(CHUNK_ROWS) {
         let statements: Vec<Statement> = chunk.iter().map(|&i| insert(i)).collect();
         let watch = Stopwatch::start();
@@ -162,15 +185,42 @@ pub fn bench_engine(rows: usize, dir: &Path) -> Result<EngineBench, String> {
             node.cql(ht(i), statement).map_err(err)?;
         }
         engine_s += watch.seconds();
-        let rows = &raw_rows[chunk[0]..=chunk[chunk.len() - 1]];
-        raw_s += raw_write(&raw, rows, false)?;
-        raw_wal_s += raw_write(&raw_wal, rows, true)?;
+        for f in 0..2 {
+            let rows = &forms[f][chunk[0]..=chunk[chunk.len() - 1]];
+            raw_s[f] += raw_write(&raws[f], rows, false)?;
+            raw_wal_s[f] += raw_write(&raw_wals[f], rows, true)?;
+        }
     }
     node.flush().map_err(err)?;
-    raw.flush().map_err(err)?;
+    raws.iter().try_for_each(|raw| raw.flush().map_err(err))?;
+    let (engine_read_s, raw_read_s) = time_reads(&mut node, &raws, &forms)?;
+    let per_s = |s: f64| rows as f64 / s;
+    let raw = |f: usize| RawBench {
+        writes_per_s: per_s(raw_s[f]),
+        wal_writes_per_s: per_s(raw_wal_s[f]),
+        reads_per_s: per_s(raw_read_s[f]),
+    };
+    Ok(EngineBench {
+        rows,
+        packed,
+        engine_writes_per_s: per_s(engine_s),
+        engine_reads_per_s: per_s(engine_read_s),
+        raw_columns: raw(0),
+        raw_rows: raw(1),
+    })
+}
+
+/// Seconds the engine's SELECTs and each raw form's scans of every row take, alternating
+/// in chunks; every row must be found.
+fn time_reads(
+    node: &mut Node,
+    raws: &[rocksdb::DB; 2],
+    forms: &[Vec<RowPairs>; 2],
+) -> Result<(f64, [f64; 2]), String> {
+    let rows = forms[0].len();
     let read_ht = HybridTime::from_micros(u64::MAX >> 13);
-    let (mut engine_read_s, mut raw_read_s) = (0.0, 0.0);
-    let (mut found, mut scanned) = (0, 0);
+    let (mut engine_s, mut raw_s) = (0.0, [0.0; 2]);
+    let (mut found, mut scanned) = (0, [0; 2]);
     for chunk in (0..rows).collect::<Vec<_>>().chunks(CHUNK_ROWS) {
         let statements: Vec<Statement> = chunk.iter().map(|&i| select(i)).collect();
         let watch = Stopwatch::start();
@@ -179,24 +229,19 @@ pub fn bench_engine(rows: usize, dir: &Path) -> Result<EngineBench, String> {
                 found += rows.len();
             }
         }
-        engine_read_s += watch.seconds();
-        let watch = Stopwatch::start();
-        for &i in chunk {
-            scanned += usize::from(raw_scan(&raw, &raw_rows[i][0].0) == raw_rows[i].len());
+        engine_s += watch.seconds();
+        for f in 0..2 {
+            let watch = Stopwatch::start();
+            for &i in chunk {
+                let pairs = &forms[f][i];
+                scanned[f] += usize::from(raw_scan(&raws[f], &pairs[0].0) == pairs.len());
+            }
+            raw_s[f] += watch.seconds();
         }
-        raw_read_s += watch.seconds();
     }
     assert_eq!(found, rows, "every row written is read back");
-    assert_eq!(scanned, rows, "raw scans find every row");
-    let per_s = |s: f64| rows as f64 / s;
-    Ok(EngineBench {
-        rows,
-        engine_writes_per_s: per_s(engine_s),
-        raw_writes_per_s: per_s(raw_s),
-        raw_wal_writes_per_s: per_s(raw_wal_s),
-        engine_reads_per_s: per_s(engine_read_s),
-        raw_reads_per_s: per_s(raw_read_s),
-    })
+    assert_eq!(scanned, [rows; 2], "raw scans find every row");
+    Ok((engine_s, raw_s))
 }
 
 /// Rows per alternation between the engine and raw RocksDB.
@@ -247,10 +292,10 @@ pub fn median(sorted: &[f64]) -> f64 {
 /// Write `entries` CQL rows (one Raft entry each) without flushing, crash, and time the
 /// restart that replays them all; `rounds` times, each on a fresh node in memory.
 pub fn bench_restart(entries: usize, rounds: usize, dir: &Path) -> Result<RestartBench, String> {
-    let raw_batches = stored_rows(entries, &dir.join("prepare"))?;
+    let raw_batches = stored_rows(entries, &dir.join("prepare"), false)?;
     let (mut restart_ms, mut raw_ms) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let mut node = bench_node(&dir.join(format!("restart-{round}")), true)?;
+        let mut node = bench_node(&dir.join(format!("restart-{round}")), true, false)?;
         for i in 0..entries {
             node.cql(ht(i), &insert(i)).map_err(err)?;
         }

@@ -181,6 +181,9 @@ enum Command {
         /// Restarts to time.
         #[arg(long, default_value_t = 11)]
         rounds: usize,
+        /// `engine`: the engine packs its rows (every CQL table `WITH packed_rows = true`).
+        #[arg(long)]
+        packed: bool,
     },
 }
 
@@ -449,9 +452,9 @@ fn main() -> ExitCode {
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
-        Command::Bench { target, rows, entries, rounds } => match target.as_str() {
+        Command::Bench { target, rows, entries, rounds, packed } => match target.as_str() {
             "restart" => bench_restart(entries, rounds),
-            _ => bench(&target, rows),
+            _ => bench(&target, rows, packed),
         },
     }
 }
@@ -870,7 +873,7 @@ fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     }
 }
 
-fn bench(target: &str, rows: usize) -> ExitCode {
+fn bench(target: &str, rows: usize, packed: bool) -> ExitCode {
     if target != "engine" {
         eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart)");
         return ExitCode::from(2);
@@ -879,18 +882,23 @@ fn bench(target: &str, rows: usize) -> ExitCode {
         Ok(dir) => dir,
         Err(code) => return code,
     };
-    match docsim::bench::bench_engine(rows, scratch.path()) {
+    match docsim::bench::bench_engine(rows, scratch.path(), packed) {
         Ok(b) => {
-            println!("rows: {}", b.rows);
-            println!("{:<10} {:>14} {:>14} {:>7}", "", "engine ops/s", "raw ops/s", "ratio");
+            let layout = if b.packed { "packed rows" } else { "one entry per column" };
+            println!("rows: {} (engine: {layout})", b.rows);
+            println!("{:<24} {:>12} {:>12} {:>7}", "", "engine ops/s", "raw ops/s", "ratio");
             let line = |name: &str, e: f64, r: f64| {
-                println!("{name:<10} {e:>14.0} {r:>14.0} {:>6.2}x", e / r)
+                println!("{name:<24} {e:>12.0} {r:>12.0} {:>6.2}x", e / r)
             };
-            line("writes", b.engine_writes_per_s, b.raw_writes_per_s);
-            line("writes/wal", b.engine_writes_per_s, b.raw_wal_writes_per_s);
-            line("reads", b.engine_reads_per_s, b.raw_reads_per_s);
+            let (w, r) = (b.engine_writes_per_s, b.engine_reads_per_s);
+            for (form, raw) in [("columns", b.raw_columns), ("row value", b.raw_rows)] {
+                line(&format!("writes vs {form}"), w, raw.writes_per_s);
+                line(&format!("writes vs {form}/wal"), w, raw.wal_writes_per_s);
+                line(&format!("reads vs {form}"), r, raw.reads_per_s);
+            }
             println!(
-                "(raw writes: WAL off, and WAL on without sync; the engine logs to its Raft log)"
+                "(raw: `columns` one key/value per column, `row value` one value per row; \
+                 writes with the WAL off, and on without sync; the engine logs to its Raft log)"
             );
             ExitCode::SUCCESS
         }
