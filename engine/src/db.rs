@@ -64,6 +64,8 @@ pub enum Layout {
     Declared,
     /// Every table packs its rows (`WITH packed_rows = true` for all).
     Packed,
+    /// No table packs its rows, whatever its `WITH` says (tests compare the two).
+    Unpacked,
 }
 
 impl Default for StorageConfig {
@@ -94,6 +96,7 @@ impl std::fmt::Display for StorageConfig {
         let layout = match self.layout {
             Layout::Declared => "",
             Layout::Packed => " packed",
+            Layout::Unpacked => " unpacked",
         };
         write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)
     }
@@ -136,8 +139,8 @@ pub struct DocDb {
     opened_frontier: Frontier,
     /// The planted bugs of this instance (and of the tablet above it).
     plants: Plants,
-    /// The schema packings of the table whose rows this instance holds (empty: no packed
-    /// rows; a packed row found then is corruption).
+    /// The schema packings of the table whose rows this instance holds, if it packs them
+    /// (empty: no packed rows; a packed row found then is corruption).
     packings: Packings,
 }
 
@@ -476,18 +479,19 @@ impl DocDb {
         let kind = if files.is_some() { CompactionKind::Minor } else { kind };
         // The run's files, named before the compaction's own flush adds the newest one.
         let run = files.map(|range| self.file_names(range)).transpose()?;
-        let highest = self.history_cutoff_ht.max(cutoff_ht);
-        let mut opts = WriteOptions::default();
-        opts.disable_wal(true);
-        self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
-        self.flush()?;
-        // Repacking needs every file: full compactions only (a rule of docsim's).
+        // Repacking needs every file: full compactions only (a rule of docsim's). Planned
+        // before anything is written (the plan reads the memtables too).
         let repack = match (&run, kind) {
             (None, CompactionKind::Full) if !self.packings.is_empty() => {
                 Some(Arc::new(self.plan_repack(cutoff_ht)?))
             }
             _ => None,
         };
+        let highest = self.history_cutoff_ht.max(cutoff_ht);
+        let mut opts = WriteOptions::default();
+        opts.disable_wal(true);
+        self.db().put_opt(HISTORY_CUTOFF_KEY, highest.raw().to_be_bytes(), &opts)?;
+        self.flush()?;
         if let Some(plan) = &repack {
             crate::probe::add("gc.repacked_rows", plan.rewrite.len() as u64);
             crate::probe::add("gc.folded_into_packed_rows", plan.fold.len() as u64);
@@ -534,9 +538,10 @@ impl DocDb {
         let mut doc: Vec<u8> = Vec::new();
         let mut plan_row = |row: &mut Vec<(Vec<u8>, DocEntry)>| -> Result<()> {
             let entries: Vec<DocEntry> = row.iter().map(|(_, e)| e.clone()).collect();
-            let planned = crate::gc::plan_row(&entries, cutoff_ht, &self.packings, self.plants)
-                .map_err(|e| with_key(&row[0].0, e))?;
-            if let Some(p) = planned {
+            // A row that does not decode is not repacked; the compaction filter keeps what
+            // it cannot read and reports it after the compaction.
+            let planned = crate::gc::plan_row(&entries, cutoff_ht, &self.packings, self.plants);
+            if let Ok(Some(p)) = planned {
                 plan.rewrite.insert(row[p.packed_row].0.clone(), p.value);
                 plan.fold.extend(p.folded.into_iter().map(|i| row[i].0.clone()));
             }

@@ -14,7 +14,9 @@
 //! 2. above H → keep;
 //! 3. at or below H (inclusive):
 //!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
-//!      in the same compaction); a minor compaction keeps it (older data may live outside);
+//!      in the same compaction) — unless an older packed row of its row stays, which it
+//!      may hide a value of (`decide_packed_row`); a minor compaction keeps it (older data
+//!      may live outside);
 //!    - expired at H through a TTL it inherits (or the table's): full compaction **drops**
 //!      it; a minor one **keeps** it (`KeepInherited`): an ancestor's version in a file
 //!      outside the compaction may carry the TTL it really inherits (`0`: never expires),
@@ -108,9 +110,9 @@ struct Version {
     dht: DocHybridTime,
     ttl: Ttl,
     tombstone: bool,
-    /// A TTL-only record or a packed row: no child inherits through it here (see
-    /// `decide_ttl_only`).
-    ttl_only: bool,
+    /// A TTL-only record or a packed row: it hides nothing, and no child inherits through
+    /// it here (see `decide_ttl_only`, `decide_packed_row`).
+    hides_nothing: bool,
     /// A packed row (see `decide_packed_row`).
     packed: bool,
 }
@@ -168,7 +170,8 @@ impl GcFeed {
         ttl: Ttl,
         table_doc: bool,
     ) -> Result<Verdict, FeedError> {
-        let version = Version { dht, ttl, tombstone: is_tombstone, ttl_only: false, packed: false };
+        let version =
+            Version { dht, ttl, tombstone: is_tombstone, hides_nothing: false, packed: false };
         self.enter(components, version, table_doc)?;
         let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
         let params = self.params;
@@ -233,7 +236,7 @@ impl GcFeed {
         ttl: Ttl,
         table_doc: bool,
     ) -> Result<Verdict, FeedError> {
-        let version = Version { dht, ttl, tombstone: false, ttl_only: true, packed: false };
+        let version = Version { dht, ttl, tombstone: false, hides_nothing: true, packed: false };
         self.decide_hiding_nothing(components, version, table_doc)
     }
 
@@ -256,7 +259,7 @@ impl GcFeed {
         ttl: Ttl,
         folded: bool,
     ) -> Result<Verdict, FeedError> {
-        let version = Version { dht, ttl, tombstone: false, ttl_only: true, packed: true };
+        let version = Version { dht, ttl, tombstone: false, hides_nothing: true, packed: true };
         let mut verdict = self.decide_hiding_nothing(components, version, false)?;
         if folded {
             verdict = Verdict::Drop;
@@ -294,13 +297,13 @@ impl GcFeed {
     fn beneath_ttl_only(&self) -> bool {
         let Some(own) = self.levels.payloads().last() else { return false };
         let newer = &own.versions[..own.versions.len().saturating_sub(1)];
-        newer.last().is_some_and(|v| v.ttl_only)
+        newer.last().is_some_and(|v| v.hides_nothing)
     }
 
     /// Whether the entry just entered has a TTL-only record above it at its own level or
     /// at an ancestor's.
     fn under_ttl_only(&self) -> bool {
-        self.levels.payloads().any(|level| level.versions.iter().any(|v| v.ttl_only))
+        self.levels.payloads().any(|level| level.versions.iter().any(|v| v.hides_nothing))
     }
 
     /// Align the levels to an entry's path and add its version there (newest first).
@@ -361,7 +364,7 @@ impl GcFeed {
         let mut newest_ancestor: Option<DocHybridTime> = None;
         let mut explicit = Vec::new();
         for level in self.levels.ancestors() {
-            let older = level.versions.iter().filter(|v| !v.ttl_only);
+            let older = level.versions.iter().filter(|v| !v.hides_nothing);
             let Some(v) = older.clone().find(|v| v.dht < dht) else { continue };
             if newest_ancestor.is_none_or(|newest| v.dht > newest) {
                 newest_ancestor = Some(v.dht);

@@ -60,7 +60,9 @@ pub struct NodeOptions {
 /// packings of its packed rows.
 fn attach(table: &CqlTable, tablet: &mut Tablet) {
     tablet.set_table_ttl_ms(table.default_ttl_ms);
-    tablet.set_packings(table.packings().clone());
+    // Only a table that packs has packed rows to read (or repack).
+    let packings = if table.packed_rows { table.packings().clone() } else { Default::default() };
+    tablet.set_packings(packings);
 }
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -241,7 +243,11 @@ impl Node {
         }
         self.check_on()?;
         let mut table = table;
-        table.packed_rows |= self.options.storage.layout == crate::db::Layout::Packed;
+        table.packed_rows = match self.options.storage.layout {
+            crate::db::Layout::Declared => table.packed_rows,
+            crate::db::Layout::Packed => true,
+            crate::db::Layout::Unpacked => false,
+        };
         let (mut tablet, _) = self.open_tablet(&TabletId::Table(table.name.clone()))?;
         attach(&table, &mut tablet);
         self.tables.push((table, tablet));

@@ -98,6 +98,7 @@ impl State {
             // share, does not show it), but the reproducer must run in it.
             script: match storage.layout {
                 docsim_engine::Layout::Packed => vec!["layout packed".into()],
+                docsim_engine::Layout::Unpacked => vec!["layout unpacked".into()],
                 docsim_engine::Layout::Declared => Vec::new(),
             },
             ops: Vec::new(),

@@ -64,9 +64,15 @@ pub fn plan_row(
     };
     let row = &entries[at];
     let ValueKind::PackedRow(body) = &row.value.kind else { return Ok(None) };
-    let (_, old_slots) = unpack(body, 0, |v| packings.get(v))?;
+    let (version, old_slots) = unpack(body, 0, |v| packings.get(v))?;
     // The newest row tombstone older than the packed row: it hides what is older.
     let floor = entries[at..].iter().find(|e| is_root(e) && !packed(e)).map(|e| e.doc_ht);
+    let above_floor = |e: &DocEntry| floor.is_none_or(|f| e.doc_ht > f);
+    for older in entries[at + 1..].iter().filter(|e| is_root(e) && packed(e) && above_floor(e)) {
+        if !holds_all_of(older, (version, row), packings)? {
+            return Ok(None);
+        }
+    }
     let mut folded: BTreeSet<usize> = entries
         .iter()
         .enumerate()
@@ -77,11 +83,13 @@ pub fn plan_row(
     for &id in newest.column_ids() {
         let versions = column_versions(entries, id, cutoff_ht, plants);
         let visible = versions.iter().map(|&i| &entries[i]);
-        let visible = visible.take_while(|e| floor.is_none_or(|f| e.doc_ht > f)).next();
+        let visible = visible.take_while(|e| above_floor(e)).next();
         let in_row = old_slots.iter().find(|(c, _)| *c == id).map(|(_, s)| s.clone());
         let slot = match (visible, in_row) {
             (Some(e), None) => fold(e, row.value.ttl),
-            (Some(e), Some(_)) if e.doc_ht > row.doc_ht => fold(e, row.value.ttl),
+            (Some(e), Some(s)) if e.doc_ht > s.written.unwrap_or(row.doc_ht) => {
+                fold(e, row.value.ttl)
+            }
             (_, Some(slot)) => Some(slot),
             (None, None) => Some(Slot::of(None)),
         };
@@ -90,9 +98,33 @@ pub fn plan_row(
         folded.extend(versions);
     }
     folded.extend(dropped_columns(entries, packings, cutoff_ht));
-    let value =
-        Value { ttl: row.value.ttl, kind: ValueKind::PackedRow(newest.body_of_slots(&slots)) };
+    let body = newest.body_of_slots(&slots);
+    if folded.is_empty() && body == *body_of(row) {
+        return Ok(None); // already packed as it would be
+    }
+    let value = Value { ttl: row.value.ttl, kind: ValueKind::PackedRow(body) };
     Ok(Some(RowRepack { packed_row: at, value: value.encode(), folded }))
+}
+
+fn body_of(row: &DocEntry) -> &Vec<u8> {
+    match &row.value.kind {
+        ValueKind::PackedRow(body) => body,
+        _ => unreachable!("a packed row"),
+    }
+}
+
+/// Whether the newest packed row (`row`, of schema `version`) holds everything the older
+/// packed row `older` could show: it is of an older or the same schema version, and none
+/// of its columns was folded in later than `row` was written. Writes out of time order
+/// (a script's) can break that; such a row is left as it is.
+fn holds_all_of(
+    older: &DocEntry,
+    (version, row): (u32, &DocEntry),
+    packings: &Packings,
+) -> Result<bool, DecodeError> {
+    let (older_version, slots) = unpack(body_of(older), 0, |v| packings.get(v))?;
+    let later = |s: &Slot| s.written.is_some_and(|w| w > row.doc_ht);
+    Ok(older_version <= version && !slots.iter().any(|(_, s)| later(s)))
 }
 
 /// The indexes of column `id`'s versions at or below the cutoff, newest first (planted:

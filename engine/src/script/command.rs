@@ -133,7 +133,8 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "layout" => Command::Layout(match p.word() {
             Some("packed") => crate::db::Layout::Packed,
             Some("declared") => crate::db::Layout::Declared,
-            _ => return Err(p.error("expected `packed` or `declared`")),
+            Some("unpacked") => crate::db::Layout::Unpacked,
+            _ => return Err(p.error("expected `packed`, `declared` or `unpacked`")),
         }),
         "set" | "extend" | "obj" | "del" => {
             let write = parse_write(&mut p, word, true)?;
@@ -460,6 +461,7 @@ impl fmt::Display for Command {
             Command::Markers(MarkerMode::Required) => f.write_str("markers required"),
             Command::Layout(crate::db::Layout::Packed) => f.write_str("layout packed"),
             Command::Layout(crate::db::Layout::Declared) => f.write_str("layout declared"),
+            Command::Layout(crate::db::Layout::Unpacked) => f.write_str("layout unpacked"),
             Command::Write { write, ht } => {
                 write!(f, "{write} @{ht}")?;
                 write_ttl(f, write.ttl_us)

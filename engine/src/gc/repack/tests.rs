@@ -97,7 +97,46 @@ fn planted_repacking_drops_updates_above_the_cutoff() {
     let plants = Plants::of(Some(Plant::RepackDropsNewerUpdate));
     let cutoff = HybridTime::new(2000, 0);
     let clean = plan_row(&entries, cutoff, &packings(), Plants::NONE).expect("decodes");
-    assert_eq!(clean.expect("a repack").folded, BTreeSet::new());
+    assert_eq!(clean, None, "nothing at or below the cutoff to fold");
     let planted = plan_row(&entries, cutoff, &packings(), plants).expect("decodes");
     assert_eq!(planted.expect("a repack").folded, BTreeSet::from([1]));
+}
+
+/// Writes out of time order (a script's): an older packed row of a newer schema version
+/// holds a column the newest lacks; the row is left as it is rather than lose it.
+#[test]
+fn an_older_packed_row_of_a_newer_schema_leaves_the_row_alone() {
+    let entries = vec![
+        packed(2000, Ttl::Inherit, 0, &[Some(int(1)), None]),
+        packed(1000, Ttl::Inherit, 1, &[Some(int(0)), None, Some(int(7))]),
+    ];
+    let plan = plan_row(&entries, HybridTime::new(4000, 0), &packings(), Plants::NONE);
+    assert_eq!(plan, Ok(None));
+}
+
+/// A row tombstone older than the packed row hides the column versions before it: they
+/// go, and do not come back as the column's value.
+#[test]
+fn versions_below_an_older_row_tombstone_do_not_fold_in() {
+    let tombstone =
+        DocEntry { table_key: false, subkeys: vec![], doc_ht: at(900), value: Value::tombstone() };
+    let entries = vec![
+        packed(1000, Ttl::Inherit, 0, &[Some(int(1)), Some(int(2))]),
+        tombstone,
+        column(12, 800, int(8)), // a column v0 lacks, hidden by the tombstone
+    ];
+    let plan = plan_row(&entries, HybridTime::new(2000, 0), &packings(), Plants::NONE)
+        .expect("decodes")
+        .expect("a repack");
+    assert_eq!(plan.folded, BTreeSet::from([2]));
+    assert_eq!(slots(&plan)[2], (12, Slot::of(None)));
+}
+
+/// A row already packed as it would be is not rewritten.
+#[test]
+fn a_row_with_nothing_to_fold_is_left_alone() {
+    let p = packings();
+    let newest = p.newest().expect("versions").version();
+    let entries = vec![packed(1000, Ttl::Inherit, newest, &[Some(int(1)), None, None])];
+    assert_eq!(plan_row(&entries, HybridTime::new(2000, 0), &p, Plants::NONE), Ok(None));
 }
