@@ -96,6 +96,7 @@ pub mod disk;
 mod doc_write;
 mod document;
 pub mod encoding;
+pub mod entity;
 mod error;
 mod expiry;
 pub mod gc;
