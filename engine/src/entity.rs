@@ -7,8 +7,10 @@
 //! sees an entity's default column (the one with the empty name) as its value; a
 //! compaction filter written against the C API (`Filter`, as the engine's GC filter is)
 //! never sees entities at all: RocksDB's default `FilterV3` keeps every entity without
-//! asking (`compaction_filter.h`). The third storage layout of issue 16, packed rows as
-//! entities, needs a `FilterV3` filter in the shim as well; it is not built yet.
+//! asking (`compaction_filter.h`). So the shim also has a `FilterV3` filter factory whose
+//! filters ask Rust ([`EntityFilter`], [`set_filter_factory`]) about plain values and
+//! entities alike. (The third storage layout of issue 16, packed rows as entities, is to
+//! be built on these; it is not yet.)
 
 use librocksdb_sys as ffi;
 use rocksdb::AsRawPtr;
@@ -26,6 +28,19 @@ unsafe extern "C" {
         values: *const *const c_char,
         value_lens: *const usize,
         errptr: *mut *mut c_char,
+    );
+    fn docsim_filter_set_value(out: *mut c_void, value: *const c_char, len: usize);
+    fn docsim_filter_add_column(
+        out: *mut c_void,
+        name: *const c_char,
+        name_len: usize,
+        value: *const c_char,
+        value_len: usize,
+    );
+    fn docsim_options_set_filter_factory(
+        opts: *mut ffi::rocksdb_options_t,
+        cb: *const Callbacks,
+        state: *mut c_void,
     );
     fn docsim_get_entity(
         db: *mut ffi::rocksdb_t,
@@ -160,6 +175,145 @@ pub fn get_entity(db: &rocksdb::DB, key: &[u8]) -> Result<Option<Vec<Column>>, S
     };
     take_error(err)?;
     Ok((found != 0).then_some(columns))
+}
+
+/// An entry a compaction shows a filter.
+#[derive(Debug)]
+pub enum Entry<'a> {
+    /// A plain value.
+    Value(&'a [u8]),
+    /// An entity's columns (name, value), in name order.
+    Entity(Vec<(&'a [u8], &'a [u8])>),
+}
+
+/// What a filter does with an entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntityDecision {
+    Keep,
+    Remove,
+    /// Replace the entry by this plain value.
+    ChangeValue(Vec<u8>),
+    /// Replace the entry by an entity of these columns (distinct names).
+    ChangeEntity(Vec<Column>),
+}
+
+/// A compaction filter shown plain values and entities (`FilterV3`), one per compaction.
+pub trait EntityFilter: Send {
+    /// Decide one entry. A panic keeps the entry (it never crosses into RocksDB).
+    fn filter(&mut self, level: u32, key: &[u8], entry: Entry<'_>) -> EntityDecision;
+}
+
+/// What makes a filter for each compaction: told whether it is a full compaction and a
+/// manual one. It runs on RocksDB's thread behind `extern "C"`: it must not panic.
+pub type MakeFilter = Box<dyn FnMut(bool, bool) -> Box<dyn EntityFilter> + Send>;
+
+/// The shim's callback table (`docsim_filter_callbacks` in shim.cc, field for field).
+#[repr(C)]
+struct Callbacks {
+    create: unsafe extern "C" fn(*mut c_void, c_int, c_int) -> *mut c_void,
+    destroy: unsafe extern "C" fn(*mut c_void),
+    destroy_factory: unsafe extern "C" fn(*mut c_void),
+    filter: FilterFn,
+}
+
+type FilterFn = unsafe extern "C" fn(
+    *mut c_void,
+    c_int,
+    *const c_char,
+    usize,
+    c_int,
+    usize,
+    *const *const c_char,
+    *const usize,
+    *const *const c_char,
+    *const usize,
+    *mut c_void,
+) -> c_int;
+
+/// Install, on `opts`, a compaction filter factory whose filters `make` builds and which
+/// see entities too. It replaces any factory set before: install it last.
+pub fn set_filter_factory(opts: &mut rocksdb::Options, make: MakeFilter) {
+    let callbacks = Callbacks { create, destroy, destroy_factory, filter: filter_entry };
+    let state = Box::into_raw(Box::new(make)).cast::<c_void>();
+    // SAFETY: `opts` is live; the shim copies the callback table; `state` is a leaked
+    // `Box<MakeFilter>` the factory owns and frees through `destroy_factory`.
+    unsafe { docsim_options_set_filter_factory(opts.as_raw_ptr(), &callbacks, state) }
+}
+
+unsafe extern "C" fn create(factory: *mut c_void, full: c_int, manual: c_int) -> *mut c_void {
+    // SAFETY: `factory` is the `Box<MakeFilter>` of `set_filter_factory`, alive until
+    // `destroy_factory`; RocksDB creates filters one at a time per factory call.
+    let make = unsafe { &mut *factory.cast::<MakeFilter>() };
+    Box::into_raw(Box::new(make(full != 0, manual != 0))).cast()
+}
+
+unsafe extern "C" fn destroy(filter: *mut c_void) {
+    // SAFETY: `filter` came from `create` and is destroyed once, by its C++ owner.
+    drop(unsafe { Box::from_raw(filter.cast::<Box<dyn EntityFilter>>()) });
+}
+
+unsafe extern "C" fn destroy_factory(factory: *mut c_void) {
+    // SAFETY: `factory` came from `set_filter_factory` and is destroyed once.
+    drop(unsafe { Box::from_raw(factory.cast::<MakeFilter>()) });
+}
+
+/// The shim's filter callback: the entry as slices, the Rust filter's decision back.
+#[allow(clippy::too_many_arguments)]
+unsafe extern "C" fn filter_entry(
+    filter: *mut c_void,
+    level: c_int,
+    key: *const c_char,
+    key_len: usize,
+    entity: c_int,
+    n: usize,
+    names: *const *const c_char,
+    name_lens: *const usize,
+    values: *const *const c_char,
+    value_lens: *const usize,
+    out: *mut c_void,
+) -> c_int {
+    // SAFETY: the shim passes `n` names and values with their lengths, and the key,
+    // all valid for the call; `filter` is a live filter from `create`.
+    let (filter, key, columns) = unsafe {
+        let bytes = |p: *const c_char, len: usize| std::slice::from_raw_parts(p.cast::<u8>(), len);
+        let columns: Vec<(&[u8], &[u8])> = (0..n)
+            .map(|i| {
+                (bytes(*names.add(i), *name_lens.add(i)), bytes(*values.add(i), *value_lens.add(i)))
+            })
+            .collect();
+        (&mut *filter.cast::<Box<dyn EntityFilter>>(), bytes(key, key_len), columns)
+    };
+    let entry = match entity {
+        0 => Entry::Value(columns.first().map_or(&[][..], |(_, v)| v)),
+        _ => Entry::Entity(columns),
+    };
+    let level = u32::try_from(level).unwrap_or(0);
+    let decided =
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| filter.filter(level, key, entry)));
+    match decided.unwrap_or(EntityDecision::Keep) {
+        EntityDecision::Keep => 0,
+        EntityDecision::Remove => 1,
+        EntityDecision::ChangeValue(value) => {
+            // SAFETY: `out` is the shim's output for this call; the shim copies the bytes.
+            unsafe { docsim_filter_set_value(out, value.as_ptr().cast(), value.len()) };
+            2
+        }
+        EntityDecision::ChangeEntity(columns) => {
+            for (name, value) in &columns {
+                // SAFETY: as above.
+                unsafe {
+                    docsim_filter_add_column(
+                        out,
+                        name.as_ptr().cast(),
+                        name.len(),
+                        value.as_ptr().cast(),
+                        value.len(),
+                    )
+                };
+            }
+            3
+        }
+    }
 }
 
 /// A C API error message (malloc'ed by RocksDB or the shim) as a `String`, freed.

@@ -48,6 +48,12 @@ fn functions(text: &str) -> Vec<(String, usize, usize)> {
             .find_map(|prefix| trimmed.strip_prefix(prefix));
         let Some(rest) = after_fn else { continue };
         let name: String = rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        // A declaration without a body (a trait's required method) ends in `;` first.
+        let signature_end =
+            lines[i..].iter().find(|l| l.contains('{') || l.trim_end().ends_with(';'));
+        if signature_end.is_some_and(|l| !l.contains('{')) {
+            continue;
+        }
         let close = format!("{}}}", " ".repeat(indent));
         if let Some(end) = lines[i..].iter().position(|l| *l == close) {
             out.push((name, i + 1, end + 1));

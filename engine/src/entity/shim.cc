@@ -12,7 +12,13 @@
 #include <cstring>
 #include <string>
 
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "rocksdb/compaction_filter.h"
 #include "rocksdb/db.h"
+#include "rocksdb/options.h"
 #include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
 
@@ -21,6 +27,28 @@ struct rocksdb_t {
 };
 struct rocksdb_writebatch_t {
   rocksdb::WriteBatch rep;
+};
+struct rocksdb_options_t {
+  rocksdb::Options rep;
+};
+
+// What a compaction filter written in Rust answers through (entity.rs mirrors it).
+struct docsim_filter_callbacks {
+  // A filter for one compaction: its state.
+  void* (*create)(void* factory, int full, int manual);
+  void (*destroy)(void* filter);
+  void (*destroy_factory)(void* factory);
+  // One entry: a plain value is one column with the empty name (`entity` 0). Returns 0
+  // keep, 1 remove, 2 change to the value set, 3 change to the columns added (`out`).
+  int (*filter)(void* filter, int level, const char* key, size_t key_len, int entity,
+                size_t n, const char* const* names, const size_t* name_lens,
+                const char* const* values, const size_t* value_lens, void* out);
+};
+
+// Where a filter's new value or columns go.
+struct docsim_filter_out {
+  std::string* value;
+  std::vector<std::pair<std::string, std::string>>* columns;
 };
 
 namespace {
@@ -80,6 +108,104 @@ int docsim_get_entity(rocksdb_t* db, const char* key, size_t key_len,
     column(ctx, c.name().data(), c.name().size(), c.value().data(), c.value().size());
   }
   return 1;
+}
+
+// The new plain value of the entry being filtered.
+void docsim_filter_set_value(void* out, const char* value, size_t len) {
+  static_cast<docsim_filter_out*>(out)->value->assign(value, len);
+}
+
+// One more column of the entry's new entity (RocksDB sorts them).
+void docsim_filter_add_column(void* out, const char* name, size_t name_len,
+                              const char* value, size_t value_len) {
+  static_cast<docsim_filter_out*>(out)->columns->emplace_back(std::string(name, name_len),
+                                                               std::string(value, value_len));
+}
+
+}  // extern "C"
+
+namespace {
+
+// A FilterV3 filter: shown plain values and entities alike (RocksDB's default FilterV3
+// keeps every entity unseen, so a C API filter never sees one).
+class Filter : public rocksdb::CompactionFilter {
+ public:
+  Filter(const docsim_filter_callbacks& cb, void* state) : cb_(cb), state_(state) {}
+  ~Filter() override { cb_.destroy(state_); }
+
+  Decision FilterV3(int level, const rocksdb::Slice& key, ValueType type,
+                    const rocksdb::Slice* value, const rocksdb::WideColumns* columns,
+                    std::string* new_value,
+                    std::vector<std::pair<std::string, std::string>>* new_columns,
+                    std::string* /*skip_until*/) const override {
+    std::vector<const char*> names, values;
+    std::vector<size_t> name_lens, value_lens;
+    if (type == ValueType::kValue) {
+      names.push_back("");
+      name_lens.push_back(0);
+      values.push_back(value->data());
+      value_lens.push_back(value->size());
+    } else if (type == ValueType::kWideColumnEntity) {
+      for (const rocksdb::WideColumn& c : *columns) {
+        names.push_back(c.name().data());
+        name_lens.push_back(c.name().size());
+        values.push_back(c.value().data());
+        value_lens.push_back(c.value().size());
+      }
+    } else {
+      return Decision::kKeep;  // merge operands and blob indexes: none in docsim
+    }
+    docsim_filter_out out{new_value, new_columns};
+    int entity = type == ValueType::kWideColumnEntity ? 1 : 0;
+    switch (cb_.filter(state_, level, key.data(), key.size(), entity, names.size(),
+                       names.data(), name_lens.data(), values.data(), value_lens.data(),
+                       &out)) {
+      case 1:
+        return Decision::kRemove;
+      case 2:
+        return Decision::kChangeValue;
+      case 3:
+        return Decision::kChangeWideColumnEntity;
+      default:
+        return Decision::kKeep;
+    }
+  }
+
+  const char* Name() const override { return "docsim_gc_v3"; }
+
+ private:
+  docsim_filter_callbacks cb_;
+  void* state_;
+};
+
+class Factory : public rocksdb::CompactionFilterFactory {
+ public:
+  Factory(const docsim_filter_callbacks& cb, void* state) : cb_(cb), state_(state) {}
+  ~Factory() override { cb_.destroy_factory(state_); }
+
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context& context) override {
+    void* filter = cb_.create(state_, context.is_full_compaction ? 1 : 0,
+                              context.is_manual_compaction ? 1 : 0);
+    return std::make_unique<Filter>(cb_, filter);
+  }
+
+  const char* Name() const override { return "docsim_gc_v3_factory"; }
+
+ private:
+  docsim_filter_callbacks cb_;
+  void* state_;
+};
+
+}  // namespace
+
+extern "C" {
+
+// Install a compaction filter factory whose filters answer through `cb` (replacing any
+// factory set before: install it last).
+void docsim_options_set_filter_factory(rocksdb_options_t* opts,
+                                       const docsim_filter_callbacks* cb, void* state) {
+  opts->rep.compaction_filter_factory = std::make_shared<Factory>(*cb, state);
 }
 
 }  // extern "C"
