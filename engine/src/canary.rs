@@ -88,6 +88,9 @@ pub enum Plant {
     /// drops them with the rest, the packed row holds the newest one, and the version a
     /// read at the cutoff saw is gone (`gc/repack.rs`).
     RepackDropsNewerUpdate,
+    /// The entity layout reads every packed column from the entity's default column (what
+    /// a plain `get` or iterator shows) instead of the column's own (`db/packed.rs`).
+    EntityColumnAsDefault,
     // Bugs of the replicated tablet (`peer.rs`): planted in `docsim cluster` runs.
     /// Bootstrap with peers takes every entry in the log for committed: orphaned entries a
     /// new leader overwrote come back as applied data on this peer.
@@ -115,7 +118,7 @@ pub enum Plant {
 
 impl Plant {
     /// Every plantable bug.
-    pub const ALL: [Plant; 24] = [
+    pub const ALL: [Plant; 25] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -140,6 +143,7 @@ impl Plant {
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
+        Plant::EntityColumnAsDefault,
     ];
 
     /// The bugs of the replicated tablet, caught by `docsim cluster`.
@@ -168,7 +172,17 @@ impl Plant {
     /// Whether the bug lives in packed rows: only runs with every CQL table packed
     /// (`--config` of the packed layout, `layout packed` in scripts) can show it.
     pub fn needs_packed_rows(self) -> bool {
-        matches!(self, Plant::PackedRowWrongSchema | Plant::RepackDropsNewerUpdate)
+        matches!(
+            self,
+            Plant::PackedRowWrongSchema
+                | Plant::RepackDropsNewerUpdate
+                | Plant::EntityColumnAsDefault
+        )
+    }
+
+    /// Whether the bug lives in the entity layout (`layout entity`, its `--config`).
+    pub fn needs_entity_rows(self) -> bool {
+        self == Plant::EntityColumnAsDefault
     }
 
     /// The command-line name.
@@ -198,6 +212,7 @@ impl Plant {
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",
+            Plant::EntityColumnAsDefault => "entity-column-as-default",
             Plant::OrphansCommitted => "orphans-committed",
             Plant::HtNotPropagated => "ht-not-propagated",
             Plant::ReadsPastLease => "reads-past-lease",

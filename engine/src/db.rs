@@ -9,6 +9,7 @@
 use crate::canary::{Plant, Plants};
 use crate::document::Document;
 use crate::encoding::{doc_key_len, DocKey, DocPath, Packings, SubDocKey, Ttl, Value, ValueKind};
+use crate::entity::EntityDecision;
 use crate::error::{Error, Result};
 use crate::gc::{CompactionKind, FeedError, GcFeed, GcParams, Verdict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
@@ -16,7 +17,6 @@ use crate::reader::{read_subdocument, DocEntry, ReadConfig};
 use crate::shadow::Shadow;
 use crate::write_batch::DocWriteBatch;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
-use rocksdb::compaction_filter_factory::{CompactionFilterContext, CompactionFilterFactory};
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompactionStyle,
     FlushOptions, Options, ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
@@ -66,6 +66,9 @@ pub enum Layout {
     Packed,
     /// No table packs its rows, whatever its `WITH` says (tests compare the two).
     Unpacked,
+    /// Every table packs its rows, each packed row stored as a RocksDB entity with one
+    /// column per CQL column (`db/packed.rs`).
+    Entity,
 }
 
 impl Default for StorageConfig {
@@ -77,17 +80,19 @@ impl Default for StorageConfig {
 impl StorageConfig {
     /// The metamorphic set: the default first. RocksDB's own default compression is
     /// snappy when it is built in, as here.
-    pub const SET: [StorageConfig; 5] = [
+    pub const SET: [StorageConfig; 6] = [
         StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: DECL },
         StorageConfig { block_bytes: 1 << 10, bloom_filter: true, snappy: true, layout: DECL },
         StorageConfig { block_bytes: 32 << 10, bloom_filter: false, snappy: true, layout: DECL },
         StorageConfig { block_bytes: 4 << 10, bloom_filter: false, snappy: false, layout: DECL },
         StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: PACKED },
+        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: ENTITY },
     ];
 }
 
 const DECL: Layout = Layout::Declared;
 const PACKED: Layout = Layout::Packed;
+const ENTITY: Layout = Layout::Entity;
 
 impl std::fmt::Display for StorageConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -97,6 +102,7 @@ impl std::fmt::Display for StorageConfig {
             Layout::Declared => "",
             Layout::Packed => " packed",
             Layout::Unpacked => " unpacked",
+            Layout::Entity => " entity",
         };
         write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)
     }
@@ -142,6 +148,8 @@ pub struct DocDb {
     /// The schema packings of the table whose rows this instance holds, if it packs them
     /// (empty: no packed rows; a packed row found then is corruption).
     packings: Packings,
+    /// Packed rows are stored as RocksDB entities (the entity layout, `db/packed.rs`).
+    entity_rows: bool,
 }
 
 /// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
@@ -161,6 +169,8 @@ struct GcState {
     counts: [u64; 4],
     /// The repacking plan of the running full compaction (`gc/repack.rs`).
     repack: Option<Arc<RepackPlan>>,
+    /// The table's packings, to turn a repacked row into an entity's columns.
+    packings: Packings,
 }
 
 /// What repacking does in one compaction, by stored key: the packed rows that get a new
@@ -205,7 +215,15 @@ impl DocDb {
         };
         let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
         let packings = Packings::default();
-        Ok(DocDb { db: Some(db), gc, history_cutoff_ht, opened_frontier, plants, packings })
+        Ok(DocDb {
+            db: Some(db),
+            gc,
+            history_cutoff_ht,
+            opened_frontier,
+            plants,
+            packings,
+            entity_rows: false,
+        })
     }
 
     /// The planted bugs this instance was opened with.
@@ -214,8 +232,10 @@ impl DocDb {
     }
 
     /// The packings of every schema version of the table, for reading its packed rows.
-    pub fn set_packings(&mut self, packings: Packings) {
-        self.packings = packings;
+    /// `entity_rows`: they are stored as RocksDB entities.
+    pub fn set_packings(&mut self, packings: Packings, entity_rows: bool) {
+        lock(&self.gc).packings = packings.clone();
+        (self.packings, self.entity_rows) = (packings, entity_rows);
     }
 
     /// The flushed frontier read when this instance was opened.
@@ -235,6 +255,9 @@ impl DocDb {
         ht: HybridTime,
         op_id: Option<crate::log::OpId>,
     ) -> Result<()> {
+        if self.entity_rows {
+            return self.write_with_entities(entries, ht, op_id);
+        }
         let mut batch = WriteBatch::default();
         if let Some(op_id) = op_id {
             batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
@@ -249,6 +272,48 @@ impl DocDb {
             batch.put(&key, value);
         }
         self.write_unlogged(batch)
+    }
+
+    /// [`DocDb::write`] for the entity layout: a packed row goes in as an entity
+    /// (`db/packed.rs`), in the same RocksDB batch as the rest.
+    fn write_with_entities(
+        &self,
+        entries: &DocWriteBatch,
+        ht: HybridTime,
+        op_id: Option<crate::log::OpId>,
+    ) -> Result<()> {
+        let mut batch = crate::entity::EntityBatch::new();
+        if let Some(op_id) = op_id {
+            batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
+        }
+        let times = crate::encoding::BatchTimeEncoder::new(ht);
+        let mut key = Vec::with_capacity(64);
+        for (write_id, (path, value)) in entries.iter().enumerate() {
+            key.clear();
+            key.extend_from_slice(path);
+            key.push(crate::encoding::tag::HYBRID_TIME);
+            times.encode(write_id as u32, &mut key);
+            match packed::entity_columns(value, &self.packings).map_err(|e| with_key(&key, e))? {
+                Some(columns) => {
+                    let columns: Vec<(&[u8], &[u8])> =
+                        columns.iter().map(|(n, v)| (&n[..], &v[..])).collect();
+                    batch.put_entity(self.db(), &key, &columns).map_err(Error::Storage)?;
+                }
+                None => batch.put(&key, value),
+            }
+        }
+        batch.write(self.db(), false).map_err(Error::Storage)
+    }
+
+    /// An entry's value, with an entity row read back as the packed row it stores
+    /// (`db/packed.rs`); any other value as it is.
+    fn with_entity_columns(&self, key: &[u8], value: Value) -> Result<Value> {
+        let ValueKind::EntityRow(version) = value.kind else { return Ok(value) };
+        let columns = crate::entity::get_entity(self.db(), key).map_err(Error::Storage)?;
+        let columns = columns.ok_or_else(|| corrupt_key(key, "entity row vanished"))?;
+        let body = packed::entity_body(version, &columns, (&self.packings, self.plants))
+            .map_err(|e| with_key(key, e))?;
+        Ok(Value { ttl: value.ttl, kind: ValueKind::PackedRow(body) })
     }
 
     /// Write `batch` without RocksDB's WAL (the Raft log is the only log).
@@ -363,7 +428,8 @@ impl DocDb {
                 break; // only without an upper bound (a prefix of 0xff bytes)
             }
             if needed.needed(key, value, doc.len())? {
-                let entry = decode_doc_entry(key, doc.len(), table_key, value)?;
+                let mut entry = decode_doc_entry(key, doc.len(), table_key, value)?;
+                entry.value = self.with_entity_columns(key, entry.value)?;
                 packed |= packed::push_entry(entry, (&self.packings, self.plants), key, out)?;
             }
             it.next();
@@ -417,7 +483,8 @@ impl DocDb {
                     out.push((doc, Vec::new()));
                 }
                 let (doc, entries) = out.last_mut().expect("pushed above");
-                let entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
+                let mut entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
+                entry.value = self.with_entity_columns(key, entry.value)?;
                 packed |= packed::push_entry(entry, (&self.packings, self.plants), key, entries)?;
             }
             it.next();
@@ -449,7 +516,9 @@ impl DocDb {
         let mut out = Vec::new();
         self.for_each_stored(|key, value| {
             if key.first() != Some(&META_PREFIX) {
-                out.push((decode_entry(key, value)?, key.to_vec(), value.to_vec()));
+                let (k, v) = decode_entry(key, value)?;
+                let v = self.with_entity_columns(key, v)?;
+                out.push(((k, v), key.to_vec(), value.to_vec()));
             }
             Ok(())
         })?;
@@ -559,7 +628,11 @@ impl DocDb {
                 }
                 doc = key[..doc_len].to_vec();
             }
-            row.push((key.to_vec(), decode_doc_entry(key, doc_len, false, value)?));
+            let mut entry = decode_doc_entry(key, doc_len, false, value)?;
+            if let Ok(with_columns) = self.with_entity_columns(key, entry.value.clone()) {
+                entry.value = with_columns; // one that does not decode is not repacked
+            }
+            row.push((key.to_vec(), entry));
             Ok(())
         })?;
         if !row.is_empty() {
@@ -846,11 +919,15 @@ fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result<Options> {
         true => rocksdb::DBCompressionType::Snappy,
         false => rocksdb::DBCompressionType::None,
     });
-    opts.set_compaction_filter_factory(GcFilterFactory { gc });
     // Not in the Rust API: a close (and so a crash) must not persist memtables, or replay
     // after a crash would never be exercised. (This builds new options: what must outlive
     // the database, like the logger below, is set on them afterwards.)
     let mut opts = opts.get_options_from_string("avoid_flush_during_shutdown=true")?;
+    // The GC filter, through the shim's `FilterV3` so it is shown entities too; set on the
+    // final options, last.
+    let make: crate::entity::MakeFilter =
+        Box::new(move |_full, _manual| Box::new(GcEntityFilter(new_gc_filter(&gc))));
+    crate::entity::set_filter_factory(&mut opts, make);
     // No info LOG file: every open would format hundreds of option lines into it. Header
     // lines reach the callback whatever its level, hence the filter; fatal messages still
     // reach stderr, and failures reach the caller as statuses regardless.
@@ -896,28 +973,53 @@ fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
     Some(components)
 }
 
-struct GcFilterFactory {
-    gc: Arc<Mutex<GcState>>,
+/// The GC filter of one compaction, from what the caller set in [`GcState`].
+fn new_gc_filter(gc: &Arc<Mutex<GcState>>) -> GcFilter {
+    let (params, plants, repack, packings) = {
+        let state = lock(gc);
+        (state.params, state.plants, state.repack.clone(), state.packings.clone())
+    };
+    let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
+        GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
+    });
+    let (feed, gc, counts) = (params.map(GcFeed::new), gc.clone(), [0; 4]);
+    GcFilter { feed, unbounded, gc, counts, plants, repack, packings }
 }
 
-impl CompactionFilterFactory for GcFilterFactory {
-    type Filter = GcFilter;
+/// The GC filter as the shim's `FilterV3` filter shows it entries: plain values as they
+/// are, an entity (a packed row of the entity layout) by its default column, which the
+/// GC judges as the packed row; a repacked row goes back as the entity's new columns.
+struct GcEntityFilter(GcFilter);
 
-    fn create(&mut self, _context: CompactionFilterContext) -> GcFilter {
-        let (params, plants) = {
-            let gc = lock(&self.gc);
-            (gc.params, gc.plants)
+impl crate::entity::EntityFilter for GcEntityFilter {
+    fn filter(
+        &mut self,
+        level: u32,
+        key: &[u8],
+        entry: crate::entity::Entry<'_>,
+    ) -> EntityDecision {
+        let (value, entity) = match &entry {
+            crate::entity::Entry::Value(value) => (*value, false),
+            crate::entity::Entry::Entity(columns) => {
+                let default = columns.iter().find(|(name, _)| name.is_empty());
+                (default.map_or(&[][..], |(_, value)| *value), true)
+            }
         };
-        let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
-            GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
-        });
-        let repack = lock(&self.gc).repack.clone();
-        let gc = self.gc.clone();
-        GcFilter { feed: params.map(GcFeed::new), unbounded, gc, counts: [0; 4], plants, repack }
-    }
-
-    fn name(&self) -> &CStr {
-        c"docdb_gc_factory"
+        match CompactionFilter::filter(&mut self.0, level, key, value) {
+            Decision::Keep => EntityDecision::Keep,
+            Decision::Remove => EntityDecision::Remove,
+            Decision::Change(new) if entity => {
+                match packed::entity_columns(new, &self.0.packings) {
+                    Ok(Some(columns)) => EntityDecision::ChangeEntity(columns),
+                    _ => {
+                        let key = crate::encoding::hex(key);
+                        lock(&self.0.gc).failures.push(format!("a repacked entity (key {key})"));
+                        EntityDecision::Keep
+                    }
+                }
+            }
+            Decision::Change(new) => EntityDecision::ChangeValue(new.to_vec()),
+        }
     }
 }
 
@@ -937,6 +1039,8 @@ struct GcFilter {
     plants: Plants,
     /// The running full compaction's repacking plan.
     repack: Option<Arc<RepackPlan>>,
+    /// The table's packings (a repacked entity's columns).
+    packings: Packings,
 }
 
 impl Drop for GcFilter {
@@ -1022,7 +1126,7 @@ impl GcFilter {
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
         let tombstone = *kind == ValueKind::Tombstone;
-        if let ValueKind::PackedRow(_) = kind {
+        if let ValueKind::PackedRow(_) | ValueKind::EntityRow(_) = kind {
             if let Some(unbounded) = self.unbounded.as_mut() {
                 unbounded.decide_packed_row(components, dht, ttl, folded)?;
             }
@@ -1160,6 +1264,7 @@ mod needed_at_tests {
             counts: [0; 4],
             plants,
             repack: None,
+            packings: Default::default(),
         };
         let value = Value::new(ValueKind::Object).encode();
         assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));

@@ -62,7 +62,7 @@ fn attach(table: &CqlTable, tablet: &mut Tablet) {
     tablet.set_table_ttl_ms(table.default_ttl_ms);
     // Only a table that packs has packed rows to read (or repack).
     let packings = if table.packed_rows { table.packings().clone() } else { Default::default() };
-    tablet.set_packings(packings);
+    tablet.set_packings(packings, table.entity_rows);
 }
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -245,9 +245,10 @@ impl Node {
         let mut table = table;
         table.packed_rows = match self.options.storage.layout {
             crate::db::Layout::Declared => table.packed_rows,
-            crate::db::Layout::Packed => true,
+            crate::db::Layout::Packed | crate::db::Layout::Entity => true,
             crate::db::Layout::Unpacked => false,
         };
+        table.entity_rows = self.options.storage.layout == crate::db::Layout::Entity;
         let (mut tablet, _) = self.open_tablet(&TabletId::Table(table.name.clone()))?;
         attach(&table, &mut tablet);
         self.tables.push((table, tablet));

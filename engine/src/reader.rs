@@ -230,7 +230,9 @@ impl Walk<'_> {
             ValueKind::Object => put(out, rel, Document::empty_object()),
             ValueKind::Primitive(p) => put(out, rel, Document::Primitive(p.clone())),
             ValueKind::TtlOnly { .. } => unreachable!("TTL-only records are merged"),
-            ValueKind::PackedRow(_) => unreachable!("the scans expand packed rows (db/packed.rs)"),
+            ValueKind::PackedRow(_) | ValueKind::EntityRow(_) => {
+                unreachable!("the scans expand packed rows (db/packed.rs)")
+            }
         }
     }
 }

@@ -254,9 +254,10 @@ impl Tablet {
         self.table_ttl_ms = ttl_ms;
     }
 
-    /// Set the schema packings its packed rows are read with (a CQL table's).
-    pub fn set_packings(&mut self, packings: crate::encoding::Packings) {
-        self.db.set_packings(packings);
+    /// Set the schema packings its packed rows are read with (a CQL table's), and whether
+    /// they are stored as RocksDB entities.
+    pub fn set_packings(&mut self, packings: crate::encoding::Packings, entity_rows: bool) {
+        self.db.set_packings(packings, entity_rows);
     }
 
     /// Flush memtables, then delete the log segments below the new flushed frontier.

@@ -90,9 +90,10 @@ fn shows_layout(line: &str) -> bool {
     (line.starts_with("doc(") && line.contains(" -> ")) || line.starts_with("files: ")
 }
 
-/// Every CQL golden script reads alike with every table packed and with none packed: the
-/// same output, line for line, but for `dump` and file listings (which show the layout
-/// itself). The model knows rows, not layouts; neither may a reader.
+/// Every CQL golden script reads alike with every table packed (as packed rows, and as
+/// RocksDB entities) and with none packed: the same output, line for line, but for `dump`
+/// and file listings (which show the layout itself). The model knows rows, not layouts;
+/// neither may a reader.
 #[test]
 fn cql_scripts_read_alike_with_packed_rows() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cql");
@@ -107,20 +108,26 @@ fn cql_scripts_read_alike_with_packed_rows() {
         layout: docsim_engine::Layout::Unpacked,
         ..docsim_engine::StorageConfig::default()
     };
+    let entities = docsim_engine::StorageConfig {
+        layout: docsim_engine::Layout::Entity,
+        ..docsim_engine::StorageConfig::default()
+    };
     let mut failures = Vec::new();
     let mut packed_rows = 0;
+    let reads = |out: &str| -> Vec<String> {
+        out.lines().filter(|l| !shows_layout(l)).map(str::to_owned).collect()
+    };
     for script in &found {
         let declared = run_in(script, unpacked, "unpacked");
-        let all_packed = run_in(script, packed, "packed");
-        packed_rows += all_packed.lines().filter(|l| l.contains("-> packed(schema=")).count();
-        let reads = |out: &str| -> Vec<String> {
-            out.lines().filter(|l| !shows_layout(l)).map(str::to_owned).collect()
-        };
-        if reads(&declared) != reads(&all_packed) {
-            failures.push(format!(
-                "{}:\n--- unpacked\n{declared}--- packed\n{all_packed}",
-                script.display()
-            ));
+        for (name, storage) in [("packed", packed), ("entity", entities)] {
+            let out = run_in(script, storage, name);
+            packed_rows += out.lines().filter(|l| l.contains("-> packed(schema=")).count();
+            if reads(&declared) != reads(&out) {
+                failures.push(format!(
+                    "{}:\n--- unpacked\n{declared}--- {name}\n{out}",
+                    script.display()
+                ));
+            }
         }
     }
     assert!(packed_rows >= 10, "the scripts must write packed rows: {packed_rows}");

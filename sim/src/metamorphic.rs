@@ -65,12 +65,12 @@ pub fn first_difference(a: &[String], b: &[String]) -> Option<usize> {
 }
 
 /// The storage configuration torture runs `seed` under, drawn by swarm from the seed's
-/// own stream: half the seeds the default, a quarter the packed layout, the rest one of
-/// the other RocksDB option sets.
+/// own stream: half the seeds the default, a quarter a packed layout (packed rows, or as
+/// entities), the rest one of the other RocksDB option sets.
 pub fn drawn(seed: u64) -> StorageConfig {
     let mut rng = stream(seed, crate::simulate::STREAM_STORAGE);
     let set = StorageConfig::SET;
-    let is_packed = |s: &StorageConfig| s.layout == docsim_engine::Layout::Packed;
+    let is_packed = |s: &StorageConfig| s.layout != docsim_engine::Layout::Declared;
     let (packed, options): (Vec<StorageConfig>, Vec<StorageConfig>) =
         set[1..].iter().partition(|s| is_packed(s));
     match rng.random_range(0..4) {

@@ -99,6 +99,7 @@ impl State {
             script: match storage.layout {
                 docsim_engine::Layout::Packed => vec!["layout packed".into()],
                 docsim_engine::Layout::Unpacked => vec!["layout unpacked".into()],
+                docsim_engine::Layout::Entity => vec!["layout entity".into()],
                 docsim_engine::Layout::Declared => Vec::new(),
             },
             ops: Vec::new(),

@@ -88,8 +88,12 @@ fn profile_for(plant: Plant) -> Option<Profile> {
 fn plant_config(seed: u64, ops: usize, plant: Plant) -> RunConfig {
     let mut config = config(seed, ops, profile_for(plant), Some(plant));
     if plant.needs_packed_rows() {
+        let layout = match plant.needs_entity_rows() {
+            true => docsim_engine::Layout::Entity,
+            false => docsim_engine::Layout::Packed,
+        };
         let set = docsim_engine::StorageConfig::SET;
-        config.storage = *set.iter().find(|s| s.layout == docsim_engine::Layout::Packed).unwrap();
+        config.storage = *set.iter().find(|s| s.layout == layout).expect("in the set");
     }
     config
 }

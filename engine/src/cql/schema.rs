@@ -134,6 +134,8 @@ pub struct CqlTable {
     /// `WITH packed_rows = true`: an INSERT naming every non-key column writes one packed
     /// row (`statement.rs`).
     pub packed_rows: bool,
+    /// Packed rows are stored as RocksDB entities (the entity layout: `layout entity`).
+    pub entity_rows: bool,
     /// The schema version: 0 at `CREATE TABLE`, one more at each `ALTER TABLE`.
     pub schema_version: u32,
     /// The id the next added column gets: ids are never reused, so a column dropped and
@@ -387,6 +389,7 @@ fn build(
         range_key: range,
         default_ttl_ms,
         packed_rows: false,
+        entity_rows: false,
         schema_version: 0,
         next_column_id: next_id,
         packings,

@@ -15,12 +15,65 @@
 //! collection columns an INSERT writes beside it are separate entries, and the scans treat
 //! it like a TTL-only record (`Value::hides_nothing`), so the older version of the root
 //! (a row tombstone) stays in effect beneath it.
+//!
+//! **The entity layout** (a rule of docsim's: YugabyteDB has no such layout) stores a
+//! packed row as a RocksDB wide-column entity: its default column holds the row's TTL and
+//! schema version (`EntityRow`), and each packed column is a column of its own, named by
+//! its id, holding the column's slot as the V1 format would. The scans read the columns
+//! back (`GetEntity`) and hand on the packed row they make; the GC filter is shown the
+//! entity through the shim's `FilterV3` and judges it as the packed row; a repacked row
+//! goes back as an entity's new columns.
 
 use super::with_key;
 use crate::canary::{Plant, Plants};
 use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Ttl, Value, ValueKind};
-use crate::error::Result;
+use crate::entity::Column;
+use crate::error::{DecodeError, Result};
 use crate::reader::DocEntry;
+
+/// The entity layout: if `value` (encoded) is a packed row, the columns of the entity
+/// that stores it ([`crate::encoding::SchemaPacking::entity_columns`]); else `None`.
+pub(super) fn entity_columns(
+    value: &[u8],
+    packings: &Packings,
+) -> std::result::Result<Option<Vec<Column>>, DecodeError> {
+    if Value::is_ttl_only(value) || !Value::hides_nothing(value) {
+        return Ok(None);
+    }
+    let Value { ttl, kind: ValueKind::PackedRow(body) } = Value::decode(value)? else {
+        return Ok(None);
+    };
+    let (version, columns) = unpack(&body, 0, |v| packings.get(v))?;
+    let packing = packings.get(version).expect("unpacked with it");
+    let slots: Vec<_> = columns.into_iter().map(|(_, slot)| slot).collect();
+    Ok(Some(packing.entity_columns(ttl, &slots)))
+}
+
+/// The packed row body an entity of schema `version` stores, from its columns. Planted:
+/// every packed column is read from the entity's default column instead of its own.
+pub(super) fn entity_body(
+    version: u32,
+    columns: &[Column],
+    (packings, plants): (&Packings, Plants),
+) -> std::result::Result<Vec<u8>, DecodeError> {
+    let packing = packings.get(version).ok_or_else(|| {
+        DecodeError::new("entity row", 0, format!("no packing for schema version {version}"))
+    })?;
+    let default_as_every_column: Vec<Column>;
+    let columns = if plants.contains(Plant::EntityColumnAsDefault) {
+        let default = columns.iter().find(|(n, _)| n.is_empty()).map(|(_, v)| v.clone());
+        let ids = packing.column_ids().iter();
+        let default = default.unwrap_or_default();
+        default_as_every_column =
+            ids.map(|id| (id.to_be_bytes().to_vec(), default.clone())).collect();
+        &default_as_every_column
+    } else {
+        columns
+    };
+    let slots = packing.slots_of_entity(columns)?;
+    let slots: Vec<_> = slots.into_iter().map(|(_, slot)| slot).collect();
+    Ok(packing.body_of_slots(&slots))
+}
 
 /// Push `entry`, or the entries it stands for if it is a packed row at a document root;
 /// `key` is its stored key, for errors. Returns whether it was a packed row (the caller

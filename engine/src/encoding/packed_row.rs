@@ -132,18 +132,45 @@ impl SchemaPacking {
         varint::encode_unsigned(u64::from(self.version), &mut out);
         let mut data = Vec::new();
         for slot in slots {
-            if let Some(v) = &slot.value {
-                if let Some(written) = slot.written {
-                    data.push(tag::VALUE_WRITE_TIME);
-                    data.extend_from_slice(&written.ht.raw().to_be_bytes());
-                    data.extend_from_slice(&written.write_id.to_be_bytes());
-                }
-                v.encode_to(&mut data);
-            }
+            encode_slot(slot, &mut data);
             out.extend_from_slice(&(data.len() as u32).to_le_bytes());
         }
         out.extend_from_slice(&data);
         out
+    }
+
+    /// A packed row's columns as the columns of a RocksDB entity (the entity layout,
+    /// `db/packed.rs`): the default column holds the row's TTL and schema version, then
+    /// one column per packed column, named by its id (4 bytes, big-endian), holding its
+    /// slot's bytes (empty: NULL).
+    pub fn entity_columns(&self, ttl: Ttl, slots: &[Slot]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        assert_eq!(slots.len(), self.column_ids.len(), "one slot per packed column");
+        let header = Value { ttl, kind: ValueKind::EntityRow(self.version) }.encode();
+        let mut columns = vec![(Vec::new(), header)];
+        for (id, slot) in self.column_ids.iter().zip(slots) {
+            let mut bytes = Vec::new();
+            encode_slot(slot, &mut bytes);
+            columns.push((id.to_be_bytes().to_vec(), bytes));
+        }
+        columns
+    }
+
+    /// The slots of a packed row stored as an entity (every column but the default one),
+    /// in this packing's order. A column of the packing missing is corruption.
+    pub fn slots_of_entity(
+        &self,
+        columns: &[(Vec<u8>, Vec<u8>)],
+    ) -> Result<PackedColumns, DecodeError> {
+        self.column_ids
+            .iter()
+            .map(|&id| {
+                let name = id.to_be_bytes();
+                let found = columns.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                    DecodeError::new("entity row", 0, format!("no column {id} in the entity"))
+                })?;
+                Ok((id, decode_column(&found.1, 0)?))
+            })
+            .collect()
     }
 }
 
@@ -214,6 +241,19 @@ pub fn unpack<'a>(
         return Err(err(data_at + start, reason));
     }
     Ok((version, columns))
+}
+
+/// Append one column's slot: nothing for NULL, else its value, after its own write time
+/// if it has one.
+fn encode_slot(slot: &Slot, out: &mut Vec<u8>) {
+    if let Some(v) = &slot.value {
+        if let Some(written) = slot.written {
+            out.push(tag::VALUE_WRITE_TIME);
+            out.extend_from_slice(&written.ht.raw().to_be_bytes());
+            out.extend_from_slice(&written.write_id.to_be_bytes());
+        }
+        v.encode_to(out);
+    }
 }
 
 /// One column's slot: empty or a tombstone is NULL; a value may carry its own write time.

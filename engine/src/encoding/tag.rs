@@ -53,6 +53,9 @@ pub const VALUE_STRING: u8 = b'S';
 /// Value control field of a packed column folded in by repacking: its own write time
 /// (hybrid time and write id, 12 bytes; `packed_row.rs`).
 pub const VALUE_WRITE_TIME: u8 = b'u';
+/// Value type of a packed row stored as a RocksDB entity (docsim's own): the entity's
+/// default column, its schema version after it; the columns are the entity's others.
+pub const VALUE_PACKED_ENTITY: u8 = b'Z';
 /// Value type: a packed row, value format V1 (`ValueEntryType::kPackedRowV1`).
 pub const VALUE_PACKED_ROW_V1: u8 = b'z';
 

@@ -53,6 +53,9 @@ pub enum ValueKind {
     /// end offsets, column bytes); its columns decode only with the packing of its schema
     /// version (`packed_row.rs`).
     PackedRow(Vec<u8>),
+    /// The default column of a packed row stored as a RocksDB entity: its schema version;
+    /// the packed columns are the entity's other columns, one per column id (`db/packed.rs`).
+    EntityRow(u32),
 }
 
 /// A stored value: TTL control field and kind.
@@ -91,6 +94,10 @@ impl Value {
                 out.push(tag::VALUE_PACKED_ROW_V1);
                 out.extend_from_slice(body);
             }
+            ValueKind::EntityRow(version) => {
+                out.push(tag::VALUE_PACKED_ENTITY);
+                varint::encode_unsigned(u64::from(*version), out);
+            }
         }
     }
 
@@ -104,7 +111,7 @@ impl Value {
             Some(&tag::VALUE_TTL) => 1 + varint::len_from_header(&encoded[1..]).unwrap_or(0),
             _ => 0,
         };
-        encoded.get(type_at) == Some(&tag::VALUE_PACKED_ROW_V1)
+        matches!(encoded.get(type_at), Some(&(tag::VALUE_PACKED_ROW_V1 | tag::VALUE_PACKED_ENTITY)))
     }
 
     /// Whether an encoded value is a TTL-only record, from its first byte.
@@ -151,6 +158,7 @@ impl Value {
             }
             tag::VALUE_OBJECT => ValueKind::Object,
             tag::VALUE_PACKED_ROW_V1 if !ttl_only => ValueKind::PackedRow(payload.to_vec()),
+            tag::VALUE_PACKED_ENTITY if !ttl_only => entity_row(payload, pos + 1)?,
             tag::VALUE_TOMBSTONE => ValueKind::Tombstone,
             tag::NULL_LOW => ValueKind::Primitive(Primitive::Null),
             tag::TRUE => ValueKind::Primitive(Primitive::Bool(true)),
@@ -193,6 +201,18 @@ impl Value {
         }
         Ok(Value { ttl, kind })
     }
+}
+
+/// The kind of an entity row's default column: its schema version (`payload`, found at
+/// offset `at`), nothing after it.
+fn entity_row(payload: &[u8], at: usize) -> Result<ValueKind, DecodeError> {
+    let err = |pos: usize, reason: &str| DecodeError::new("value", pos, reason);
+    let (version, n) = varint::decode_unsigned(payload, at)?;
+    if n != payload.len() {
+        return Err(err(at + n, "trailing bytes after the schema version"));
+    }
+    let version = u32::try_from(version).map_err(|_| err(at, "schema version over 32 bits"))?;
+    Ok(ValueKind::EntityRow(version))
 }
 
 /// The control fields at the start of a value: whether it is a TTL-only record (merge

@@ -134,7 +134,8 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Some("packed") => crate::db::Layout::Packed,
             Some("declared") => crate::db::Layout::Declared,
             Some("unpacked") => crate::db::Layout::Unpacked,
-            _ => return Err(p.error("expected `packed`, `declared` or `unpacked`")),
+            Some("entity") => crate::db::Layout::Entity,
+            _ => return Err(p.error("expected `packed`, `entity`, `declared` or `unpacked`")),
         }),
         "set" | "extend" | "obj" | "del" => {
             let write = parse_write(&mut p, word, true)?;
@@ -462,6 +463,7 @@ impl fmt::Display for Command {
             Command::Layout(crate::db::Layout::Packed) => f.write_str("layout packed"),
             Command::Layout(crate::db::Layout::Declared) => f.write_str("layout declared"),
             Command::Layout(crate::db::Layout::Unpacked) => f.write_str("layout unpacked"),
+            Command::Layout(crate::db::Layout::Entity) => f.write_str("layout entity"),
             Command::Write { write, ht } => {
                 write!(f, "{write} @{ht}")?;
                 write_ttl(f, write.ttl_us)

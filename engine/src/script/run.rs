@@ -395,6 +395,8 @@ pub fn format_entry(
         ValueKind::TtlOnly { object: true } => line.push_str("TTL {}"),
         ValueKind::TtlOnly { object: false } => line.push_str("TTL \"\""),
         ValueKind::PackedRow(body) => line.push_str(&format_packed(body, value.ttl, table, names)),
+        // `DocDb::dump` hands entity rows over with their columns, as packed rows.
+        ValueKind::EntityRow(version) => write!(line, "entity(schema={version})").expect("write"),
     }
     line.push_str(&format_ttl(value.ttl));
     line
