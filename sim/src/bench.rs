@@ -5,7 +5,7 @@
 //! row, with its WAL off and on, and prefix-scans each row's document key per read — in
 //! two forms: the row as one key/value pair per column (what the engine stores without
 //! packing) and as one value per row (a packed row). The engine runs with its rows
-//! packed or not (`--packed`).
+//! packed or not (`--packed`), or as RocksDB entities (`--entity`).
 //!
 //! Benchmarks, and the time breakdown of simulated runs, measure wall-clock time: the one
 //! place docsim reads a real clock (never to steer anything).
@@ -51,8 +51,8 @@ fn real_monotonic_ns() -> u64 {
 pub struct EngineBench {
     /// Rows written and read.
     pub rows: usize,
-    /// Whether the engine packed its rows.
-    pub packed: bool,
+    /// How the engine stored its rows.
+    pub layout: Layout,
     /// Engine: CQL row writes per second (INSERT through the node: Raft log and apply).
     pub engine_writes_per_s: f64,
     /// Engine: row reads per second (SELECT by primary key through the node).
@@ -111,10 +111,9 @@ fn ht(i: usize) -> HybridTime {
 }
 
 /// A node with the bench table, in real files under `dir` (as raw RocksDB is), its rows
-/// packed or not.
-fn bench_node(dir: &Path, in_memory: bool, packed: bool) -> Result<Node, String> {
+/// stored as `layout` says.
+fn bench_node(dir: &Path, in_memory: bool, layout: Layout) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
-    let layout = if packed { Layout::Packed } else { Layout::Declared };
     let options = NodeOptions {
         in_memory,
         disk,
@@ -132,8 +131,8 @@ type RowPairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// The exact key/value pairs the engine stores for each row: written once through a
 /// preparation node (not timed) and read back from its RocksDB, grouped by row.
-fn stored_rows(rows: usize, dir: &Path, packed: bool) -> Result<Vec<RowPairs>, String> {
-    let mut node = bench_node(dir, true, packed)?;
+fn stored_rows(rows: usize, dir: &Path, layout: Layout) -> Result<Vec<RowPairs>, String> {
+    let mut node = bench_node(dir, true, layout)?;
     for i in 0..rows {
         node.cql(ht(i), &insert(i)).map_err(err)?;
     }
@@ -164,16 +163,16 @@ fn raw_write(raw: &rocksdb::DB, rows: &[RowPairs], wal: bool) -> Result<f64, Str
 }
 
 /// Run the benchmark with `rows` rows, keeping every database under `dir` in real files;
-/// the engine packs its rows if `packed`.
-pub fn bench_engine(rows: usize, dir: &Path, packed: bool) -> Result<EngineBench, String> {
+/// the engine stores its rows as `layout` says.
+pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBench, String> {
     let forms = [
-        stored_rows(rows, &dir.join("prep-c"), false)?,
-        stored_rows(rows, &dir.join("prep-r"), true)?,
+        stored_rows(rows, &dir.join("prep-c"), Layout::Declared)?,
+        stored_rows(rows, &dir.join("prep-r"), Layout::Packed)?,
     ];
     if forms[1].iter().any(|pairs| pairs.len() != 1) {
         return Err("a packed row is one key/value pair".into());
     }
-    let mut node = bench_node(&dir.join("engine"), false, packed)?;
+    let mut node = bench_node(&dir.join("engine"), false, layout)?;
     let raws = [raw_db(&dir.join("raw-c"))?, raw_db(&dir.join("raw-r"))?];
     let raw_wals = [raw_db(&dir.join("raw-c-wal"))?, raw_db(&dir.join("raw-r-wal"))?];
     // Engine and raw alternate in chunks, so drift in machine speed hits both alike.
@@ -202,7 +201,7 @@ pub fn bench_engine(rows: usize, dir: &Path, packed: bool) -> Result<EngineBench
     };
     Ok(EngineBench {
         rows,
-        packed,
+        layout,
         engine_writes_per_s: per_s(engine_s),
         engine_reads_per_s: per_s(engine_read_s),
         raw_columns: raw(0),
@@ -292,10 +291,10 @@ pub fn median(sorted: &[f64]) -> f64 {
 /// Write `entries` CQL rows (one Raft entry each) without flushing, crash, and time the
 /// restart that replays them all; `rounds` times, each on a fresh node in memory.
 pub fn bench_restart(entries: usize, rounds: usize, dir: &Path) -> Result<RestartBench, String> {
-    let raw_batches = stored_rows(entries, &dir.join("prepare"), false)?;
+    let raw_batches = stored_rows(entries, &dir.join("prepare"), Layout::Declared)?;
     let (mut restart_ms, mut raw_ms) = (Vec::new(), Vec::new());
     for round in 0..rounds {
-        let mut node = bench_node(&dir.join(format!("restart-{round}")), true, false)?;
+        let mut node = bench_node(&dir.join(format!("restart-{round}")), true, Layout::Declared)?;
         for i in 0..entries {
             node.cql(ht(i), &insert(i)).map_err(err)?;
         }

@@ -184,6 +184,9 @@ enum Command {
         /// `engine`: the engine packs its rows (every CQL table `WITH packed_rows = true`).
         #[arg(long)]
         packed: bool,
+        /// `engine`: the engine stores its packed rows as RocksDB entities.
+        #[arg(long, conflicts_with = "packed")]
+        entity: bool,
     },
 }
 
@@ -452,10 +455,17 @@ fn main() -> ExitCode {
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
-        Command::Bench { target, rows, entries, rounds, packed } => match target.as_str() {
-            "restart" => bench_restart(entries, rounds),
-            _ => bench(&target, rows, packed),
-        },
+        Command::Bench { target, rows, entries, rounds, packed, entity } => {
+            let layout = match (packed, entity) {
+                (true, _) => docsim_engine::Layout::Packed,
+                (_, true) => docsim_engine::Layout::Entity,
+                _ => docsim_engine::Layout::Declared,
+            };
+            match target.as_str() {
+                "restart" => bench_restart(entries, rounds),
+                _ => bench(&target, rows, layout),
+            }
+        }
     }
 }
 
@@ -873,7 +883,7 @@ fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     }
 }
 
-fn bench(target: &str, rows: usize, packed: bool) -> ExitCode {
+fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
     if target != "engine" {
         eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart)");
         return ExitCode::from(2);
@@ -882,9 +892,13 @@ fn bench(target: &str, rows: usize, packed: bool) -> ExitCode {
         Ok(dir) => dir,
         Err(code) => return code,
     };
-    match docsim::bench::bench_engine(rows, scratch.path(), packed) {
+    match docsim::bench::bench_engine(rows, scratch.path(), layout) {
         Ok(b) => {
-            let layout = if b.packed { "packed rows" } else { "one entry per column" };
+            let layout = match b.layout {
+                docsim_engine::Layout::Packed => "packed rows",
+                docsim_engine::Layout::Entity => "packed rows as RocksDB entities",
+                _ => "one entry per column",
+            };
             println!("rows: {} (engine: {layout})", b.rows);
             println!("{:<24} {:>12} {:>12} {:>7}", "", "engine ops/s", "raw ops/s", "ratio");
             let line = |name: &str, e: f64, r: f64| {
