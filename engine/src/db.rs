@@ -517,7 +517,8 @@ impl DocDb {
         self.for_each_stored(|key, value| {
             if key.first() != Some(&META_PREFIX) {
                 let (k, v) = decode_entry(key, value)?;
-                let v = self.with_entity_columns(key, v)?;
+                // An entity row whose columns do not decode dumps as it is stored.
+                let v = self.with_entity_columns(key, v.clone()).unwrap_or(v);
                 out.push(((k, v), key.to_vec(), value.to_vec()));
             }
             Ok(())
@@ -605,7 +606,12 @@ impl DocDb {
         let mut plan = RepackPlan::default();
         let mut row: Vec<(Vec<u8>, DocEntry)> = Vec::new();
         let mut doc: Vec<u8> = Vec::new();
-        let mut plan_row = |row: &mut Vec<(Vec<u8>, DocEntry)>| -> Result<()> {
+        let mut unplannable = false;
+        let mut plan_row = |row: &mut Vec<(Vec<u8>, DocEntry)>, unplannable: bool| -> Result<()> {
+            if unplannable {
+                row.clear();
+                return Ok(());
+            }
             let entries: Vec<DocEntry> = row.iter().map(|(_, e)| e.clone()).collect();
             // A row that does not decode is not repacked; the compaction filter keeps what
             // it cannot read and reports it after the compaction.
@@ -624,19 +630,20 @@ impl DocDb {
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if key[..doc_len] != doc[..] {
                 if !row.is_empty() {
-                    plan_row(&mut row)?;
+                    plan_row(&mut row, std::mem::take(&mut unplannable))?;
                 }
                 doc = key[..doc_len].to_vec();
             }
             let mut entry = decode_doc_entry(key, doc_len, false, value)?;
-            if let Ok(with_columns) = self.with_entity_columns(key, entry.value.clone()) {
-                entry.value = with_columns; // one that does not decode is not repacked
+            match self.with_entity_columns(key, entry.value.clone()) {
+                Ok(with_columns) => entry.value = with_columns,
+                Err(_) => unplannable = true, // an entity row that does not decode
             }
             row.push((key.to_vec(), entry));
             Ok(())
         })?;
         if !row.is_empty() {
-            plan_row(&mut row)?;
+            plan_row(&mut row, unplannable)?;
         }
         Ok(plan)
     }
@@ -926,7 +933,7 @@ fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result<Options> {
     // The GC filter, through the shim's `FilterV3` so it is shown entities too; set on the
     // final options, last.
     let make: crate::entity::MakeFilter =
-        Box::new(move |_full, _manual| Box::new(GcEntityFilter(new_gc_filter(&gc))));
+        Box::new(move |_full, _manual| Box::new(GcEntityFilter(new_gc_filter(&gc), false)));
     crate::entity::set_filter_factory(&mut opts, make);
     // No info LOG file: every open would format hundreds of option lines into it. Header
     // lines reach the callback whatever its level, hence the filter; fatal messages still
@@ -989,7 +996,9 @@ fn new_gc_filter(gc: &Arc<Mutex<GcState>>) -> GcFilter {
 /// The GC filter as the shim's `FilterV3` filter shows it entries: plain values as they
 /// are, an entity (a packed row of the entity layout) by its default column, which the
 /// GC judges as the packed row; a repacked row goes back as the entity's new columns.
-struct GcEntityFilter(GcFilter);
+/// After a panic it keeps everything (its feed's state is not to be trusted), and the
+/// compaction reports the panic.
+struct GcEntityFilter(GcFilter, bool);
 
 impl crate::entity::EntityFilter for GcEntityFilter {
     fn filter(
@@ -998,6 +1007,9 @@ impl crate::entity::EntityFilter for GcEntityFilter {
         key: &[u8],
         entry: crate::entity::Entry<'_>,
     ) -> EntityDecision {
+        if self.1 {
+            return EntityDecision::Keep;
+        }
         let (value, entity) = match &entry {
             crate::entity::Entry::Value(value) => (*value, false),
             crate::entity::Entry::Entity(columns) => {
@@ -1011,15 +1023,21 @@ impl crate::entity::EntityFilter for GcEntityFilter {
             Decision::Change(new) if entity => {
                 match packed::entity_columns(new, &self.0.packings) {
                     Ok(Some(columns)) => EntityDecision::ChangeEntity(columns),
-                    _ => {
+                    Ok(None) => EntityDecision::ChangeValue(new.to_vec()), // not a packed row
+                    Err(e) => {
                         let key = crate::encoding::hex(key);
-                        lock(&self.0.gc).failures.push(format!("a repacked entity (key {key})"));
+                        lock(&self.0.gc).failures.push(format!("repacked entity: {e} (key {key})"));
                         EntityDecision::Keep
                     }
                 }
             }
             Decision::Change(new) => EntityDecision::ChangeValue(new.to_vec()),
         }
+    }
+
+    fn panicked(&mut self, message: String) {
+        self.1 = true;
+        lock(&self.0.gc).failures.push(format!("the GC filter panicked: {message}"));
     }
 }
 

@@ -199,13 +199,19 @@ pub enum EntityDecision {
 
 /// A compaction filter shown plain values and entities (`FilterV3`), one per compaction.
 pub trait EntityFilter: Send {
-    /// Decide one entry. A panic keeps the entry (it never crosses into RocksDB).
+    /// Decide one entry. A panic keeps the entry (it never crosses into RocksDB) and is
+    /// handed to [`EntityFilter::panicked`].
     fn filter(&mut self, level: u32, key: &[u8], entry: Entry<'_>) -> EntityDecision;
+
+    /// `filter` panicked with `message`: the filter must keep every entry from now on
+    /// (its state is not to be trusted) and report the failure.
+    fn panicked(&mut self, message: String);
 }
 
 /// What makes a filter for each compaction: told whether it is a full compaction and a
-/// manual one. It runs on RocksDB's thread behind `extern "C"`: it must not panic.
-pub type MakeFilter = Box<dyn FnMut(bool, bool) -> Box<dyn EntityFilter> + Send>;
+/// manual one. RocksDB may call it from several threads at once (subcompactions); it runs
+/// behind `extern "C"`: it must not panic.
+pub type MakeFilter = Box<dyn Fn(bool, bool) -> Box<dyn EntityFilter> + Send + Sync>;
 
 /// The shim's callback table (`docsim_filter_callbacks` in shim.cc, field for field).
 #[repr(C)]
@@ -242,8 +248,8 @@ pub fn set_filter_factory(opts: &mut rocksdb::Options, make: MakeFilter) {
 
 unsafe extern "C" fn create(factory: *mut c_void, full: c_int, manual: c_int) -> *mut c_void {
     // SAFETY: `factory` is the `Box<MakeFilter>` of `set_filter_factory`, alive until
-    // `destroy_factory`; RocksDB creates filters one at a time per factory call.
-    let make = unsafe { &mut *factory.cast::<MakeFilter>() };
+    // `destroy_factory`; shared access only (`Fn + Sync`), as RocksDB may call concurrently.
+    let make = unsafe { &*factory.cast::<MakeFilter>() };
     Box::into_raw(Box::new(make(full != 0, manual != 0))).cast()
 }
 
@@ -290,7 +296,16 @@ unsafe extern "C" fn filter_entry(
     let level = u32::try_from(level).unwrap_or(0);
     let decided =
         std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| filter.filter(level, key, entry)));
-    match decided.unwrap_or(EntityDecision::Keep) {
+    let decided = decided.unwrap_or_else(|panic| {
+        let message = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic".into());
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| filter.panicked(message)));
+        EntityDecision::Keep
+    });
+    match decided {
         EntityDecision::Keep => 0,
         EntityDecision::Remove => 1,
         EntityDecision::ChangeValue(value) => {

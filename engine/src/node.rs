@@ -60,9 +60,15 @@ pub struct NodeOptions {
 /// packings of its packed rows.
 fn attach(table: &CqlTable, tablet: &mut Tablet) {
     tablet.set_table_ttl_ms(table.default_ttl_ms);
-    // Only a table that packs has packed rows to read (or repack).
+    let (packings, entity_rows) = row_storage(table);
+    tablet.set_packings(packings, entity_rows);
+}
+
+/// How a table stores its rows: the packings of its packed rows (none unless it packs:
+/// only a table that packs has packed rows to read or repack) and whether as entities.
+fn row_storage(table: &CqlTable) -> (crate::encoding::Packings, bool) {
     let packings = if table.packed_rows { table.packings().clone() } else { Default::default() };
-    tablet.set_packings(packings, table.entity_rows);
+    (packings, table.entity_rows)
 }
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -132,7 +138,13 @@ impl Node {
         format!("{}/log", tablet_dir(id))
     }
 
-    fn open_tablet(&self, id: &TabletId) -> Result<(Tablet, RestartReport)> {
+    /// Open tablet `id`; a CQL table's with its `table` (its packed rows' packings and
+    /// layout, which replay needs).
+    fn open_tablet(
+        &self,
+        id: &TabletId,
+        table: Option<&CqlTable>,
+    ) -> Result<(Tablet, RestartReport)> {
         let sub = tablet_dir(id);
         let log = LogConfig {
             disk: self.options.disk.clone(),
@@ -141,8 +153,10 @@ impl Node {
         };
         let dir = self.dir.join(&sub);
         let plants = self.options.plants;
+        let rows = table.map_or((Default::default(), false), row_storage);
+        let storage = (self.options.storage, rows);
         let (mut tablet, report) =
-            Tablet::open_with_log(&dir, self.env.as_ref(), &log, plants, self.options.storage)?;
+            Tablet::open_with_log(&dir, self.env.as_ref(), &log, plants, storage)?;
         if let Some(Armed { at: CrashPoint::Write(stage), .. }) = self.armed {
             tablet.arm_crash(stage);
         }
@@ -152,7 +166,7 @@ impl Node {
     fn docs(&mut self) -> Result<&mut Tablet> {
         self.check_on()?;
         if self.docs.is_none() {
-            let (mut tablet, _) = self.open_tablet(&TabletId::Docs)?;
+            let (mut tablet, _) = self.open_tablet(&TabletId::Docs, None)?;
             tablet.set_table_ttl_ms(self.docs_ttl_ms);
             self.docs = Some(tablet);
         }
@@ -249,7 +263,8 @@ impl Node {
             crate::db::Layout::Unpacked => false,
         };
         table.entity_rows = self.options.storage.layout == crate::db::Layout::Entity;
-        let (mut tablet, _) = self.open_tablet(&TabletId::Table(table.name.clone()))?;
+        let (mut tablet, _) =
+            self.open_tablet(&TabletId::Table(table.name.clone()), Some(&table))?;
         attach(&table, &mut tablet);
         self.tables.push((table, tablet));
         Ok(())
@@ -386,14 +401,14 @@ impl Node {
     fn reopen_all(&mut self, stopped: &Stopped) -> Result<Vec<(TabletId, RestartReport)>> {
         let mut reports = Vec::new();
         if stopped.docs {
-            let (mut tablet, report) = self.open_tablet(&TabletId::Docs)?;
+            let (mut tablet, report) = self.open_tablet(&TabletId::Docs, None)?;
             tablet.set_table_ttl_ms(self.docs_ttl_ms);
             self.docs = Some(tablet);
             reports.push((TabletId::Docs, report));
         }
         for table in &stopped.tables {
             let id = TabletId::Table(table.name.clone());
-            let (mut tablet, report) = self.open_tablet(&id)?;
+            let (mut tablet, report) = self.open_tablet(&id, Some(table))?;
             attach(table, &mut tablet);
             self.tables.push((table.clone(), tablet));
             reports.push((id, report));

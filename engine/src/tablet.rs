@@ -99,24 +99,28 @@ impl Tablet {
     pub fn open(dir: &Path) -> Result<Tablet> {
         let disk = SimDisk::new(0, FaultConfig::default());
         let log = LogConfig { disk, dir: "log".into(), segment_bytes: 8 << 20 };
-        Ok(Tablet::open_with_log(dir, None, &log, Plants::NONE, Default::default())?.0)
+        let rows = (crate::encoding::Packings::default(), false);
+        Ok(Tablet::open_with_log(dir, None, &log, Plants::NONE, (Default::default(), rows))?.0)
     }
 
     /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
     /// real file system when `env` is `None`), with its log as `log` says and the bugs in
-    /// `plants` planted ([`Plants::NONE`]: none), and bootstrap.
+    /// `plants` planted ([`Plants::NONE`]: none), and bootstrap. `rows`: the packings of
+    /// a table's packed rows and whether they are stored as entities, set before the log
+    /// is replayed, so replayed rows are stored as the layout says.
     pub fn open_with_log(
         dir: &Path,
         env: Option<&rocksdb::Env>,
         log: &LogConfig,
         plants: Plants,
-        storage: crate::db::StorageConfig,
+        (storage, rows): (crate::db::StorageConfig, (crate::encoding::Packings, bool)),
     ) -> Result<(Tablet, RestartReport)> {
         if env.is_none() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let db = DocDb::open_in(dir, env, plants, storage)?;
+        let mut db = DocDb::open_in(dir, env, plants, storage)?;
+        db.set_packings(rows.0, rows.1);
         let mut frontier = db.opened_frontier();
         let (replica, recovery) =
             Replica::open(log, frontier.op_id.index, plants).inspect_err(|e| {

@@ -6,7 +6,9 @@
 // structs are private to rocksdb/db/c.cc; the two used here are re-declared exactly as
 // c.cc declares them (global namespace, one member), so a pointer the C API hands out is
 // read as c.cc wrote it. Nothing here throws or allocates for the caller: results go
-// through callbacks, errors through a malloc'ed message as the C API does.
+// through callbacks, errors through a malloc'ed message as the C API does. Every entry
+// point is noexcept: an exception (only std::bad_alloc can occur) terminates the process
+// rather than unwind into Rust or RocksDB.
 
 #include <cstdlib>
 #include <cstring>
@@ -77,7 +79,7 @@ void docsim_writebatch_put_entity(rocksdb_t* db, rocksdb_writebatch_t* batch,
                                   const char* key, size_t key_len, size_t n,
                                   const char* const* names, const size_t* name_lens,
                                   const char* const* values, const size_t* value_lens,
-                                  char** errptr) {
+                                  char** errptr) noexcept {
   rocksdb::WideColumns columns;
   columns.reserve(n);
   for (size_t i = 0; i < n; ++i) {
@@ -94,7 +96,7 @@ void docsim_writebatch_put_entity(rocksdb_t* db, rocksdb_writebatch_t* batch,
 int docsim_get_entity(rocksdb_t* db, const char* key, size_t key_len,
                       void (*column)(void* ctx, const char* name, size_t name_len,
                                      const char* value, size_t value_len),
-                      void* ctx, char** errptr) {
+                      void* ctx, char** errptr) noexcept {
   rocksdb::PinnableWideColumns found;
   rocksdb::Status s = db->rep->GetEntity(rocksdb::ReadOptions(), db->rep->DefaultColumnFamily(),
                                          rocksdb::Slice(key, key_len), &found);
@@ -111,13 +113,13 @@ int docsim_get_entity(rocksdb_t* db, const char* key, size_t key_len,
 }
 
 // The new plain value of the entry being filtered.
-void docsim_filter_set_value(void* out, const char* value, size_t len) {
+void docsim_filter_set_value(void* out, const char* value, size_t len) noexcept {
   static_cast<docsim_filter_out*>(out)->value->assign(value, len);
 }
 
 // One more column of the entry's new entity (RocksDB sorts them).
 void docsim_filter_add_column(void* out, const char* name, size_t name_len,
-                              const char* value, size_t value_len) {
+                              const char* value, size_t value_len) noexcept {
   static_cast<docsim_filter_out*>(out)->columns->emplace_back(std::string(name, name_len),
                                                                std::string(value, value_len));
 }
@@ -131,13 +133,15 @@ namespace {
 class Filter : public rocksdb::CompactionFilter {
  public:
   Filter(const docsim_filter_callbacks& cb, void* state) : cb_(cb), state_(state) {}
+  Filter(const Filter&) = delete;
+  Filter& operator=(const Filter&) = delete;
   ~Filter() override { cb_.destroy(state_); }
 
   Decision FilterV3(int level, const rocksdb::Slice& key, ValueType type,
                     const rocksdb::Slice* value, const rocksdb::WideColumns* columns,
                     std::string* new_value,
                     std::vector<std::pair<std::string, std::string>>* new_columns,
-                    std::string* /*skip_until*/) const override {
+                    std::string* /*skip_until*/) const noexcept override {
     std::vector<const char*> names, values;
     std::vector<size_t> name_lens, value_lens;
     if (type == ValueType::kValue) {
@@ -181,10 +185,12 @@ class Filter : public rocksdb::CompactionFilter {
 class Factory : public rocksdb::CompactionFilterFactory {
  public:
   Factory(const docsim_filter_callbacks& cb, void* state) : cb_(cb), state_(state) {}
+  Factory(const Factory&) = delete;
+  Factory& operator=(const Factory&) = delete;
   ~Factory() override { cb_.destroy_factory(state_); }
 
   std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
-      const rocksdb::CompactionFilter::Context& context) override {
+      const rocksdb::CompactionFilter::Context& context) noexcept override {
     void* filter = cb_.create(state_, context.is_full_compaction ? 1 : 0,
                               context.is_manual_compaction ? 1 : 0);
     return std::make_unique<Filter>(cb_, filter);
@@ -204,7 +210,7 @@ extern "C" {
 // Install a compaction filter factory whose filters answer through `cb` (replacing any
 // factory set before: install it last).
 void docsim_options_set_filter_factory(rocksdb_options_t* opts,
-                                       const docsim_filter_callbacks* cb, void* state) {
+                                       const docsim_filter_callbacks* cb, void* state) noexcept {
   opts->rep.compaction_filter_factory = std::make_shared<Factory>(*cb, state);
 }
 

@@ -77,29 +77,36 @@ fn a_c_api_compaction_filter_never_sees_entities() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// A filter that records what it is shown and decides by key (`boom` panics).
+struct Rules(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+impl EntityFilter for Rules {
+    fn filter(&mut self, _level: u32, key: &[u8], entry: Entry<'_>) -> EntityDecision {
+        let shown = match &entry {
+            Entry::Value(v) => format!("{} = {}", show(key), show(v)),
+            Entry::Entity(c) => format!("{} = entity of {}", show(key), c.len()),
+        };
+        self.0.lock().expect("not poisoned").push(shown);
+        match key {
+            b"gone" | b"x" => EntityDecision::Remove,
+            b"boom" => panic!("boom"),
+            b"plain" => EntityDecision::ChangeValue(b"changed".to_vec()),
+            b"row" => EntityDecision::ChangeEntity(vec![(b"c".to_vec(), b"2".to_vec())]),
+            _ => EntityDecision::Keep,
+        }
+    }
+
+    fn panicked(&mut self, message: String) {
+        self.0.lock().expect("not poisoned").push(format!("panicked: {message}"));
+    }
+}
+fn show(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
 /// A filter installed through the shim is shown entities and plain values alike, and its
 /// decisions hold: remove, change a value, change an entity's columns, keep.
 #[test]
 fn a_filter_v3_sees_entities_and_its_decisions_hold() {
-    struct Rules(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
-    impl EntityFilter for Rules {
-        fn filter(&mut self, _level: u32, key: &[u8], entry: Entry<'_>) -> EntityDecision {
-            let shown = match &entry {
-                Entry::Value(v) => format!("{} = {}", show(key), show(v)),
-                Entry::Entity(c) => format!("{} = entity of {}", show(key), c.len()),
-            };
-            self.0.lock().expect("not poisoned").push(shown);
-            match key {
-                b"gone" | b"x" => EntityDecision::Remove,
-                b"plain" => EntityDecision::ChangeValue(b"changed".to_vec()),
-                b"row" => EntityDecision::ChangeEntity(vec![(b"c".to_vec(), b"2".to_vec())]),
-                _ => EntityDecision::Keep,
-            }
-        }
-    }
-    fn show(bytes: &[u8]) -> String {
-        String::from_utf8_lossy(bytes).into_owned()
-    }
     let dir = scratch("filter-v3");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut opts = rocksdb::Options::default();
@@ -118,6 +125,7 @@ fn a_filter_v3_sees_entities_and_its_decisions_hold() {
     batch.put(b"plain", b"v");
     batch.put(b"x", b"v");
     batch.put(b"kept", b"v");
+    batch.put(b"boom", b"v");
     batch.put_entity(&db, b"gone", &[(b"a", b"1")]).expect("put entity");
     batch.put_entity(&db, b"row", &[(b"", b"d"), (b"c", b"1")]).expect("put entity");
     batch.write(&db, false).expect("write");
@@ -130,8 +138,17 @@ fn a_filter_v3_sees_entities_and_its_decisions_hold() {
     assert_eq!(get(b"plain"), Some(one(b"", b"changed")));
     assert_eq!(get(b"row"), Some(one(b"c", b"2")));
     assert_eq!(get(b"kept"), Some(one(b"", b"v")));
+    assert_eq!(get(b"boom"), Some(one(b"", b"v")), "a panic keeps the entry");
     let seen = seen.lock().expect("not poisoned").clone();
-    let want = ["gone = entity of 1", "kept = v", "plain = v", "row = entity of 2", "x = v"];
+    let want = [
+        "boom = v",
+        "panicked: boom",
+        "gone = entity of 1",
+        "kept = v",
+        "plain = v",
+        "row = entity of 2",
+        "x = v",
+    ];
     assert_eq!(seen, want, "every entry, in key order");
     let kinds = kinds.lock().expect("not poisoned").clone();
     assert_eq!(kinds, [(true, true)], "one manual compaction of every file");
