@@ -9,7 +9,7 @@
 use crate::canary::{Plant, Plants};
 use crate::document::Document;
 use crate::encoding::{doc_key_len, DocKey, DocPath, Packings, SubDocKey, Ttl, Value, ValueKind};
-use crate::entity::EntityDecision;
+use crate::entity::{EntityDecision, Iter};
 use crate::error::{Error, Result};
 use crate::gc::{CompactionKind, FeedError, GcFeed, GcParams, Verdict};
 use crate::hybrid_time::{DocHybridTime, HybridTime};
@@ -19,7 +19,7 @@ use crate::write_batch::DocWriteBatch;
 use rocksdb::compaction_filter::{CompactionFilter, Decision};
 use rocksdb::{
     BlockBasedOptions, BottommostLevelCompaction, Cache, CompactOptions, DBCompactionStyle,
-    FlushOptions, Options, ReadOptions, SliceTransform, WriteBatch, WriteOptions, DB,
+    FlushOptions, Options, SliceTransform, WriteBatch, WriteOptions, DB,
 };
 use std::ffi::CStr;
 use std::path::Path;
@@ -305,12 +305,12 @@ impl DocDb {
         batch.write(self.db(), false).map_err(Error::Storage)
     }
 
-    /// An entry's value, with an entity row read back as the packed row it stores
-    /// (`db/packed.rs`); any other value as it is.
-    fn with_entity_columns(&self, key: &[u8], value: Value) -> Result<Value> {
+    /// An entry's value, with an entity row read back (from the columns of the entity
+    /// `it` is at, whose key is `key`) as the packed row it stores (`db/packed.rs`); any
+    /// other value as it is.
+    fn with_entity_columns(&self, key: &[u8], value: Value, it: &Iter<'_>) -> Result<Value> {
         let ValueKind::EntityRow(version) = value.kind else { return Ok(value) };
-        let columns = crate::entity::get_entity(self.db(), key).map_err(Error::Storage)?;
-        let columns = columns.ok_or_else(|| corrupt_key(key, "entity row vanished"))?;
+        let columns = it.columns();
         let body = packed::entity_body(version, &columns, (&self.packings, self.plants))
             .map_err(|e| with_key(key, e))?;
         Ok(Value { ttl: value.ttl, kind: ValueKind::PackedRow(body) })
@@ -324,17 +324,19 @@ impl DocDb {
         Ok(())
     }
 
-    /// Call `f` with every stored key and value (metadata included), in key order.
-    fn for_each_stored(&self, mut f: impl FnMut(&[u8], &[u8]) -> Result<()>) -> Result<()> {
-        let mut opts = ReadOptions::default();
-        opts.set_total_order_seek(true); // every key, whatever the prefix extractor says
-        let mut it = self.db().raw_iterator_opt(opts);
+    /// Call `f` with every stored key and value (metadata included), in key order, and
+    /// the iterator there (an entity's columns).
+    fn for_each_stored(
+        &self,
+        mut f: impl FnMut(&[u8], &[u8], &Iter<'_>) -> Result<()>,
+    ) -> Result<()> {
+        let mut it = Iter::new(self.db(), None, true); // every key, whatever the prefix
         it.seek_to_first();
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
-            f(key, value)?;
+            f(key, value, &it)?;
             it.next();
         }
-        Ok(it.status()?)
+        it.status().map_err(Error::Storage)
     }
 
     /// Refuse reads below the history cutoff.
@@ -407,7 +409,7 @@ impl DocDb {
             }
             it.next();
         }
-        it.status()?;
+        it.status().map_err(Error::Storage)?;
         Ok(None)
     }
 
@@ -429,12 +431,12 @@ impl DocDb {
             }
             if needed.needed(key, value, doc.len())? {
                 let mut entry = decode_doc_entry(key, doc.len(), table_key, value)?;
-                entry.value = self.with_entity_columns(key, entry.value)?;
+                entry.value = self.with_entity_columns(key, entry.value, &it)?;
                 packed |= packed::push_entry(entry, (&self.packings, self.plants), key, out)?;
             }
             it.next();
         }
-        it.status()?;
+        it.status().map_err(Error::Storage)?;
         if packed {
             out[from..].sort_by(DocEntry::key_cmp);
         }
@@ -444,16 +446,13 @@ impl DocDb {
     /// An iterator over the keys starting with `prefix`, positioned at the first. Bounded
     /// above by the prefix's successor; when the prefix is one whole document key, the
     /// prefix bloom filters still let the seek skip files that hold none of its keys.
-    fn prefix_iterator(&self, prefix: &[u8], one_document: bool) -> rocksdb::DBRawIterator<'_> {
-        let mut opts = ReadOptions::default();
-        match prefix_successor(prefix) {
-            Some(bound) => opts.set_iterate_upper_bound(bound),
-            None => opts.set_total_order_seek(true),
-        }
-        if !one_document {
-            opts.set_total_order_seek(true); // the bloom filters cannot answer for it
-        }
-        let mut it = self.db().raw_iterator_opt(opts);
+    /// (Through the C API, so an entity's columns can be read where the iterator is.)
+    fn prefix_iterator(&self, prefix: &[u8], one_document: bool) -> Iter<'_> {
+        let bound = prefix_successor(prefix);
+        // Without a bound, or for more than one document (the bloom filters cannot answer
+        // for it), in total order.
+        let total_order = bound.is_none() || !one_document;
+        let mut it = Iter::new(self.db(), bound, total_order);
         it.seek(prefix);
         it
     }
@@ -484,12 +483,12 @@ impl DocDb {
                 }
                 let (doc, entries) = out.last_mut().expect("pushed above");
                 let mut entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
-                entry.value = self.with_entity_columns(key, entry.value)?;
+                entry.value = self.with_entity_columns(key, entry.value, &it)?;
                 packed |= packed::push_entry(entry, (&self.packings, self.plants), key, entries)?;
             }
             it.next();
         }
-        it.status()?;
+        it.status().map_err(Error::Storage)?;
         sort_if_packed(&mut out, packed);
         Ok(out)
     }
@@ -514,11 +513,11 @@ impl DocDb {
     /// Every stored entry in key order (metadata excluded), decoded, with raw bytes.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
         let mut out = Vec::new();
-        self.for_each_stored(|key, value| {
+        self.for_each_stored(|key, value, it| {
             if key.first() != Some(&META_PREFIX) {
                 let (k, v) = decode_entry(key, value)?;
                 // An entity row whose columns do not decode dumps as it is stored.
-                let v = self.with_entity_columns(key, v.clone()).unwrap_or(v);
+                let v = self.with_entity_columns(key, v.clone(), it).unwrap_or(v);
                 out.push(((k, v), key.to_vec(), value.to_vec()));
             }
             Ok(())
@@ -623,7 +622,7 @@ impl DocDb {
             row.clear();
             Ok(())
         };
-        self.for_each_stored(|key, value| {
+        self.for_each_stored(|key, value, it| {
             if key.first() == Some(&META_PREFIX) {
                 return Ok(());
             }
@@ -635,7 +634,7 @@ impl DocDb {
                 doc = key[..doc_len].to_vec();
             }
             let mut entry = decode_doc_entry(key, doc_len, false, value)?;
-            match self.with_entity_columns(key, entry.value.clone()) {
+            match self.with_entity_columns(key, entry.value.clone(), it) {
                 Ok(with_columns) => entry.value = with_columns,
                 Err(_) => unplannable = true, // an entity row that does not decode
             }

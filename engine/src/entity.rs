@@ -29,6 +29,11 @@ unsafe extern "C" {
         value_lens: *const usize,
         errptr: *mut *mut c_char,
     );
+    fn docsim_iter_columns(
+        it: *const ffi::rocksdb_iterator_t,
+        column: unsafe extern "C" fn(*mut c_void, *const c_char, usize, *const c_char, usize),
+        ctx: *mut c_void,
+    );
     fn docsim_filter_set_value(out: *mut c_void, value: *const c_char, len: usize);
     fn docsim_filter_add_column(
         out: *mut c_void,
@@ -141,25 +146,140 @@ impl Drop for EntityBatch {
     }
 }
 
+/// A RocksDB iterator through the C API, which can also show the columns of the entity
+/// it is at (the `rocksdb` crate's iterator cannot: its C iterator is private).
+pub struct Iter<'a> {
+    raw: *mut ffi::rocksdb_iterator_t,
+    options: *mut ffi::rocksdb_readoptions_t,
+    /// The upper bound the read options point into: it must outlive the iterator.
+    _upper_bound: Option<Box<[u8]>>,
+    _db: std::marker::PhantomData<&'a rocksdb::DB>,
+}
+
+impl<'a> Iter<'a> {
+    /// An iterator over `db`, below `upper_bound` if given, in total order (ignoring the
+    /// prefix extractor's bloom filters) if `total_order`.
+    pub fn new(db: &'a rocksdb::DB, upper_bound: Option<Vec<u8>>, total_order: bool) -> Iter<'a> {
+        let upper_bound = upper_bound.map(Vec::into_boxed_slice);
+        // SAFETY: the options are created here and destroyed in `drop` after the iterator;
+        // the bound they point into is boxed in `self` (its heap bytes never move) and
+        // dropped after both; `db` outlives the iterator (`'a`).
+        unsafe {
+            let options = ffi::rocksdb_readoptions_create();
+            if let Some(bound) = &upper_bound {
+                let (key, len) = (bound.as_ptr().cast(), bound.len());
+                ffi::rocksdb_readoptions_set_iterate_upper_bound(options, key, len);
+            }
+            ffi::rocksdb_readoptions_set_total_order_seek(options, u8::from(total_order));
+            let raw = ffi::rocksdb_create_iterator(db.as_raw_ptr(), options);
+            Iter { raw, options, _upper_bound: upper_bound, _db: std::marker::PhantomData }
+        }
+    }
+
+    /// Position at the first key at or after `key`.
+    pub fn seek(&mut self, key: &[u8]) {
+        // SAFETY: `raw` is live; RocksDB copies the key.
+        unsafe { ffi::rocksdb_iter_seek(self.raw, key.as_ptr().cast(), key.len()) }
+    }
+
+    /// Position at the first key.
+    pub fn seek_to_first(&mut self) {
+        // SAFETY: `raw` is live.
+        unsafe { ffi::rocksdb_iter_seek_to_first(self.raw) }
+    }
+
+    /// Move to the next key.
+    pub fn next(&mut self) {
+        if self.valid() {
+            // SAFETY: `raw` is live and valid.
+            unsafe { ffi::rocksdb_iter_next(self.raw) }
+        }
+    }
+
+    fn valid(&self) -> bool {
+        // SAFETY: `raw` is live.
+        unsafe { ffi::rocksdb_iter_valid(self.raw) != 0 }
+    }
+
+    /// The current key, if the iterator is at one (valid until it moves).
+    pub fn key(&self) -> Option<&[u8]> {
+        // SAFETY: when valid, the key's bytes live until the iterator moves, which needs
+        // `&mut self`, so no longer than this borrow.
+        self.valid().then(|| unsafe {
+            let mut len = 0;
+            let key = ffi::rocksdb_iter_key(self.raw, &mut len);
+            std::slice::from_raw_parts(key.cast::<u8>(), len)
+        })
+    }
+
+    /// The current value (an entity's default column), if at a key.
+    pub fn value(&self) -> Option<&[u8]> {
+        // SAFETY: as for `key`.
+        self.valid().then(|| unsafe {
+            let mut len = 0;
+            let value = ffi::rocksdb_iter_value(self.raw, &mut len);
+            std::slice::from_raw_parts(value.cast::<u8>(), len)
+        })
+    }
+
+    /// The current entry's columns (in name order; a plain value is one column with the
+    /// empty name); none if not at a key.
+    pub fn columns(&self) -> Vec<Column> {
+        let mut columns: Vec<Column> = Vec::new();
+        if self.valid() {
+            // SAFETY: `raw` is live and valid; `push` only touches `columns` during the
+            // call, copying bytes that live until the iterator moves.
+            unsafe {
+                docsim_iter_columns(
+                    self.raw,
+                    push_column,
+                    (&mut columns as *mut Vec<Column>).cast(),
+                )
+            };
+        }
+        columns
+    }
+
+    /// An error the iteration met, if any.
+    pub fn status(&self) -> Result<(), String> {
+        let mut err: *mut c_char = std::ptr::null_mut();
+        // SAFETY: `raw` is live.
+        unsafe { ffi::rocksdb_iter_get_error(self.raw, &mut err) };
+        take_error(err)
+    }
+}
+
+impl Drop for Iter<'_> {
+    fn drop(&mut self) {
+        // SAFETY: both were created in `new` and are destroyed once, the iterator first.
+        unsafe {
+            ffi::rocksdb_iter_destroy(self.raw);
+            ffi::rocksdb_readoptions_destroy(self.options);
+        }
+    }
+}
+
+/// The shim's column callback: push one column onto the `Vec<Column>` at `ctx`.
+unsafe extern "C" fn push_column(
+    ctx: *mut c_void,
+    name: *const c_char,
+    name_len: usize,
+    value: *const c_char,
+    value_len: usize,
+) {
+    // SAFETY: `ctx` is a live `Vec<Column>`; name and value point to `name_len` and
+    // `value_len` bytes valid for the call.
+    unsafe {
+        let out = &mut *ctx.cast::<Vec<Column>>();
+        let name = std::slice::from_raw_parts(name.cast::<u8>(), name_len);
+        let value = std::slice::from_raw_parts(value.cast::<u8>(), value_len);
+        out.push((name.to_vec(), value.to_vec()));
+    }
+}
+
 /// The columns (in name order) of the entity at `key` in `db`'s default column family; a
 /// plain value reads as one column with the empty name; `None` if the key is absent.
 pub fn get_entity(db: &rocksdb::DB, key: &[u8]) -> Result<Option<Vec<Column>>, String> {
-    unsafe extern "C" fn push(
-        ctx: *mut c_void,
-        name: *const c_char,
-        name_len: usize,
-        value: *const c_char,
-        value_len: usize,
-    ) {
-        // SAFETY: `ctx` is the `Vec` below, alive for the call; name and value point to
-        // `name_len` and `value_len` bytes RocksDB keeps pinned until the call returns.
-        unsafe {
-            let out = &mut *ctx.cast::<Vec<Column>>();
-            let name = std::slice::from_raw_parts(name.cast::<u8>(), name_len);
-            let value = std::slice::from_raw_parts(value.cast::<u8>(), value_len);
-            out.push((name.to_vec(), value.to_vec()));
-        }
-    }
     let mut columns: Vec<Column> = Vec::new();
     let mut err: *mut c_char = std::ptr::null_mut();
     // SAFETY: `db` is live; `push` only touches `columns` through `ctx` during the call.
@@ -168,7 +288,7 @@ pub fn get_entity(db: &rocksdb::DB, key: &[u8]) -> Result<Option<Vec<Column>>, S
             db.as_raw_ptr(),
             key.as_ptr().cast(),
             key.len(),
-            push,
+            push_column,
             (&mut columns as *mut Vec<Column>).cast(),
             &mut err,
         )

@@ -51,7 +51,7 @@ impl DocDb {
     /// Every document entry, for a snapshot.
     pub fn export(&self) -> Result<Export> {
         let mut pairs = Vec::new();
-        self.for_each_stored(|key, value| {
+        self.for_each_stored(|key, value, _| {
             if key.first() != Some(&META_PREFIX) {
                 pairs.push((key.to_vec(), value.to_vec()));
             }
@@ -72,7 +72,7 @@ impl DocDb {
         conf: &[u8],
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
-        self.for_each_stored(|key, _| {
+        self.for_each_stored(|key, _, _| {
             batch.delete(key);
             Ok(())
         })?;

@@ -33,6 +33,9 @@ struct rocksdb_writebatch_t {
 struct rocksdb_options_t {
   rocksdb::Options rep;
 };
+struct rocksdb_iterator_t {
+  rocksdb::Iterator* rep;
+};
 
 // What a compaction filter written in Rust answers through (entity.rs mirrors it).
 struct docsim_filter_callbacks {
@@ -110,6 +113,18 @@ int docsim_get_entity(rocksdb_t* db, const char* key, size_t key_len,
     column(ctx, c.name().data(), c.name().size(), c.value().data(), c.value().size());
   }
   return 1;
+}
+
+// The columns of the entry `it` is at (valid): an entity's, in name order, or a plain
+// value as one column with the empty name; `column` is called once per column, with
+// bytes valid until the iterator moves.
+void docsim_iter_columns(const rocksdb_iterator_t* it,
+                         void (*column)(void* ctx, const char* name, size_t name_len,
+                                        const char* value, size_t value_len),
+                         void* ctx) noexcept {
+  for (const rocksdb::WideColumn& c : it->rep->columns()) {
+    column(ctx, c.name().data(), c.name().size(), c.value().data(), c.value().size());
+  }
 }
 
 // The new plain value of the entry being filtered.

@@ -36,6 +36,18 @@ fn entities_round_trip_beside_plain_values() {
     let plain = get_entity(&db, b"plain").expect("get").expect("present");
     assert_eq!(plain, vec![(Vec::new(), b"v".to_vec())]);
     assert_eq!(get_entity(&db, b"absent").expect("get"), None);
+    // The iterator shows the same, where it is.
+    let mut it = Iter::new(&db, Some(b"rox".to_vec()), true);
+    it.seek(b"");
+    assert_eq!((it.key(), it.value()), (Some(&b"plain"[..]), Some(&b"v"[..])));
+    assert_eq!(it.columns(), vec![(Vec::new(), b"v".to_vec())]);
+    it.next();
+    assert_eq!((it.key(), it.value()), (Some(&b"row"[..]), Some(&b"row"[..])));
+    assert_eq!(it.columns(), want);
+    it.next();
+    assert_eq!((it.key(), it.columns()), (None, Vec::new()), "the upper bound ends it");
+    assert_eq!(it.status(), Ok(()));
+    drop(it);
     drop(db);
     let _ = std::fs::remove_dir_all(&dir);
 }
