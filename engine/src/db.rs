@@ -41,10 +41,11 @@ const HISTORY_CUTOFF_KEY: &[u8] = b"\x01history_cutoff";
 /// therefore exactly the **flushed frontier**: the last entry whose data is durable.
 const FRONTIER_KEY: &[u8] = b"\x01frontier";
 
-/// RocksDB table options that must never change what a reader sees (the metamorphic
-/// set, `docsim run --metamorphic`). Only options that change neither which files a
-/// compaction sees nor when flushes happen belong here: no memtable small enough to
-/// flush by itself, no leveled compaction (GC's full-compaction premise).
+/// RocksDB options and row layouts that must never change what a reader sees (the
+/// metamorphic set, `docsim run --metamorphic`). Only options that change neither which
+/// files a compaction sees nor when flushes happen belong here: no memtable small enough
+/// to flush by itself (a larger one is in the set), no leveled compaction (GC's
+/// full-compaction premise).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StorageConfig {
     /// The data block size of SST files.
@@ -55,6 +56,8 @@ pub struct StorageConfig {
     pub snappy: bool,
     /// How CQL rows are stored.
     pub layout: Layout,
+    /// The memtable size (`write_buffer_size`), in MiB; RocksDB's default is 64.
+    pub memtable_mib: usize,
 }
 
 /// How CQL rows are stored: the tables' own choice, or packed rows for every table.
@@ -80,14 +83,27 @@ impl Default for StorageConfig {
 impl StorageConfig {
     /// The metamorphic set: the default first. RocksDB's own default compression is
     /// snappy when it is built in, as here.
-    pub const SET: [StorageConfig; 6] = [
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: DECL },
-        StorageConfig { block_bytes: 1 << 10, bloom_filter: true, snappy: true, layout: DECL },
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: false, snappy: true, layout: DECL },
-        StorageConfig { block_bytes: 4 << 10, bloom_filter: false, snappy: false, layout: DECL },
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: PACKED },
-        StorageConfig { block_bytes: 32 << 10, bloom_filter: true, snappy: true, layout: ENTITY },
+    pub const SET: [StorageConfig; 7] = [
+        config(32, true, true, DECL, 64),
+        config(1, true, true, DECL, 64),
+        config(32, false, true, DECL, 64),
+        config(4, false, false, DECL, 64),
+        config(32, true, true, PACKED, 64),
+        config(32, true, true, ENTITY, 64),
+        config(32, true, true, DECL, 256),
     ];
+}
+
+/// A configuration of the set: block size in KiB, bloom filters, snappy, the layout and
+/// the memtable size in MiB.
+const fn config(
+    block_kib: usize,
+    bloom_filter: bool,
+    snappy: bool,
+    layout: Layout,
+    memtable_mib: usize,
+) -> StorageConfig {
+    StorageConfig { block_bytes: block_kib << 10, bloom_filter, snappy, layout, memtable_mib }
 }
 
 const DECL: Layout = Layout::Declared;
@@ -104,7 +120,11 @@ impl std::fmt::Display for StorageConfig {
             Layout::Unpacked => " unpacked",
             Layout::Entity => " entity",
         };
-        write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)
+        write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)?;
+        match self.memtable_mib {
+            64 => Ok(()),
+            mib => write!(f, " memtable={mib}MiB"),
+        }
     }
 }
 
@@ -920,6 +940,7 @@ fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result<Options> {
     }
     table.set_whole_key_filtering(false);
     table.set_block_size(storage.block_bytes);
+    opts.set_write_buffer_size(storage.memtable_mib << 20);
     opts.set_block_based_table_factory(&table);
     opts.set_compression_type(match storage.snappy {
         true => rocksdb::DBCompressionType::Snappy,

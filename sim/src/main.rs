@@ -544,7 +544,7 @@ fn metamorphic(args: &RunArgs) -> ExitCode {
         let faults = if run.byte_faults { "all faults" } else { "no byte-placed faults" };
         let (name, lines) = (run.storage.to_string(), outcome.trace.len());
         println!(
-            "--config {i}  {name:<33} {faults:<21} trace-hash {hash:016x}  {lines} lines  {verdict}"
+            "--config {i}  {name:<42} {faults:<21} trace-hash {hash:016x}  {lines} lines  {verdict}"
         );
     }
     let divergences = docsim::metamorphic::divergences(&runs);

@@ -249,7 +249,7 @@ fn storage_configurations_give_identical_traces() {
         assert_eq!(divergences(&runs), vec![], "seed {seed} {profile:?}");
     }
     let mut runs = run_set(&config(5, 300, None, None));
-    let shorter = RunConfig { keep_trace: true, byte_faults: false, ..config(5, 290, None, None) };
+    let shorter = RunConfig { keep_trace: true, ..config(5, 290, None, None) };
     runs.last_mut().expect("a run").outcome = run(&shorter);
     let found = divergences(&runs);
     assert_eq!(found.len(), 1, "the shorter run differs: {found:?}");
