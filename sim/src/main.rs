@@ -80,7 +80,8 @@ enum Command {
         #[arg(long)]
         check_determinism: bool,
         /// Run the seed under every storage configuration of the metamorphic set (block
-        /// size, bloom filters, snappy): the traces must be identical.
+        /// size, bloom filters, snappy, memtable size, packed rows, entities): the traces
+        /// must be identical.
         #[arg(long)]
         metamorphic: bool,
         /// Print every trace line and the trace hash (used by --check-determinism).
