@@ -173,7 +173,7 @@ impl Node {
         Ok(self.docs.as_mut().expect("just opened"))
     }
 
-    fn table(&mut self, name: &str) -> Result<(&CqlTable, &mut Tablet)> {
+    fn table(&mut self, name: &str) -> Result<(&mut CqlTable, &mut Tablet)> {
         self.check_on()?;
         match self.tables.iter_mut().find(|(t, _)| t.name == name) {
             Some((table, tablet)) => Ok((table, tablet)),
@@ -275,11 +275,8 @@ impl Node {
     pub fn cql(&mut self, ht: HybridTime, statement: &Statement) -> Result<cql::Outcome> {
         let (table, tablet) = self.table(statement.table())?;
         if let Statement::Alter { change, .. } = statement {
-            let mut altered = table.clone();
-            altered.alter(change)?;
-            attach(&altered, tablet);
-            let at = self.tables.iter().position(|(t, _)| t.name == altered.name);
-            self.tables[at.expect("found above")].0 = altered;
+            table.alter(change)?; // changes nothing when it refuses
+            attach(table, tablet);
             return Ok(cql::Outcome::Written);
         }
         let result = cql::execute(table, tablet, ht, statement);

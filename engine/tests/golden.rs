@@ -27,23 +27,7 @@ fn golden_scripts() {
     let update = std::env::var_os("UPDATE_GOLDENFILES").is_some();
     let mut failures = Vec::new();
     for script in &found {
-        let dir = std::env::temp_dir().join(format!(
-            "docsim-golden-{}-{}",
-            std::process::id(),
-            script.file_stem().and_then(|s| s.to_str()).unwrap_or("x")
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
-        let text = std::fs::read_to_string(script).expect("script");
-        let mut out = Vec::new();
-        docsim_engine::script::run_script(
-            &text,
-            &dir,
-            docsim_engine::canary::Plants::NONE,
-            &mut out,
-        )
-        .expect("run");
-        let _ = std::fs::remove_dir_all(&dir);
-        let got = String::from_utf8(out).expect("utf-8 output");
+        let got = run_in(script, docsim_engine::StorageConfig::default(), "golden");
         let golden = script.with_extension("out");
         if update {
             std::fs::write(&golden, &got).expect("write golden");
