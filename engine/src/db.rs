@@ -193,6 +193,15 @@ struct GcState {
     packings: Packings,
 }
 
+/// One row's stored entries, for the repacking plan: their keys, the entries (entity rows
+/// read back as packed rows), and the first error reading one back.
+#[derive(Default)]
+struct StoredRow {
+    keys: Vec<Vec<u8>>,
+    entries: Vec<DocEntry>,
+    undecodable: Option<String>,
+}
+
 /// What repacking does in one compaction, by stored key: the packed rows that get a new
 /// value, and the entries folded into them (dropped).
 #[derive(Default)]
@@ -282,15 +291,10 @@ impl DocDb {
         if let Some(op_id) = op_id {
             batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
         }
-        let times = crate::encoding::BatchTimeEncoder::new(ht);
-        let mut key = Vec::with_capacity(64);
-        for (write_id, (path, value)) in entries.iter().enumerate() {
-            key.clear();
-            key.extend_from_slice(path);
-            key.push(crate::encoding::tag::HYBRID_TIME);
-            times.encode(write_id as u32, &mut key);
-            batch.put(&key, value);
-        }
+        for_each_keyed(entries, ht, |key, value| {
+            batch.put(key, value);
+            Ok(())
+        })?;
         self.write_unlogged(batch)
     }
 
@@ -306,34 +310,29 @@ impl DocDb {
         if let Some(op_id) = op_id {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
         }
-        let times = crate::encoding::BatchTimeEncoder::new(ht);
-        let mut key = Vec::with_capacity(64);
-        for (write_id, (path, value)) in entries.iter().enumerate() {
-            key.clear();
-            key.extend_from_slice(path);
-            key.push(crate::encoding::tag::HYBRID_TIME);
-            times.encode(write_id as u32, &mut key);
-            match packed::entity_columns(value, &self.packings).map_err(|e| with_key(&key, e))? {
+        for_each_keyed(entries, ht, |key, value| {
+            match packed::entity_columns(value, &self.packings).map_err(|e| with_key(key, e))? {
                 Some(columns) => {
                     let columns: Vec<(&[u8], &[u8])> =
                         columns.iter().map(|(n, v)| (&n[..], &v[..])).collect();
-                    batch.put_entity(self.db(), &key, &columns).map_err(Error::Storage)?;
+                    batch.put_entity(self.db(), key, &columns).map_err(Error::Storage)?;
                 }
-                None => batch.put(&key, value),
+                None => batch.put(key, value),
             }
-        }
+            Ok(())
+        })?;
         batch.write(self.db(), false).map_err(Error::Storage)
     }
 
-    /// An entry's value, with an entity row read back (from the columns of the entity
-    /// `it` is at, whose key is `key`) as the packed row it stores (`db/packed.rs`); any
-    /// other value as it is.
-    fn with_entity_columns(&self, key: &[u8], value: Value, it: &Iter<'_>) -> Result<Value> {
-        let ValueKind::EntityRow(version) = value.kind else { return Ok(value) };
+    /// If `value` is an entity row, the packed row it stores, read back from the columns
+    /// of the entity `it` is at (whose key is `key`; `db/packed.rs`); `None` for any other
+    /// value, which stands as it is.
+    fn entity_as_packed(&self, key: &[u8], value: &Value, it: &Iter<'_>) -> Result<Option<Value>> {
+        let ValueKind::EntityRow(version) = value.kind else { return Ok(None) };
         let columns = it.columns();
         let body = packed::entity_body(version, &columns, (&self.packings, self.plants))
             .map_err(|e| with_key(key, e))?;
-        Ok(Value { ttl: value.ttl, kind: ValueKind::PackedRow(body) })
+        Ok(Some(Value { ttl: value.ttl, kind: ValueKind::PackedRow(body) }))
     }
 
     /// Write `batch` without RocksDB's WAL (the Raft log is the only log).
@@ -451,7 +450,9 @@ impl DocDb {
             }
             if needed.needed(key, value, doc.len())? {
                 let mut entry = decode_doc_entry(key, doc.len(), table_key, value)?;
-                entry.value = self.with_entity_columns(key, entry.value, &it)?;
+                if let Some(packed) = self.entity_as_packed(key, &entry.value, &it)? {
+                    entry.value = packed;
+                }
                 packed |= packed::push_entry(entry, (&self.packings, self.plants), key, out)?;
             }
             it.next();
@@ -503,7 +504,9 @@ impl DocDb {
                 }
                 let (doc, entries) = out.last_mut().expect("pushed above");
                 let mut entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
-                entry.value = self.with_entity_columns(key, entry.value, &it)?;
+                if let Some(packed) = self.entity_as_packed(key, &entry.value, &it)? {
+                    entry.value = packed;
+                }
                 packed |= packed::push_entry(entry, (&self.packings, self.plants), key, entries)?;
             }
             it.next();
@@ -535,9 +538,11 @@ impl DocDb {
         let mut out = Vec::new();
         self.for_each_stored(|key, value, it| {
             if key.first() != Some(&META_PREFIX) {
-                let (k, v) = decode_entry(key, value)?;
+                let (k, mut v) = decode_entry(key, value)?;
                 // An entity row whose columns do not decode dumps as it is stored.
-                let v = self.with_entity_columns(key, v.clone(), it).unwrap_or(v);
+                if let Ok(Some(packed)) = self.entity_as_packed(key, &v, it) {
+                    v = packed;
+                }
                 out.push(((k, v), key.to_vec(), value.to_vec()));
             }
             Ok(())
@@ -623,48 +628,47 @@ impl DocDb {
     /// row's stored entries, decoded, through the pure [`crate::gc::plan_row`].
     fn plan_repack(&self, cutoff_ht: HybridTime) -> Result<RepackPlan> {
         let mut plan = RepackPlan::default();
-        let mut row: Vec<(Vec<u8>, DocEntry)> = Vec::new();
-        let mut doc: Vec<u8> = Vec::new();
-        let mut unplannable = false;
-        let mut plan_row = |row: &mut Vec<(Vec<u8>, DocEntry)>, unplannable: bool| -> Result<()> {
-            if unplannable {
-                row.clear();
-                return Ok(());
-            }
-            let entries: Vec<DocEntry> = row.iter().map(|(_, e)| e.clone()).collect();
-            // A row that does not decode is not repacked; the compaction filter keeps what
-            // it cannot read and reports it after the compaction.
-            let planned = crate::gc::plan_row(&entries, cutoff_ht, &self.packings, self.plants);
-            if let Ok(Some(p)) = planned {
-                plan.rewrite.insert(row[p.packed_row].0.clone(), p.value);
-                plan.fold.extend(p.folded.into_iter().map(|i| row[i].0.clone()));
-            }
-            row.clear();
-            Ok(())
-        };
+        let (mut row, mut doc) = (StoredRow::default(), Vec::new());
         self.for_each_stored(|key, value, it| {
             if key.first() == Some(&META_PREFIX) {
                 return Ok(());
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if key[..doc_len] != doc[..] {
-                if !row.is_empty() {
-                    plan_row(&mut row, std::mem::take(&mut unplannable))?;
-                }
+                self.plan_stored_row(std::mem::take(&mut row), cutoff_ht, &mut plan);
                 doc = key[..doc_len].to_vec();
             }
             let mut entry = decode_doc_entry(key, doc_len, false, value)?;
-            match self.with_entity_columns(key, entry.value.clone(), it) {
-                Ok(with_columns) => entry.value = with_columns,
-                Err(_) => unplannable = true, // an entity row that does not decode
+            match self.entity_as_packed(key, &entry.value, it) {
+                Ok(Some(packed)) => entry.value = packed,
+                Ok(None) => {}
+                Err(e) => row.undecodable = Some(e.to_string()),
             }
-            row.push((key.to_vec(), entry));
+            row.keys.push(key.to_vec());
+            row.entries.push(entry);
             Ok(())
         })?;
-        if !row.is_empty() {
-            plan_row(&mut row, unplannable)?;
-        }
+        self.plan_stored_row(row, cutoff_ht, &mut plan);
         Ok(plan)
+    }
+
+    /// Add one row's repacking to `plan`. A row whose packed bytes do not decode is not
+    /// repacked: it is recorded with the compaction's undecodable entries, which the
+    /// compaction reports as its error.
+    fn plan_stored_row(&self, row: StoredRow, cutoff_ht: HybridTime, plan: &mut RepackPlan) {
+        let planned = match row.undecodable {
+            Some(error) => Err(error),
+            None => crate::gc::plan_row(&row.entries, cutoff_ht, &self.packings, self.plants)
+                .map_err(|e| with_key(row.keys.first().map_or(&[], Vec::as_slice), e).to_string()),
+        };
+        match planned {
+            Ok(Some(p)) => {
+                plan.rewrite.insert(row.keys[p.packed_row].clone(), p.value);
+                plan.fold.extend(p.folded.into_iter().map(|i| row.keys[i].clone()));
+            }
+            Ok(None) => {}
+            Err(error) => self.gc_state().corrupt.push(error),
+        }
     }
 
     /// The names of the run `range` of the SST files, oldest first (0-based).
@@ -739,6 +743,25 @@ impl Drop for DocDb {
         let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
         drop(self.db.take());
     }
+}
+
+/// Call `f` with the stored key and the value of each entry of `entries`, written at
+/// `ht`: entry `i` gets write id `i`.
+fn for_each_keyed(
+    entries: &DocWriteBatch,
+    ht: HybridTime,
+    mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
+) -> Result<()> {
+    let times = crate::encoding::BatchTimeEncoder::new(ht);
+    let mut key = Vec::with_capacity(64);
+    for (write_id, (path, value)) in entries.iter().enumerate() {
+        key.clear();
+        key.extend_from_slice(path);
+        key.push(crate::encoding::tag::HYBRID_TIME);
+        times.encode(write_id as u32, &mut key);
+        f(&key, value)?;
+    }
+    Ok(())
 }
 
 /// Put the last document's entries back in key order after a packed row's expansion.

@@ -116,3 +116,37 @@ pub(super) fn push_entry(
     }
     Ok(true)
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::encoding::{DocKey, DocPath, KeyEntry, Packings, Primitive, SchemaPacking};
+    use crate::encoding::{Value, ValueKind};
+    use crate::gc::CompactionKind;
+    use crate::hybrid_time::HybridTime;
+    use crate::write_batch::DocWriteBatch;
+
+    /// A packed row naming a schema version the table never had cannot be repacked: the
+    /// full compaction keeps it as it is and fails with a corruption error naming it.
+    #[test]
+    fn a_packed_row_that_does_not_decode_fails_the_compaction() {
+        let dir = std::env::temp_dir().join(format!("docsim-packed-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let mut db = crate::db::DocDb::open(&dir).expect("open");
+        let mut packings = Packings::default();
+        packings.insert(SchemaPacking::new(0, vec![10]).expect("one column"));
+        db.set_packings(packings, false);
+        let unknown = SchemaPacking::new(7, vec![10]).expect("one column");
+        let body = unknown.body(&[Some(Value::new(ValueKind::Primitive(Primitive::Int32(1))))]);
+        let row = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::Int32(1))]);
+        let mut batch = DocWriteBatch::new();
+        batch.push(&DocPath::new(row, vec![]), &Value::new(ValueKind::PackedRow(body)));
+        db.write(&batch, HybridTime::from_micros(1000), None).expect("write");
+        let cutoff = HybridTime::from_micros(2000);
+        let err = db.compact(cutoff, CompactionKind::Full, None, None).expect_err("undecodable");
+        let text = err.to_string();
+        assert!(text.contains("no packing for schema version 7"), "{text}");
+        assert_eq!(db.dump().expect("dump").len(), 1, "the row is kept");
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
