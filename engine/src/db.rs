@@ -25,6 +25,7 @@ use std::ffi::CStr;
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
+mod frontier;
 mod packed;
 mod peer_state;
 pub use peer_state::Export;
@@ -34,9 +35,9 @@ const META_PREFIX: u8 = 0x01;
 /// Metadata key holding the highest history cutoff so far (8 bytes, big-endian raw HT).
 const HISTORY_CUTOFF_KEY: &[u8] = b"\x01history_cutoff";
 /// Metadata key holding the op id (term, index) and hybrid time of the last Raft entry
-/// applied (24 bytes, big-endian). It is written in the same RocksDB write batch as the
-/// entry's data, so it sits in the same memtable and reaches an SST file in the same
-/// flush: RocksDB installs a flush's files atomically (MANIFEST), and without a WAL a crash
+/// applied (24 bytes, big-endian). It is put into the memtable just before each flush
+/// (`db/frontier.rs`), so it reaches an SST file in the same flush as the data it covers:
+/// RocksDB installs a flush's files atomically (MANIFEST), and without a WAL a crash
 /// keeps only what was flushed. Read back at open (memtables are empty then), it is
 /// therefore exactly the **flushed frontier**: the last entry whose data is durable.
 const FRONTIER_KEY: &[u8] = b"\x01frontier";
@@ -170,6 +171,8 @@ pub struct DocDb {
     packings: Packings,
     /// Packed rows are stored as RocksDB entities (the entity layout, `db/packed.rs`).
     entity_rows: bool,
+    /// The frontier until the next flush writes it (`db/frontier.rs`).
+    unflushed: Mutex<frontier::Unflushed>,
 }
 
 /// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
@@ -252,6 +255,7 @@ impl DocDb {
             plants,
             packings,
             entity_rows: false,
+            unflushed: Mutex::new(frontier::Unflushed::new(storage.memtable_mib << 20)),
         })
     }
 
@@ -288,7 +292,7 @@ impl DocDb {
             return self.write_with_entities(entries, ht, op_id);
         }
         let mut batch = WriteBatch::default();
-        if let Some(op_id) = op_id {
+        if let Some((op_id, ht)) = self.applied(entries, ht, op_id) {
             batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
         }
         for_each_keyed(entries, ht, |key, value| {
@@ -307,7 +311,7 @@ impl DocDb {
         op_id: Option<crate::log::OpId>,
     ) -> Result<()> {
         let mut batch = crate::entity::EntityBatch::new();
-        if let Some(op_id) = op_id {
+        if let Some((op_id, ht)) = self.applied(entries, ht, op_id) {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
         }
         for_each_keyed(entries, ht, |key, value| {
@@ -333,6 +337,18 @@ impl DocDb {
         let body = packed::entity_body(version, &columns, (&self.packings, self.plants))
             .map_err(|e| with_key(key, e))?;
         Ok(Some(Value { ttl: value.ttl, kind: ValueKind::PackedRow(body) }))
+    }
+
+    /// Note that `entries` were applied at `ht` as the log's entry `op_id`; the frontier
+    /// their write batch must carry itself, if any (`db/frontier.rs`).
+    fn applied(
+        &self,
+        entries: &DocWriteBatch,
+        ht: HybridTime,
+        op_id: Option<crate::log::OpId>,
+    ) -> Option<(crate::log::OpId, HybridTime)> {
+        let data_bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        lock(&self.unflushed).applied(op_id, ht, entries.len(), data_bytes)
     }
 
     /// Write `batch` without RocksDB's WAL (the Raft log is the only log).
@@ -550,8 +566,13 @@ impl DocDb {
         Ok(out)
     }
 
-    /// Flush memtables to SST files and wait.
+    /// Flush memtables to SST files and wait; the frontier goes in first.
     pub fn flush(&self) -> Result<()> {
+        if let Some((op_id, ht)) = lock(&self.unflushed).flushing() {
+            let mut batch = WriteBatch::default();
+            batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
+            self.write_unlogged(batch)?;
+        }
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
         self.db().flush_opt(&opts)?;
@@ -878,10 +899,11 @@ fn level_ends(key: &[u8], doc_len: usize, ends: &mut Vec<usize>) -> Option<usize
     Some(pos)
 }
 
-/// The shared GC state, also after a panic elsewhere poisoned the lock: it is plain data,
-/// and the compaction filter must never panic on RocksDB's thread.
-fn lock(gc: &Mutex<GcState>) -> std::sync::MutexGuard<'_, GcState> {
-    gc.lock().unwrap_or_else(|e| e.into_inner())
+/// Shared state (the GC's, the unflushed frontier), also after a panic elsewhere poisoned
+/// the lock: it is plain data, and the compaction filter must never panic on RocksDB's
+/// thread.
+fn lock<T>(state: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    state.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn with_key(key: &[u8], error: crate::error::DecodeError) -> Error {

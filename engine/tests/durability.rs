@@ -161,3 +161,30 @@ fn a_bit_flip_in_synced_data_is_reported_never_cut_or_skipped() {
     // as a torn tail, silently losing acknowledged writes).
     assert_eq!((reported, survived), (40, 0), "every flip in synced data is reported");
 }
+
+/// A flush RocksDB starts by itself (the memtable full) makes data durable without the
+/// engine's flush, which writes the frontier (`db/frontier.rs`): the frontier read back
+/// must still be exactly the last entry whose data survived, never an older one.
+#[test]
+fn a_flush_rocksdb_starts_itself_carries_the_frontier_of_its_data() {
+    use docsim_engine::{DocDb, DocWriteBatch, OpId, StorageConfig, Value, ValueKind};
+    let dir = scratch("self-flush");
+    let storage = StorageConfig { memtable_mib: 1, ..StorageConfig::default() };
+    let at = |i: u64| HybridTime::from_micros(1000 + i);
+    let body = Primitive::String("x".repeat(4000));
+    let entries = 1_000u64; // 4 MB: the 1 MiB memtable fills at least twice
+    {
+        let db = DocDb::open_in(&dir, None, Plants::NONE, storage).expect("open");
+        for i in 1..=entries {
+            let mut batch = DocWriteBatch::new();
+            batch.push(&path(i), &Value::new(ValueKind::Primitive(body.clone())));
+            db.write(&batch, at(i), Some(OpId::new(1, i))).expect("write");
+        }
+    } // closed without the engine's flush: only what RocksDB flushed by itself is kept
+    let db = DocDb::open_in(&dir, None, Plants::NONE, storage).expect("reopen");
+    let frontier = db.opened_frontier().op_id.index;
+    let present = |i: u64| db.get(&path(i), at(entries), None).expect("read").is_some();
+    assert!(frontier > 0, "RocksDB flushed by itself, and the frontier went with the data");
+    assert!((1..=frontier).all(present), "every entry up to the frontier {frontier} is kept");
+    assert!(frontier == entries || !present(frontier + 1), "the frontier {frontier} is the last");
+}

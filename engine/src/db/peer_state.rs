@@ -33,6 +33,7 @@ impl DocDb {
         let mut batch = WriteBatch::default();
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
         batch.put(CONF_KEY, conf);
+        super::lock(&self.unflushed).written(op_id, ht);
         self.write_unlogged(batch)
     }
 
@@ -84,6 +85,7 @@ impl DocDb {
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
         batch.put(CONF_KEY, conf);
         batch.put(SNAPSHOT_KEY, encode_u64s(&[op_id.term, op_id.index]));
+        super::lock(&self.unflushed).written(op_id, ht);
         self.write_unlogged(batch)?;
         self.flush()?;
         self.history_cutoff_ht = cutoff;
