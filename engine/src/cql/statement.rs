@@ -5,7 +5,7 @@ use super::json::parse_json;
 use super::schema::{ColumnKind, CqlTable, CqlType};
 use crate::doc_write::{expand, DocWrite, WriteKind};
 use crate::document::Document;
-use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Ttl, Value, ValueKind};
+use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Slot, Ttl, Value, ValueKind};
 use crate::error::{errinput, Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::reader::read_subdocument;
@@ -170,24 +170,6 @@ fn column<'t>(table: &'t CqlTable, name: &str) -> Result<&'t super::Column> {
     }
 }
 
-fn doc_key(table: &CqlTable, key: &BTreeMap<String, Primitive>) -> Result<DocKey> {
-    let mut doc = DocKey::default();
-    for col in table.hash_columns() {
-        let Some(v) = key.get(&col.name) else {
-            return errinput!("missing key column {}", col.name);
-        };
-        doc.hashed.push(KeyEntry::asc(v.clone()));
-    }
-    for col in table.range_columns() {
-        let Some(v) = key.get(&col.name) else {
-            return errinput!("missing key column {}", col.name);
-        };
-        let ColumnKind::Range(order) = col.kind else { unreachable!("range column") };
-        doc.range.push(KeyEntry { value: v.clone(), order });
-    }
-    Ok(doc)
-}
-
 fn column_path(doc: &DocKey, id: i32) -> DocPath {
     DocPath::new(doc.clone(), vec![KeyEntry::asc(Primitive::ColumnId(id))])
 }
@@ -291,24 +273,31 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
     if names.len() != lits.len() {
         return errinput!("INSERT names {} columns but gives {} values", names.len(), lits.len());
     }
-    let given: BTreeMap<&str, &Literal> = names.iter().map(String::as_str).zip(lits).collect();
-    if given.len() != names.len() {
+    if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
         return errinput!("INSERT names a column twice");
     }
-    let mut key = BTreeMap::new();
-    for name in names {
-        let col = column(table, name)?;
+    // The statement's literal for each column of the table, by the column's position, and
+    // the key columns' values.
+    let mut given: Vec<Option<&Literal>> = vec![None; table.columns.len()];
+    let mut key: Vec<Option<Primitive>> = vec![None; table.columns.len()];
+    for (name, lit) in names.iter().zip(lits) {
+        let at = position(table, name)?;
+        given[at] = Some(lit);
+        let col = &table.columns[at];
         if !matches!(col.kind, ColumnKind::Regular(_)) {
-            key.insert(name.clone(), primitive(&col.ty, given[name.as_str()], name)?);
+            key[at] = Some(primitive(&col.ty, lit, name)?);
         }
     }
-    let doc = doc_key(table, &key)?;
-    let regular = || table.columns.iter().filter(|c| matches!(c.kind, ColumnKind::Regular(_)));
+    let doc = doc_key_of(table, &mut key)?;
+    let regular = || {
+        let columns = table.columns.iter().zip(&given);
+        columns.filter(|(c, _)| matches!(c.kind, ColumnKind::Regular(_)))
+    };
     let mut out = Vec::new();
     // YugabyteDB packs an INSERT that names exactly every non-key column
     // (`SchemaPacking::CouldPack`, `dockv/schema_packing.cc`; `QLWriteOperation::Apply`,
     // `docdb/cql_operation.cc`), and writes the liveness column only when it does not.
-    let packed = table.packed_rows && regular().all(|c| given.contains_key(c.name.as_str()));
+    let packed = table.packed_rows && regular().all(|(_, lit)| lit.is_some());
     if packed {
         crate::probe::hit("write.packed_row");
         out.push((DocPath::new(doc.clone(), vec![]), packed_row(table, &given, stamp.ttl)?));
@@ -317,10 +306,8 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
         let value = Value { ttl: stamp.ttl, kind: ValueKind::Primitive(Primitive::Null) };
         out.push((liveness, value));
     }
-    for col in regular() {
-        let (ColumnKind::Regular(id), Some(lit)) = (col.kind, given.get(col.name.as_str())) else {
-            continue;
-        };
+    for (col, lit) in regular() {
+        let (ColumnKind::Regular(id), Some(lit)) = (col.kind, lit) else { continue };
         if packed && !col.ty.is_nested() {
             continue; // in the packed row
         }
@@ -330,20 +317,47 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
     Ok(out)
 }
 
-/// The packed row of an INSERT naming every non-key column: each packed column's value
-/// (`None` for null), in the current schema version's order, with the statement's TTL.
-fn packed_row(table: &CqlTable, given: &BTreeMap<&str, &Literal>, ttl: Ttl) -> Result<Value> {
-    let packing = table.packing();
-    let mut columns = Vec::with_capacity(packing.column_ids().len());
-    for &id in packing.column_ids() {
-        let name = table.column_name(id as i32).expect("a packed column is a column");
-        let col = table.column(name).expect("named");
-        columns.push(match given[name] {
-            Literal::Null => None,
-            lit => Some(Value::new(ValueKind::Primitive(primitive(&col.ty, lit, name)?))),
-        });
+/// The position of column `name` in the table.
+fn position(table: &CqlTable, name: &str) -> Result<usize> {
+    match table.columns.iter().position(|c| c.name == name) {
+        Some(at) => Ok(at),
+        None => errinput!("unknown column {name} in table {}", table.name),
     }
-    Ok(Value { ttl, kind: ValueKind::PackedRow(packing.body(&columns)) })
+}
+
+/// The document key of the key columns' values, given by column position (taken).
+fn doc_key_of(table: &CqlTable, key: &mut [Option<Primitive>]) -> Result<DocKey> {
+    let mut take = |name: &str| match key[position(table, name)?].take() {
+        Some(value) => Ok(value),
+        None => errinput!("missing key column {name}"),
+    };
+    let mut doc = DocKey::default();
+    for col in table.hash_columns() {
+        doc.hashed.push(KeyEntry::asc(take(&col.name)?));
+    }
+    for col in table.range_columns() {
+        let ColumnKind::Range(order) = col.kind else { unreachable!("range column") };
+        doc.range.push(KeyEntry { value: take(&col.name)?, order });
+    }
+    Ok(doc)
+}
+
+/// The packed row of an INSERT naming every non-key column (`given`: each column's
+/// literal, by position): each packed column's value (`None` for null), in the current
+/// schema version's order, with the statement's TTL.
+fn packed_row(table: &CqlTable, given: &[Option<&Literal>], ttl: Ttl) -> Result<Value> {
+    let packing = table.packing();
+    let mut slots = Vec::with_capacity(packing.column_ids().len());
+    for &id in packing.column_ids() {
+        let at = table.columns.iter().position(|c| c.kind == ColumnKind::Regular(id as i32));
+        let at = at.expect("a packed column is a column");
+        let (col, lit) = (&table.columns[at], given[at].expect("every column is given"));
+        slots.push(Slot::of(match lit {
+            Literal::Null => None,
+            lit => Some(Value::new(ValueKind::Primitive(primitive(&col.ty, lit, &col.name)?))),
+        }));
+    }
+    Ok(Value { ttl, kind: ValueKind::PackedRow(packing.body_of_slots(&slots)) })
 }
 
 fn regular(table: &CqlTable, name: &str) -> Result<(i32, CqlType)> {
@@ -438,9 +452,10 @@ fn delete(table: &CqlTable, targets: &[DeleteTarget], key: &[Condition]) -> Resu
 
 /// `WHERE` naming every key column with `=`: the row's document key.
 fn full_key(table: &CqlTable, conditions: &[Condition]) -> Result<DocKey> {
-    let mut key = BTreeMap::new();
+    let mut key: Vec<Option<Primitive>> = vec![None; table.columns.len()];
     for cond in conditions {
-        let col = column(table, &cond.column)?;
+        let at = position(table, &cond.column)?;
+        let col = &table.columns[at];
         if matches!(col.kind, ColumnKind::Regular(_)) || cond.op != CmpOp::Eq {
             return errinput!(
                 "WHERE must be `=` on the primary key columns, not {} {}",
@@ -448,9 +463,9 @@ fn full_key(table: &CqlTable, conditions: &[Condition]) -> Result<DocKey> {
                 cond.op.symbol()
             );
         }
-        key.insert(cond.column.clone(), primitive(&col.ty, &cond.value, &cond.column)?);
+        key[at] = Some(primitive(&col.ty, &cond.value, &cond.column)?);
     }
-    doc_key(table, &key)
+    doc_key_of(table, &mut key)
 }
 
 /// The key prefix a SELECT scans (its hash key and the clustering components its `=`
