@@ -276,7 +276,7 @@ impl Log {
         }
         let mut bytes = Vec::new();
         for entry in entries {
-            Record::Entry(entry.clone()).encode(&mut bytes);
+            Record::encode_entry(entry, &mut bytes);
         }
         if let Some(hs) = hard_state {
             Record::HardState(hs).encode(&mut bytes);

@@ -46,34 +46,28 @@ impl fmt::Display for RecordError {
 
 impl Record {
     pub(super) fn encode(&self, out: &mut Vec<u8>) {
-        let mut payload = Vec::new();
-        let kind = match self {
-            Record::Header { seq, prev, hard_state } => {
+        match self {
+            Record::Header { seq, prev, hard_state } => frame(out, KIND_HEADER, |payload| {
                 payload.extend_from_slice(MAGIC);
-                put_u64s(&mut payload, &[*seq, prev.term, prev.index]);
-                put_hard_state(&mut payload, hard_state);
-                KIND_HEADER
-            }
-            Record::Entry(entry) => {
-                put_u64s(&mut payload, &[entry.op_id.term, entry.op_id.index]);
-                payload.extend_from_slice(&entry.data);
-                KIND_ENTRY
-            }
-            Record::HardState(hs) => {
-                put_hard_state(&mut payload, hs);
-                KIND_HARD_STATE
-            }
-            Record::Snapshot(op_id) => {
-                put_u64s(&mut payload, &[op_id.term, op_id.index]);
-                KIND_SNAPSHOT
-            }
-        };
-        let mut crc = crc32c::crc32c(&[kind]);
-        crc = crc32c::crc32c_append(crc, &payload);
-        out.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        out.extend_from_slice(&crc.to_le_bytes());
-        out.push(kind);
-        out.extend_from_slice(&payload);
+                put_u64s(payload, &[*seq, prev.term, prev.index]);
+                put_hard_state(payload, hard_state);
+            }),
+            Record::Entry(entry) => Record::encode_entry(entry, out),
+            Record::HardState(hs) => frame(out, KIND_HARD_STATE, |payload| {
+                put_hard_state(payload, hs);
+            }),
+            Record::Snapshot(op_id) => frame(out, KIND_SNAPSHOT, |payload| {
+                put_u64s(payload, &[op_id.term, op_id.index]);
+            }),
+        }
+    }
+
+    /// [`Record::encode`] of `Record::Entry(entry)`, without owning the entry.
+    pub(super) fn encode_entry(entry: &LogEntry, out: &mut Vec<u8>) {
+        frame(out, KIND_ENTRY, |payload| {
+            put_u64s(payload, &[entry.op_id.term, entry.op_id.index]);
+            payload.extend_from_slice(&entry.data);
+        })
     }
 
     /// Decode the record at `offset`; returns it and the offset after it.
@@ -127,6 +121,19 @@ fn decode_payload(kind: u8, payload: &[u8]) -> Result<Record, String> {
         }
         _ => Err(format!("record kind {kind} with {} payload bytes", payload.len())),
     }
+}
+
+/// Append one record of `kind` to `out`: its header, then the payload `payload` writes
+/// (straight into `out`), the length and checksum filled in afterwards.
+fn frame(out: &mut Vec<u8>, kind: u8, payload: impl FnOnce(&mut Vec<u8>)) {
+    let start = out.len();
+    out.extend_from_slice(&[0; 8]); // length and checksum, known once the payload is in
+    out.push(kind);
+    payload(out);
+    let len = (out.len() - start - HEADER_BYTES) as u32;
+    let crc = crc32c::crc32c(&out[start + 8..]); // over kind and payload
+    out[start..start + 4].copy_from_slice(&len.to_le_bytes());
+    out[start + 4..start + 8].copy_from_slice(&crc.to_le_bytes());
 }
 
 fn put_u64s(out: &mut Vec<u8>, values: &[u64]) {
