@@ -281,18 +281,32 @@ impl DocDb {
     }
 
     /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL. `op_id` is the
-    /// Raft entry carrying the batch; it becomes the frontier, in the same RocksDB batch.
+    /// Raft entry carrying the batch; it becomes the frontier (`db/frontier.rs`).
     pub fn write(
         &self,
         entries: &DocWriteBatch,
         ht: HybridTime,
         op_id: Option<crate::log::OpId>,
     ) -> Result<()> {
-        if self.entity_rows {
-            return self.write_with_entities(entries, ht, op_id);
+        let data_bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let inline = lock(&self.unflushed).inline(op_id, ht, entries.len(), data_bytes);
+        match self.entity_rows {
+            true => self.write_with_entities(entries, ht, inline)?,
+            false => self.write_keyed(entries, ht, inline)?,
         }
+        lock(&self.unflushed).applied(op_id, ht, entries.len(), data_bytes);
+        Ok(())
+    }
+
+    /// [`DocDb::write`] as plain key/value pairs; the batch carries `frontier` if given.
+    fn write_keyed(
+        &self,
+        entries: &DocWriteBatch,
+        ht: HybridTime,
+        frontier: Option<(crate::log::OpId, HybridTime)>,
+    ) -> Result<()> {
         let mut batch = WriteBatch::default();
-        if let Some((op_id, ht)) = self.applied(entries, ht, op_id) {
+        if let Some((op_id, ht)) = frontier {
             batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
         }
         for_each_keyed(entries, ht, |key, value| {
@@ -308,10 +322,10 @@ impl DocDb {
         &self,
         entries: &DocWriteBatch,
         ht: HybridTime,
-        op_id: Option<crate::log::OpId>,
+        frontier: Option<(crate::log::OpId, HybridTime)>,
     ) -> Result<()> {
         let mut batch = crate::entity::EntityBatch::new();
-        if let Some((op_id, ht)) = self.applied(entries, ht, op_id) {
+        if let Some((op_id, ht)) = frontier {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
         }
         for_each_keyed(entries, ht, |key, value| {
@@ -337,18 +351,6 @@ impl DocDb {
         let body = packed::entity_body(version, &columns, (&self.packings, self.plants))
             .map_err(|e| with_key(key, e))?;
         Ok(Some(Value { ttl: value.ttl, kind: ValueKind::PackedRow(body) }))
-    }
-
-    /// Note that `entries` were applied at `ht` as the log's entry `op_id`; the frontier
-    /// their write batch must carry itself, if any (`db/frontier.rs`).
-    fn applied(
-        &self,
-        entries: &DocWriteBatch,
-        ht: HybridTime,
-        op_id: Option<crate::log::OpId>,
-    ) -> Option<(crate::log::OpId, HybridTime)> {
-        let data_bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
-        lock(&self.unflushed).applied(op_id, ht, entries.len(), data_bytes)
     }
 
     /// Write `batch` without RocksDB's WAL (the Raft log is the only log).
@@ -568,7 +570,8 @@ impl DocDb {
 
     /// Flush memtables to SST files and wait; the frontier goes in first.
     pub fn flush(&self) -> Result<()> {
-        if let Some((op_id, ht)) = lock(&self.unflushed).flushing() {
+        let pending = lock(&self.unflushed).pending();
+        if let Some((op_id, ht)) = pending {
             let mut batch = WriteBatch::default();
             batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
             self.write_unlogged(batch)?;
@@ -576,6 +579,7 @@ impl DocDb {
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
         self.db().flush_opt(&opts)?;
+        lock(&self.unflushed).flushed(pending);
         Ok(())
     }
 

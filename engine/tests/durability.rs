@@ -7,7 +7,7 @@ use docsim_engine::canary::Plants;
 use docsim_engine::disk::{Fault, FaultConfig, SimDisk};
 use docsim_engine::{
     DocKey, DocPath, DocWrite, Document, ErrorKind, HybridTime, KeyEntry, MarkerMode, Node,
-    NodeOptions, Primitive, WriteKind,
+    NodeOptions, OpId, Primitive, ValueKind, WriteKind,
 };
 
 fn path(i: u64) -> DocPath {
@@ -164,27 +164,58 @@ fn a_bit_flip_in_synced_data_is_reported_never_cut_or_skipped() {
 
 /// A flush RocksDB starts by itself (the memtable full) makes data durable without the
 /// engine's flush, which writes the frontier (`db/frontier.rs`): the frontier read back
-/// must still be exactly the last entry whose data survived, never an older one.
+/// must still be exactly the last entry whose data survived, never an older one. In both
+/// write paths: plain key/value batches and the entity layout's.
 #[test]
 fn a_flush_rocksdb_starts_itself_carries_the_frontier_of_its_data() {
-    use docsim_engine::{DocDb, DocWriteBatch, OpId, StorageConfig, Value, ValueKind};
-    let dir = scratch("self-flush");
-    let storage = StorageConfig { memtable_mib: 1, ..StorageConfig::default() };
-    let at = |i: u64| HybridTime::from_micros(1000 + i);
-    let body = Primitive::String("x".repeat(4000));
-    let entries = 1_000u64; // 4 MB: the 1 MiB memtable fills at least twice
+    for entity_rows in [false, true] {
+        let dir = scratch(&format!("self-flush-{entity_rows}"));
+        let entries = 1_000u64; // 4 MB: the 1 MiB memtable fills at least twice
+        {
+            let db = small_memtable_db(&dir, entity_rows);
+            for i in 1..=entries {
+                let mut batch = docsim_engine::DocWriteBatch::new();
+                let body = Primitive::String("x".repeat(4000));
+                batch.push(&path(i), &docsim_engine::Value::new(ValueKind::Primitive(body)));
+                db.write(&batch, at(i), Some(OpId::new(1, i))).expect("write");
+            }
+        } // closed without the engine's flush: only what RocksDB flushed by itself is kept
+        let db = small_memtable_db(&dir, entity_rows);
+        let frontier = db.opened_frontier().op_id.index;
+        let present = |i: u64| db.get(&path(i), at(entries), None).expect("read").is_some();
+        assert!(frontier > 0, "RocksDB flushed by itself, the frontier with it ({entity_rows})");
+        assert!((1..=frontier).all(present), "every entry up to the frontier {frontier} is kept");
+        assert!(frontier == entries || !present(frontier + 1), "{frontier} is the last");
+    }
+}
+
+/// A configuration entry writes the frontier itself, after data entries that left theirs
+/// pending: the next flush must keep the configuration's, not put the older one back.
+#[test]
+fn a_flush_after_a_configuration_entry_keeps_its_frontier() {
+    let dir = scratch("conf-frontier");
     {
-        let db = DocDb::open_in(&dir, None, Plants::NONE, storage).expect("open");
-        for i in 1..=entries {
-            let mut batch = DocWriteBatch::new();
-            batch.push(&path(i), &Value::new(ValueKind::Primitive(body.clone())));
-            db.write(&batch, at(i), Some(OpId::new(1, i))).expect("write");
-        }
-    } // closed without the engine's flush: only what RocksDB flushed by itself is kept
-    let db = DocDb::open_in(&dir, None, Plants::NONE, storage).expect("reopen");
-    let frontier = db.opened_frontier().op_id.index;
-    let present = |i: u64| db.get(&path(i), at(entries), None).expect("read").is_some();
-    assert!(frontier > 0, "RocksDB flushed by itself, and the frontier went with the data");
-    assert!((1..=frontier).all(present), "every entry up to the frontier {frontier} is kept");
-    assert!(frontier == entries || !present(frontier + 1), "the frontier {frontier} is the last");
+        let db = small_memtable_db(&dir, false);
+        let mut batch = docsim_engine::DocWriteBatch::new();
+        batch.push(&path(1), &docsim_engine::Value::new(ValueKind::Primitive(Primitive::Int64(1))));
+        db.write(&batch, at(9), Some(OpId::new(1, 9))).expect("write");
+        db.write_conf(b"conf", OpId::new(1, 10), at(9)).expect("configuration");
+        db.flush().expect("flush");
+    }
+    let db = small_memtable_db(&dir, false);
+    assert_eq!(db.opened_frontier().op_id, OpId::new(1, 10));
+    assert_eq!(db.durable_conf().expect("read"), Some(b"conf".to_vec()));
+}
+
+fn at(i: u64) -> HybridTime {
+    HybridTime::from_micros(1000 + i)
+}
+
+/// An engine instance in real files with a 1 MiB memtable, its packed rows stored as
+/// entities if `entity_rows`.
+fn small_memtable_db(dir: &std::path::Path, entity_rows: bool) -> docsim_engine::DocDb {
+    let storage = docsim_engine::StorageConfig { memtable_mib: 1, ..Default::default() };
+    let mut db = docsim_engine::DocDb::open_in(dir, None, Plants::NONE, storage).expect("open");
+    db.set_packings(Default::default(), entity_rows);
+    db
 }

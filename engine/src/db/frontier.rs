@@ -11,8 +11,15 @@
 //!
 //! RocksDB also flushes by itself when the memtable fills up. The simulator chooses every
 //! flush and never writes that much, but in case it happens: once the bytes written since
-//! the last flush pass an eighth of the memtable, every write batch carries the frontier
-//! again, so whatever a flush makes durable has its frontier beside it.
+//! the last flush (counted from the data, at least what the memtable spends on them) pass
+//! half the memtable, every write batch carries the frontier again, so whatever a flush
+//! makes durable has its frontier beside it. RocksDB flushes by itself only near a full
+//! memtable (`MemTable::ShouldFlushNow`: allocated bytes near `write_buffer_size`; an
+//! arena block is an eighth of it).
+//!
+//! The frontier moves only after a write succeeded, and is cleared only after the flush
+//! that wrote it succeeded: a failed write never lends its entry to the frontier, and a
+//! failed flush leaves it pending for the next.
 
 use crate::hybrid_time::HybridTime;
 use crate::log::OpId;
@@ -29,44 +36,68 @@ pub(super) struct Unflushed {
     frontier: Option<(OpId, HybridTime)>,
     /// Bytes written since the last flush, counted from the data alone.
     written_bytes: usize,
-    /// Above this many bytes every write batch carries the frontier.
+    /// Above this many bytes (half the memtable) every write batch carries the frontier.
     inline_above_bytes: usize,
 }
 
 impl Unflushed {
     /// Nothing pending, for a memtable of `memtable_bytes`.
     pub(super) fn new(memtable_bytes: usize) -> Unflushed {
-        Unflushed { frontier: None, written_bytes: 0, inline_above_bytes: memtable_bytes / 8 }
+        Unflushed { frontier: None, written_bytes: 0, inline_above_bytes: memtable_bytes / 2 }
     }
 
-    /// A write batch of `entries` entries holding `data_bytes` key and value bytes was
-    /// applied as entry `op_id` (if it came from the log) at `ht`. Returns the frontier the
-    /// batch itself must carry, if the memtable is too full to wait for the flush.
+    /// The frontier a write batch applying entry `op_id` (if it came from the log) at `ht`
+    /// must carry itself, with `entries` entries of `data_bytes` key and value bytes: when
+    /// the memtable would be too full to wait for the flush.
+    pub(super) fn inline(
+        &self,
+        op_id: Option<OpId>,
+        ht: HybridTime,
+        entries: usize,
+        data_bytes: usize,
+    ) -> Option<(OpId, HybridTime)> {
+        let full = self.written_bytes + cost_bytes(entries, data_bytes) > self.inline_above_bytes;
+        op_id.filter(|_| full).map(|op_id| (op_id, ht))
+    }
+
+    /// That batch was written: its entry is the frontier now.
     pub(super) fn applied(
         &mut self,
         op_id: Option<OpId>,
         ht: HybridTime,
         entries: usize,
         data_bytes: usize,
-    ) -> Option<(OpId, HybridTime)> {
-        self.written_bytes += data_bytes + entries * ENTRY_OVERHEAD_BYTES;
-        let op_id = op_id?;
-        self.frontier = Some((op_id, ht));
-        (self.written_bytes > self.inline_above_bytes).then_some((op_id, ht))
+    ) {
+        self.written_bytes += cost_bytes(entries, data_bytes);
+        if let Some(op_id) = op_id {
+            self.frontier = Some((op_id, ht));
+        }
     }
 
-    /// A batch wrote the frontier `(op_id, ht)` itself: a later flush must not put an
-    /// older one over it.
+    /// A batch holding the frontier `(op_id, ht)` itself was written: a later flush must
+    /// not put an older one over it.
     pub(super) fn written(&mut self, op_id: OpId, ht: HybridTime) {
         self.frontier = Some((op_id, ht));
     }
 
-    /// A flush begins: the frontier to put into the memtable first, if any. Counting
-    /// starts again.
-    pub(super) fn flushing(&mut self) -> Option<(OpId, HybridTime)> {
-        self.written_bytes = 0;
-        self.frontier.take()
+    /// A flush begins: the frontier to put into the memtable first, if any.
+    pub(super) fn pending(&self) -> Option<(OpId, HybridTime)> {
+        self.frontier
     }
+
+    /// The flush that wrote `pending` succeeded: nothing newer is pending unless applied
+    /// since, and counting starts again.
+    pub(super) fn flushed(&mut self, pending: Option<(OpId, HybridTime)>) {
+        if self.frontier == pending {
+            self.frontier = None;
+        }
+        self.written_bytes = 0;
+    }
+}
+
+/// What a batch costs the memtable, counted generously.
+fn cost_bytes(entries: usize, data_bytes: usize) -> usize {
+    data_bytes + entries * ENTRY_OVERHEAD_BYTES
 }
 
 #[cfg(test)]
@@ -77,36 +108,53 @@ mod tests {
         Some(OpId::new(1, index))
     }
 
+    /// Apply one batch as the engine does: ask, write, record.
+    fn apply(u: &mut Unflushed, op_id: Option<OpId>, data_bytes: usize) -> bool {
+        let ht = HybridTime::from_micros(5);
+        let inline = u.inline(op_id, ht, 1, data_bytes).is_some();
+        u.applied(op_id, ht, 1, data_bytes);
+        inline
+    }
+
     #[test]
     fn the_frontier_waits_for_the_flush_and_is_the_last_applied() {
         let mut unflushed = Unflushed::new(64 << 20);
         let ht = HybridTime::from_micros;
-        assert_eq!(unflushed.applied(op(1), ht(10), 2, 100), None);
-        assert_eq!(unflushed.applied(None, ht(11), 1, 10), None, "not from the log");
-        assert_eq!(unflushed.applied(op(2), ht(12), 1, 10), None);
-        assert_eq!(unflushed.flushing(), Some((OpId::new(1, 2), ht(12))));
-        assert_eq!(unflushed.flushing(), None, "written once");
+        unflushed.applied(op(1), ht(10), 2, 100);
+        unflushed.applied(None, ht(11), 1, 10); // not from the log
+        unflushed.applied(op(2), ht(12), 1, 10);
+        let pending = unflushed.pending();
+        assert_eq!(pending, Some((OpId::new(1, 2), ht(12))));
+        assert_eq!(unflushed.pending(), pending, "kept until the flush succeeds");
+        unflushed.flushed(pending);
+        assert_eq!(unflushed.pending(), None, "written once");
     }
 
     #[test]
-    fn a_frontier_written_directly_is_never_overwritten_by_an_older_one() {
+    fn a_frontier_is_only_what_was_written_and_only_cleared_once_flushed() {
         let mut unflushed = Unflushed::new(64 << 20);
         let ht = HybridTime::from_micros;
         unflushed.applied(op(3), ht(10), 1, 10);
         unflushed.written(OpId::new(2, 9), ht(20)); // a snapshot installed
-        assert_eq!(unflushed.flushing(), Some((OpId::new(2, 9), ht(20))));
+        assert_eq!(unflushed.pending(), Some((OpId::new(2, 9), ht(20))));
+        // Asking whether a batch must carry it changes nothing (the write may fail).
+        assert_eq!(unflushed.inline(op(10), ht(30), 1, 10), None);
+        assert_eq!(unflushed.pending(), Some((OpId::new(2, 9), ht(20))));
+        // An entry applied while a flush ran stays pending after it.
+        let pending = unflushed.pending();
+        unflushed.applied(op(11), ht(31), 1, 10);
+        unflushed.flushed(pending);
+        assert_eq!(unflushed.pending(), Some((OpId::new(1, 11), ht(31))));
     }
 
     #[test]
     fn a_filling_memtable_puts_the_frontier_in_every_batch() {
-        let mut unflushed = Unflushed::new(8 << 10); // an eighth: 1 KiB
-        let ht = HybridTime::from_micros(5);
-        let with = |u: &mut Unflushed, i| u.applied(op(i), ht, 1, 100).is_some();
-        let inline: Vec<bool> = (1..=8).map(|i| with(&mut unflushed, i)).collect();
+        let mut unflushed = Unflushed::new(2 << 10); // half: 1 KiB
+        let inline: Vec<bool> = (1..=8).map(|i| apply(&mut unflushed, op(i), 100)).collect();
         // 164 bytes a batch: the seventh passes 1,024.
         assert_eq!(inline, [false, false, false, false, false, false, true, true]);
-        assert_eq!(unflushed.applied(None, ht, 1, 100), None, "no entry, no frontier");
-        unflushed.flushing();
-        assert!(!with(&mut unflushed, 9), "counting starts again after a flush");
+        assert!(!apply(&mut unflushed, None, 100), "no entry, no frontier");
+        unflushed.flushed(unflushed.pending());
+        assert!(!apply(&mut unflushed, op(9), 100), "counting starts again after a flush");
     }
 }

@@ -33,8 +33,9 @@ impl DocDb {
         let mut batch = WriteBatch::default();
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
         batch.put(CONF_KEY, conf);
+        self.write_unlogged(batch)?;
         super::lock(&self.unflushed).written(op_id, ht);
-        self.write_unlogged(batch)
+        Ok(())
     }
 
     /// The configuration as of the flushed frontier (what [`DocDb::write_conf`] wrote).
@@ -85,8 +86,8 @@ impl DocDb {
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
         batch.put(CONF_KEY, conf);
         batch.put(SNAPSHOT_KEY, encode_u64s(&[op_id.term, op_id.index]));
-        super::lock(&self.unflushed).written(op_id, ht);
         self.write_unlogged(batch)?;
+        super::lock(&self.unflushed).written(op_id, ht);
         self.flush()?;
         self.history_cutoff_ht = cutoff;
         Ok(())
