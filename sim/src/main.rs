@@ -12,9 +12,31 @@ use std::process::ExitCode;
 
 /// The engine's write and read paths allocate small objects at a high rate; glibc's
 /// allocator was a quarter of a benchmark's time (YugabyteDB links tcmalloc for the same
-/// reason). Allocation addresses steer nothing, so determinism is unaffected.
+/// reason). Allocation addresses steer nothing, so determinism is unaffected. See
+/// [`never_purge`] for the one setting that keeps the allocator off madsim's clock.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+/// mimalloc's option `purge_delay`: its position in `mi_option_e` (`mimalloc.h` of the
+/// mimalloc v3 that libmimalloc-sys 0.1.49 builds; the crate exports no constant for it).
+const MI_OPTION_PURGE_DELAY: std::ffi::c_int = 15;
+
+extern "C" {
+    fn mi_option_set(option: std::ffi::c_int, value: std::ffi::c_long);
+    fn mi_option_get(option: std::ffi::c_int) -> std::ffi::c_long;
+}
+
+/// Never hand freed memory back to the OS. mimalloc schedules those purges by reading
+/// `clock_gettime`, which madsim answers with simulated time inside a simulation — and
+/// from inside a free, where madsim's own context may be borrowed (a panic in an
+/// `extern "C"` function: an abort). With purging off, an allocation never reads a clock;
+/// freed memory is still reused.
+fn never_purge() {
+    // SAFETY: plain option setters of the linked mimalloc, called before any thread starts.
+    unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, -1) };
+    // SAFETY: as above.
+    assert_eq!(unsafe { mi_option_get(MI_OPTION_PURGE_DELAY) }, -1, "mimalloc purge_delay");
+}
 
 #[derive(Parser)]
 #[command(
@@ -413,6 +435,7 @@ fn replicated(
 }
 
 fn main() -> ExitCode {
+    never_purge();
     match Cli::parse().command {
         Command::Script { file, data_dir, plant } => script(&file, data_dir, plant),
         Command::Run { run: args, .. } | Command::Replay { run: args } if args.replicas > 1 => {
