@@ -61,12 +61,13 @@
 //! **Raft and durability** (`tablet`, `replica`, `log`, `replay`, [`disk`]): a write is
 //! one Raft entry — proposed to raft-rs, appended to the tablet's own segmented log of
 //! CRC-32C records and synced, committed, applied to RocksDB (whose WAL is off), then
-//! acknowledged. Applying an entry also writes its op id as the *frontier*, in the same
-//! RocksDB batch, so the frontier RocksDB holds after a crash is exactly the last entry
-//! whose data is durable; bootstrap re-applies exactly the committed entries above it,
-//! skipping whole log segments below it, and log GC deletes only segments wholly below
-//! min(frontier, committed) + 1. The log lives on a seeded simulated disk whose crashes
-//! drop unsynced data and may tear it; a torn tail is cut, corruption is reported.
+//! acknowledged. The last applied entry's op id is the *frontier*, put into the memtable
+//! just before each flush (`db/frontier.rs`), so the frontier RocksDB holds after a crash
+//! is exactly the last entry whose data is durable; bootstrap re-applies exactly the
+//! committed entries above it, skipping whole log segments below it, and log GC deletes
+//! only segments wholly below min(frontier, committed) + 1. The log lives on a seeded
+//! simulated disk whose crashes drop unsynced data and may tear it; a torn tail is cut,
+//! corruption is reported.
 //!
 //! **The node** ([`Node`]) is the engine's API: it owns the tablets (the document tablet
 //! and one per CQL table), the table metadata, the simulated disk and the power (crash,

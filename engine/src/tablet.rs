@@ -1,8 +1,9 @@
 //! A tablet: one DocDB instance, its Raft replica, and its table properties (the default
 //! TTL). Every write is one Raft entry carrying one batch at one hybrid time: appended to
-//! the log, synced, committed, applied to RocksDB (with the entry's op id as the frontier,
-//! in the same RocksDB batch), then acknowledged. Write times are not required to
-//! increase: docscript lets tests write at any hybrid time to build exact file layouts.
+//! the log, synced, committed, applied to RocksDB (the entry's op id becomes the frontier,
+//! which the next flush makes durable with the data), then acknowledged. Write times are
+//! not required to increase: docscript lets tests write at any hybrid time to build exact
+//! file layouts.
 //!
 //! **Bootstrap** ([`Tablet::open_with_log`]): open RocksDB and read the flushed frontier
 //! F stored with the data; open the log from the segment holding F+1; re-apply exactly
