@@ -219,3 +219,25 @@ fn small_memtable_db(dir: &std::path::Path, entity_rows: bool) -> docsim_engine:
     db.set_packings(Default::default(), entity_rows);
     db
 }
+
+/// A write that fails (here a packed row the entity layout cannot store: its schema
+/// version has no packing) never lends its entry to the frontier the next flush writes.
+#[test]
+fn a_failed_write_does_not_move_the_frontier() {
+    use docsim_engine::{encoding::SchemaPacking, Value};
+    let dir = scratch("failed-write-frontier");
+    {
+        let db = small_memtable_db(&dir, true);
+        let mut good = docsim_engine::DocWriteBatch::new();
+        good.push(&path(1), &Value::new(ValueKind::Primitive(Primitive::Int64(1))));
+        db.write(&good, at(1), Some(OpId::new(1, 1))).expect("write");
+        let unknown = SchemaPacking::new(7, vec![10]).expect("one column");
+        let body = unknown.body(&[Some(Value::new(ValueKind::Primitive(Primitive::Int32(1))))]);
+        let mut bad = docsim_engine::DocWriteBatch::new();
+        bad.push(&path(2), &Value::new(ValueKind::PackedRow(body)));
+        db.write(&bad, at(2), Some(OpId::new(1, 2))).expect_err("no packing for version 7");
+        db.flush().expect("flush");
+    }
+    let db = small_memtable_db(&dir, true);
+    assert_eq!(db.opened_frontier().op_id, OpId::new(1, 1), "the failed entry 2 is not in");
+}
