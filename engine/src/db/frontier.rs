@@ -148,6 +148,15 @@ mod tests {
     }
 
     #[test]
+    fn each_entry_costs_its_overhead_and_only_passing_half_the_memtable_counts() {
+        let unflushed = Unflushed::new(2 << 10); // half: 1,024
+        let ht = HybridTime::from_micros(5);
+        // 10 entries of 384 data bytes in all: 384 + 10 * 64 = 1,024, not past half.
+        assert_eq!(unflushed.inline(op(1), ht, 10, 384), None);
+        assert_eq!(unflushed.inline(op(1), ht, 10, 385), Some((OpId::new(1, 1), ht)));
+    }
+
+    #[test]
     fn a_filling_memtable_puts_the_frontier_in_every_batch() {
         let mut unflushed = Unflushed::new(2 << 10); // half: 1 KiB
         let inline: Vec<bool> = (1..=8).map(|i| apply(&mut unflushed, op(i), 100)).collect();
