@@ -200,6 +200,7 @@ fn a_roll_that_fails_leaves_no_segment_without_a_header() {
     let mut log = filled(&d, 3, 200); // about 200-byte segments
     let mut next = 4;
     while log.segments().last().unwrap().bytes < 200 {
+        assert!(next < 100, "appends must grow the active segment");
         log.append(&[entry(1, next, &[1; 40])], None).unwrap();
         log.sync().unwrap();
         next += 1;
