@@ -290,35 +290,14 @@ impl DocDb {
     ) -> Result<()> {
         let data_bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
         let inline = lock(&self.unflushed).inline(op_id, ht, entries.len(), data_bytes);
-        match self.entity_rows {
-            true => self.write_with_entities(entries, ht, inline)?,
-            false => self.write_keyed(entries, ht, inline)?,
-        }
+        self.write_batch(entries, ht, inline)?;
         lock(&self.unflushed).applied(op_id, ht, entries.len(), data_bytes);
         Ok(())
     }
 
-    /// [`DocDb::write`] as plain key/value pairs; the batch carries `frontier` if given.
-    fn write_keyed(
-        &self,
-        entries: &DocWriteBatch,
-        ht: HybridTime,
-        frontier: Option<(crate::log::OpId, HybridTime)>,
-    ) -> Result<()> {
-        let mut batch = WriteBatch::default();
-        if let Some((op_id, ht)) = frontier {
-            batch.put(FRONTIER_KEY, peer_state::encode_frontier(op_id, ht));
-        }
-        for_each_keyed(entries, ht, |key, value| {
-            batch.put(key, value);
-            Ok(())
-        })?;
-        self.write_unlogged(batch)
-    }
-
-    /// [`DocDb::write`] for the entity layout: a packed row goes in as an entity
-    /// (`db/packed.rs`), in the same RocksDB batch as the rest.
-    fn write_with_entities(
+    /// [`DocDb::write`]'s one RocksDB batch, carrying `frontier` if given. In the entity
+    /// layout a packed row goes in as an entity (`db/packed.rs`), in the same batch.
+    fn write_batch(
         &self,
         entries: &DocWriteBatch,
         ht: HybridTime,
@@ -329,7 +308,13 @@ impl DocDb {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
         }
         for_each_keyed(entries, ht, |key, value| {
-            match packed::entity_columns(value, &self.packings).map_err(|e| with_key(key, e))? {
+            let columns = match self.entity_rows {
+                true => {
+                    packed::entity_columns(value, &self.packings).map_err(|e| with_key(key, e))?
+                }
+                false => None,
+            };
+            match columns {
                 Some(columns) => {
                     let columns: Vec<(&[u8], &[u8])> =
                         columns.iter().map(|(n, v)| (&n[..], &v[..])).collect();
