@@ -47,19 +47,18 @@ pub(crate) fn hit(name: &'static str) {
 
 /// Count `n` hits of `name` on this thread.
 pub(crate) fn add(name: &'static str, n: u64) {
-    debug_assert!(KNOWN.binary_search(&name).is_ok(), "unknown probe {name}");
     if n > 0 {
         COUNTS.with(|c| *c.borrow_mut().entry(name).or_default() += n);
     }
 }
 
-/// This thread's counts since the last `take`, resetting them.
+/// This thread's counts since the last `take`, resetting them. Every name counted must
+/// be a known probe (checked here rather than at every hit, which reads run often).
 pub fn take() -> BTreeMap<String, u64> {
-    COUNTS
-        .with(|c| std::mem::take(&mut *c.borrow_mut()))
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect()
+    let counts = COUNTS.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let unknown = counts.keys().find(|name| KNOWN.binary_search(name).is_err());
+    assert!(unknown.is_none(), "unknown probe {unknown:?}");
+    counts.into_iter().map(|(k, v)| (k.to_string(), v)).collect()
 }
 
 #[cfg(test)]
@@ -67,5 +66,16 @@ mod tests {
     #[test]
     fn the_known_probes_are_sorted_and_distinct() {
         assert!(super::KNOWN.windows(2).all(|w| w[0] < w[1]), "{:?}", super::KNOWN);
+    }
+
+    /// A misspelt probe is found when the counts are taken, known ones pass.
+    #[test]
+    fn taking_counts_refuses_an_unknown_probe() {
+        super::hit("read.packed_row");
+        assert_eq!(super::take().get("read.packed_row"), Some(&1));
+        super::hit("read.packed_rows");
+        let taken = std::panic::catch_unwind(super::take);
+        let message = *taken.expect_err("an unknown probe").downcast::<String>().expect("text");
+        assert_eq!(message, "unknown probe Some(\"read.packed_rows\")");
     }
 }
