@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 mod frontier;
 mod packed;
+pub(crate) use packed::PackedCells;
 mod peer_state;
 pub use peer_state::Export;
 
@@ -482,41 +483,37 @@ impl DocDb {
     }
 
     /// Every document whose key starts with `prefix` (e.g. one hash key's rows), each with
-    /// the entries a read at `read_ht` needs, in key order.
-    pub fn scan_documents(
+    /// what a read with `read` needs of it, in key order.
+    pub(crate) fn scan_documents(
         &self,
         prefix: &[u8],
-        read_ht: HybridTime,
-    ) -> Result<Vec<(DocKey, Vec<DocEntry>)>> {
+        read: &ReadConfig,
+    ) -> Result<Vec<(DocKey, DocRead)>> {
         let mut it = self.prefix_iterator(prefix, false);
-        let mut out: Vec<(DocKey, Vec<DocEntry>)> = Vec::new();
-        let (mut current, mut needed) = (Vec::new(), NeededAt::new(read_ht));
-        // Whether the current document held a packed row (its entries need sorting).
-        let mut packed = false;
+        let mut docs = Documents::default();
+        let mut needed = NeededAt::new(read.read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
                 break; // only without an upper bound (a prefix of 0xff bytes)
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if needed.needed(key, value, doc_len)? {
-                if key[..doc_len] != current[..] {
-                    sort_if_packed(&mut out, std::mem::take(&mut packed));
-                    current = key[..doc_len].to_vec();
-                    let (doc, _) = DocKey::decode(&current).map_err(|e| with_key(key, e))?;
-                    out.push((doc, Vec::new()));
+                if key[..doc_len] != docs.current[..] {
+                    docs.finish(read);
+                    docs.start(key, doc_len)?;
                 }
-                let (doc, entries) = out.last_mut().expect("pushed above");
-                let mut entry = decode_doc_entry(key, doc_len, doc.is_table_key(), value)?;
+                let table_key = docs.out.last().expect("started above").0.is_table_key();
+                let mut entry = decode_doc_entry(key, doc_len, table_key, value)?;
                 if let Some(packed) = self.entity_as_packed(key, &entry.value, &it)? {
                     entry.value = packed;
                 }
-                packed |= packed::push_entry(entry, (&self.packings, self.plants), key, entries)?;
+                docs.add(packed::scanned(entry, (&self.packings, self.plants), key)?);
             }
             it.next();
         }
         it.status().map_err(Error::Storage)?;
-        sort_if_packed(&mut out, packed);
-        Ok(out)
+        docs.finish(read);
+        Ok(docs.out)
     }
 
     /// The subdocument at `path` as of `read_ht`, with the table default TTL.
@@ -774,10 +771,72 @@ fn for_each_keyed(
     Ok(())
 }
 
-/// Put the last document's entries back in key order after a packed row's expansion.
-fn sort_if_packed(docs: &mut [(DocKey, Vec<DocEntry>)], packed: bool) {
-    if let (true, Some((_, entries))) = (packed, docs.last_mut()) {
-        entries.sort_by(DocEntry::key_cmp);
+/// What a read needs of one document.
+pub(crate) enum DocRead {
+    /// Its entries in key order, packed rows expanded (`reader.rs` reads them).
+    Entries(Vec<DocEntry>),
+    /// The row a packed row read alone stands for ([`packed::PackedRead::alone`]).
+    Packed(PackedCells),
+}
+
+/// The documents of a scan as it goes: the last one's key, and its packed row while it is
+/// the only entry seen (it is expanded as soon as another one comes).
+#[derive(Default)]
+struct Documents {
+    out: Vec<(DocKey, DocRead)>,
+    current: Vec<u8>,
+    held: Option<packed::PackedRead>,
+    /// The last document's entries include an expanded packed row (they need sorting).
+    packed: bool,
+}
+
+impl Documents {
+    /// Start the document whose key is `key[..doc_len]`.
+    fn start(&mut self, key: &[u8], doc_len: usize) -> Result<()> {
+        self.current.clear();
+        self.current.extend_from_slice(&key[..doc_len]);
+        let (doc, _) = DocKey::decode(&self.current).map_err(|e| with_key(key, e))?;
+        self.out.push((doc, DocRead::Entries(Vec::new())));
+        Ok(())
+    }
+
+    fn entries(&mut self) -> &mut Vec<DocEntry> {
+        match &mut self.out.last_mut().expect("a document started").1 {
+            DocRead::Entries(entries) => entries,
+            DocRead::Packed(_) => unreachable!("a finished document takes no entries"),
+        }
+    }
+
+    /// Add a needed entry of the last document.
+    fn add(&mut self, scanned: packed::Scanned) {
+        if let Some(held) = self.held.take() {
+            held.expand(self.entries());
+            self.packed = true;
+        }
+        match scanned {
+            packed::Scanned::Packed(row) if self.entries().is_empty() => self.held = Some(row),
+            packed::Scanned::Packed(row) => {
+                row.expand(self.entries());
+                self.packed = true;
+            }
+            packed::Scanned::Entry(entry) => self.entries().push(entry),
+        }
+    }
+
+    /// Finish the last document: a packed row alone becomes its row, or is expanded.
+    fn finish(&mut self, read: &ReadConfig) {
+        if let Some(held) = self.held.take() {
+            match held.alone(read) {
+                Ok(cells) => self.out.last_mut().expect("held in one").1 = DocRead::Packed(cells),
+                Err(held) => {
+                    held.expand(self.entries());
+                    self.packed = true;
+                }
+            }
+        }
+        if std::mem::take(&mut self.packed) {
+            self.entries().sort_by(DocEntry::key_cmp);
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 use super::ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
 use super::json::parse_json;
 use super::schema::{ColumnKind, CqlTable, CqlType};
+use crate::db::{DocRead, PackedCells};
 use crate::doc_write::{expand, DocWrite, WriteKind};
 use crate::document::Document;
 use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Slot, Ttl, Value, ValueKind};
@@ -523,11 +524,9 @@ fn select(
     conditions: &[Condition],
     ht: HybridTime,
 ) -> Result<Vec<Row>> {
-    let names: Vec<String> = match columns {
-        None => table.columns.iter().map(|col| col.name.clone()).collect(),
-        Some(names) => {
-            names.iter().map(|n| Ok(column(table, n)?.name.clone())).collect::<Result<_>>()?
-        }
+    let projected: Vec<&super::Column> = match columns {
+        None => table.columns.iter().collect(),
+        Some(names) => names.iter().map(|n| column(table, n)).collect::<Result<_>>()?,
     };
     let (hash, ranges) = selection(table, conditions)?;
     let mut out = Vec::new();
@@ -536,7 +535,7 @@ fn select(
             op.holds(KeyEntry::asc(doc.range[*i].value.clone()).cmp(&KeyEntry::asc(v.clone())))
         });
         if in_range && row_exists(table, &row) {
-            out.push(project_row(table, &names, &doc, &row));
+            out.push(project_row(table, &projected, &doc, &row));
         }
     }
     Ok(out)
@@ -544,26 +543,40 @@ fn select(
 
 /// Every row whose key starts with `key` (a hash key and leading clustering components),
 /// in clustering order, read at `ht`.
-fn read_rows(tablet: &Tablet, key: &DocKey, ht: HybridTime) -> Result<Vec<(DocKey, Document)>> {
+fn read_rows(tablet: &Tablet, key: &DocKey, ht: HybridTime) -> Result<Vec<(DocKey, RowRead)>> {
     tablet.db().check_read_time(ht)?;
     let mut prefix = key.encode();
     prefix.pop(); // the range group's closing `!`: every row with these leading components
     let mut rows = Vec::new();
     let read = tablet.db().read_config(ht, tablet.table_ttl_ms());
-    for (doc, entries) in tablet.db().scan_documents(&prefix, ht)? {
-        let root = DocPath::new(doc.clone(), vec![]);
-        if let Some(row) = read_subdocument(entries, &root, read) {
-            rows.push((doc, row));
+    for (doc, scanned) in tablet.db().scan_documents(&prefix, &read)? {
+        match scanned {
+            DocRead::Packed(cells) => rows.push((doc, RowRead::Packed(cells))),
+            DocRead::Entries(entries) => {
+                let root = DocPath::new(doc.clone(), vec![]);
+                if let Some(row) = read_subdocument(entries, &root, read) {
+                    rows.push((doc, RowRead::Document(row)));
+                }
+            }
         }
     }
     Ok(rows)
 }
 
+/// A row as read: the document the reader made of its entries, or the columns of a packed
+/// row read alone (its liveness column makes it exist).
+enum RowRead {
+    Document(Document),
+    Packed(PackedCells),
+}
+
 /// Whether a row exists: its liveness column, or a column of the current schema holding
 /// something. A dropped column's values stay stored under an id no column has (a rule of
 /// docsim's: they count no more than they show).
-fn row_exists(table: &CqlTable, row: &Document) -> bool {
-    let Document::Object(map) = row else { return false };
+fn row_exists(table: &CqlTable, row: &RowRead) -> bool {
+    let RowRead::Document(Document::Object(map)) = row else {
+        return matches!(row, RowRead::Packed(_));
+    };
     let current = |id: i32| table.column_name(id).is_some();
     map.iter().any(|(k, v)| match (&k.value, v) {
         (Primitive::SystemColumnId(0), _) => true,
@@ -573,11 +586,10 @@ fn row_exists(table: &CqlTable, row: &Document) -> bool {
     })
 }
 
-fn project_row(table: &CqlTable, names: &[String], doc: &DocKey, row: &Document) -> Row {
-    let Document::Object(map) = row else { unreachable!("rows that exist are objects") };
-    let mut out = Vec::with_capacity(names.len());
-    for name in names {
-        let col = table.column(name).expect("validated");
+fn project_row(table: &CqlTable, columns: &[&super::Column], doc: &DocKey, row: &RowRead) -> Row {
+    let mut out = Vec::with_capacity(columns.len());
+    for col in columns {
+        let name = &col.name;
         let cell = match col.kind {
             ColumnKind::Hash => {
                 let at = table.hash_key.iter().position(|n| n == name).expect("hash");
@@ -587,9 +599,17 @@ fn project_row(table: &CqlTable, names: &[String], doc: &DocKey, row: &Document)
                 let at = table.range_key.iter().position(|n| n == name).expect("range");
                 Cell::Value(doc.range[at].value.clone())
             }
-            ColumnKind::Regular(id) => {
-                cell(&col.ty, map.get(&KeyEntry::asc(Primitive::ColumnId(id))))
-            }
+            ColumnKind::Regular(id) => match row {
+                RowRead::Document(Document::Object(map)) => {
+                    cell(&col.ty, map.get(&KeyEntry::asc(Primitive::ColumnId(id))))
+                }
+                RowRead::Document(_) => unreachable!("rows that exist are objects"),
+                RowRead::Packed(cells) => {
+                    let value = cells.iter().find(|(at, _)| *at as i32 == id);
+                    let value = value.map(|(_, p)| Document::Primitive(p.clone()));
+                    cell(&col.ty, value.as_ref())
+                }
+            },
         };
         out.push((name.clone(), cell));
     }

@@ -26,10 +26,12 @@
 
 use super::with_key;
 use crate::canary::{Plant, Plants};
-use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Ttl, Value, ValueKind};
+use crate::encoding::ValueKind;
+use crate::encoding::{unpack, KeyEntry, PackedColumns, Packings, Primitive, Slot, Ttl, Value};
 use crate::entity::Column;
 use crate::error::{DecodeError, Result};
-use crate::reader::DocEntry;
+use crate::hybrid_time::DocHybridTime;
+use crate::reader::{DocEntry, ReadConfig};
 
 /// The entity layout: if `value` (encoded) is a packed row, the columns of the entity
 /// that stores it ([`crate::encoding::SchemaPacking::entity_columns`]); else `None`.
@@ -75,47 +77,116 @@ pub(super) fn entity_body(
     Ok(packing.body_of_slots(&slots))
 }
 
-/// Push `entry`, or the entries it stands for if it is a packed row at a document root;
-/// `key` is its stored key, for errors. Returns whether it was a packed row (the caller
-/// must then put the document's entries back in key order).
-pub(super) fn push_entry(
+/// A packed row at a document root as a scan found it, its columns decoded: what it
+/// stands for is decided once the scan knows whether anything else of its document is
+/// needed ([`PackedRead::alone`]) or not ([`PackedRead::expand`]).
+pub(super) struct PackedRead {
+    doc_ht: DocHybridTime,
+    row_ttl: Ttl,
+    columns: PackedColumns,
+}
+
+/// A needed entry of a document, a packed row decoded.
+pub(super) enum Scanned {
+    Entry(DocEntry),
+    Packed(PackedRead),
+}
+
+/// Decode `entry` if it is a packed row at a document root; `key` is its stored key, for
+/// errors.
+pub(super) fn scanned(
     entry: DocEntry,
     (packings, plants): (&Packings, Plants),
     key: &[u8],
-    out: &mut Vec<DocEntry>,
-) -> Result<bool> {
+) -> Result<Scanned> {
     let ValueKind::PackedRow(body) = &entry.value.kind else {
-        out.push(entry);
-        return Ok(false);
+        return Ok(Scanned::Entry(entry));
     };
     if entry.table_key || !entry.subkeys.is_empty() {
         let error = crate::error::DecodeError::new("packed row", 0, "not at a row's root");
         return Err(with_key(key, error));
     }
     crate::probe::hit("read.packed_row");
-    let row_ttl = entry.value.ttl;
     let wrong_schema = plants.contains(Plant::PackedRowWrongSchema);
     let packing_of = |v| if wrong_schema { packings.newest() } else { packings.get(v) };
     let (_, columns) = unpack(body, 0, packing_of).map_err(|e| with_key(key, e))?;
-    let at = |subkey: Primitive, value: Value, doc_ht| DocEntry {
-        table_key: false,
-        subkeys: vec![KeyEntry::asc(subkey)],
-        doc_ht,
-        value,
-    };
-    let liveness = Value { ttl: row_ttl, kind: ValueKind::Primitive(Primitive::Null) };
-    out.push(at(Primitive::SystemColumnId(0), liveness, entry.doc_ht));
-    for (id, slot) in columns {
-        let value = match slot.value {
-            None => Value::tombstone(),
-            Some(Value { ttl: Ttl::Inherit, kind }) => Value { ttl: row_ttl, kind },
-            Some(own) => own,
-        };
-        let doc_ht = slot.written.unwrap_or(entry.doc_ht);
-        out.push(at(Primitive::ColumnId(id as i32), value, doc_ht));
-    }
-    Ok(true)
+    Ok(Scanned::Packed(PackedRead { doc_ht: entry.doc_ht, row_ttl: entry.value.ttl, columns }))
 }
+
+/// Push `entry`, or the entries it stands for if it is a packed row at a document root;
+/// `key` is its stored key, for errors. Returns whether it was a packed row (the caller
+/// must then put the document's entries back in key order).
+pub(super) fn push_entry(
+    entry: DocEntry,
+    packings: (&Packings, Plants),
+    key: &[u8],
+    out: &mut Vec<DocEntry>,
+) -> Result<bool> {
+    match scanned(entry, packings, key)? {
+        Scanned::Entry(entry) => out.push(entry),
+        Scanned::Packed(row) => {
+            row.expand(out);
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+impl PackedRead {
+    /// Push the entries the packed row stands for: the liveness column and each packed
+    /// column at the row's time (a repacked column at its own), a NULL as a tombstone.
+    pub(super) fn expand(self, out: &mut Vec<DocEntry>) {
+        let at = |subkey: Primitive, value: Value, doc_ht| DocEntry {
+            table_key: false,
+            subkeys: vec![KeyEntry::asc(subkey)],
+            doc_ht,
+            value,
+        };
+        let liveness = Value { ttl: self.row_ttl, kind: ValueKind::Primitive(Primitive::Null) };
+        out.push(at(Primitive::SystemColumnId(0), liveness, self.doc_ht));
+        for (id, slot) in self.columns {
+            let value = match slot.value {
+                None => Value::tombstone(),
+                Some(Value { ttl: Ttl::Inherit, kind }) => Value { ttl: self.row_ttl, kind },
+                Some(own) => own,
+            };
+            let doc_ht = slot.written.unwrap_or(self.doc_ht);
+            out.push(at(Primitive::ColumnId(id as i32), value, doc_ht));
+        }
+    }
+
+    /// The row, when the packed row is all a read sees of its document and nothing in it
+    /// can expire or was planted: each non-NULL column's value by id. Else the packed row
+    /// back, for [`PackedRead::expand`].
+    ///
+    /// It is what the reader makes of the expanded entries (`read_subdocument`): the
+    /// liveness column makes the row exist, every column entry is visible (all at or after
+    /// the root's time, none older than the read), a NULL is deleted. YugabyteDB's reader
+    /// decodes a packed row's columns straight into the projection the same way when no
+    /// newer column entry covers them (`DocDBTableReader`, `docdb/doc_reader.cc`).
+    pub(super) fn alone(self, read: &ReadConfig) -> std::result::Result<PackedCells, PackedRead> {
+        let no_ttl = |ttl: &Ttl| *ttl == Ttl::Inherit;
+        let plain = |slot: &Slot| {
+            slot.written.is_none()
+                && slot
+                    .value
+                    .as_ref()
+                    .is_none_or(|v| no_ttl(&v.ttl) && matches!(v.kind, ValueKind::Primitive(_)))
+        };
+        let simple = no_ttl(&self.row_ttl) && read.table_ttl_ms.is_none();
+        if !simple || read.plants != Plants::NONE || !self.columns.iter().all(|(_, s)| plain(s)) {
+            return Err(self);
+        }
+        let cells = self.columns.into_iter().filter_map(|(id, slot)| match slot.value {
+            Some(Value { kind: ValueKind::Primitive(p), .. }) => Some((id, p)),
+            _ => None,
+        });
+        Ok(cells.collect())
+    }
+}
+
+/// A row read from a packed row alone: each non-NULL column's value by column id.
+pub type PackedCells = Vec<(u32, Primitive)>;
 
 #[cfg(test)]
 mod tests {
@@ -124,6 +195,78 @@ mod tests {
     use crate::gc::CompactionKind;
     use crate::hybrid_time::HybridTime;
     use crate::write_batch::DocWriteBatch;
+
+    /// A packed row read alone gives exactly the row the reader makes of its expanded
+    /// entries, and is handed back whenever anything in it can expire, carries its own
+    /// write time or a bug is planted — over every combination of those, with NULLs.
+    #[test]
+    fn a_packed_row_alone_reads_as_its_expanded_entries() {
+        use super::{Slot, Ttl};
+        use crate::canary::{Plant, Plants};
+        use crate::hybrid_time::DocHybridTime;
+        let int = |v| Some(Value::new(ValueKind::Primitive(Primitive::Int32(v))));
+        let kind = ValueKind::Primitive(Primitive::Int32(3));
+        let written = Some(DocHybridTime::new(HybridTime::from_micros(900), 1));
+        let slots = [
+            (Slot::of(None), true),
+            (Slot::of(int(7)), true),
+            (Slot::of(Some(Value { ttl: Ttl::Ms(5), kind })), false),
+            (Slot { value: int(8), written }, false),
+        ];
+        let plants = [Plants::NONE, Plants::of(Some(Plant::TtlOffByOne))];
+        let mut read_alone = 0;
+        for row_ttl in [Ttl::Inherit, Ttl::Never, Ttl::Ms(3)] {
+            for table_ttl_ms in [None, Some(2)] {
+                for ((a, plain_a), (b, plain_b)) in (0..16).map(|i| (&slots[i % 4], &slots[i / 4]))
+                {
+                    for (plants, read_us) in plants.iter().flat_map(|&p| [(p, 1_000), (p, 9_000)]) {
+                        let plain = row_ttl == Ttl::Inherit && table_ttl_ms.is_none();
+                        let alone = plain && plants == Plants::NONE && *plain_a && *plain_b;
+                        let read = ReadConfig {
+                            read_ht: HybridTime::from_micros(read_us),
+                            table_ttl_ms,
+                            plants,
+                        };
+                        let columns = vec![(10, a.clone()), (11, b.clone())];
+                        let what = format!("{row_ttl:?} {table_ttl_ms:?} {columns:?} {plants:?}");
+                        assert_eq!(read_row_alone(row_ttl, columns, read), alone, "{what}");
+                        read_alone += usize::from(alone);
+                    }
+                }
+            }
+        }
+        assert_eq!(read_alone, 8, "plain rows (NULL or a value, 4 pairs) at two read times");
+    }
+
+    use crate::reader::ReadConfig;
+
+    /// Whether a packed row of these columns, written at 1000 µs, reads alone; if it does,
+    /// the row must be what the reader makes of its expanded entries.
+    fn read_row_alone(
+        row_ttl: super::Ttl,
+        columns: super::PackedColumns,
+        read: ReadConfig,
+    ) -> bool {
+        use super::PackedRead;
+        use crate::document::Document;
+        use crate::hybrid_time::DocHybridTime;
+        use crate::reader::{read_subdocument, DocEntry};
+        let doc_ht = DocHybridTime::new(HybridTime::from_micros(1_000), 0);
+        let row = PackedRead { doc_ht, row_ttl, columns: columns.clone() };
+        let Ok(cells) = row.alone(&read) else { return false };
+        let mut entries: Vec<DocEntry> = Vec::new();
+        PackedRead { doc_ht, row_ttl, columns }.expand(&mut entries);
+        entries.sort_by(DocEntry::key_cmp);
+        let root = DocPath::new(DocKey::new(vec![], vec![]), vec![]);
+        let mut row = std::collections::BTreeMap::new();
+        let liveness = KeyEntry::asc(Primitive::SystemColumnId(0));
+        row.insert(liveness, Document::Primitive(Primitive::Null));
+        for (id, value) in cells {
+            row.insert(KeyEntry::asc(Primitive::ColumnId(id as i32)), Document::Primitive(value));
+        }
+        assert_eq!(read_subdocument(&entries, &root, read), Some(Document::Object(row)));
+        true
+    }
 
     /// A packed row naming a schema version the table never had cannot be repacked: the
     /// full compaction keeps it as it is and fails with a corruption error naming it.

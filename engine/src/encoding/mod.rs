@@ -11,8 +11,8 @@ pub(crate) mod yb_hash;
 
 pub use doc_key::{decode_key_suffix, doc_key_len, encode_doc_key, DocKey, DocPath, SubDocKey};
 pub use packed_row::{
-    decode_packed_row, packed_header, unpack, PackedRow, Packings, SchemaPacking, Slot,
-    PACKED_ROW_V1,
+    decode_packed_row, packed_header, unpack, PackedColumns, PackedRow, Packings, SchemaPacking,
+    Slot, PACKED_ROW_V1,
 };
 pub use primitive::{KeyEntry, Primitive, SortOrder};
 pub use value::{Ttl, Value, ValueKind};
