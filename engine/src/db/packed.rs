@@ -173,8 +173,13 @@ impl PackedRead {
                     .as_ref()
                     .is_none_or(|v| no_ttl(&v.ttl) && matches!(v.kind, ValueKind::Primitive(_)))
         };
+        // A row newer than the read is the scan's to skip; handed back, the reader ignores it.
         let simple = no_ttl(&self.row_ttl) && read.table_ttl_ms.is_none();
-        if !simple || read.plants != Plants::NONE || !self.columns.iter().all(|(_, s)| plain(s)) {
+        if !simple
+            || self.doc_ht.ht > read.read_ht
+            || read.plants != Plants::NONE
+            || !self.columns.iter().all(|(_, s)| plain(s))
+        {
             return Err(self);
         }
         let cells = self.columns.into_iter().filter_map(|(id, slot)| match slot.value {
@@ -198,7 +203,10 @@ mod tests {
 
     /// A packed row read alone gives exactly the row the reader makes of its expanded
     /// entries, and is handed back whenever anything in it can expire, carries its own
-    /// write time or a bug is planted — over every combination of those, with NULLs.
+    /// write time, is newer than the read or a bug is planted: row TTLs (none, never, some),
+    /// a table TTL or not, pairs of slots (NULL, a value, a null value, a TTL of its own,
+    /// never expiring, its own later write time), a plant or not, reads before, at and
+    /// after the write.
     #[test]
     fn a_packed_row_alone_reads_as_its_expanded_entries() {
         use super::{Slot, Ttl};
@@ -206,36 +214,43 @@ mod tests {
         use crate::hybrid_time::DocHybridTime;
         let int = |v| Some(Value::new(ValueKind::Primitive(Primitive::Int32(v))));
         let kind = ValueKind::Primitive(Primitive::Int32(3));
-        let written = Some(DocHybridTime::new(HybridTime::from_micros(900), 1));
+        let written = Some(DocHybridTime::new(HybridTime::from_micros(1_100), 1));
+        let null = Some(Value::new(ValueKind::Primitive(Primitive::Null)));
         let slots = [
             (Slot::of(None), true),
             (Slot::of(int(7)), true),
-            (Slot::of(Some(Value { ttl: Ttl::Ms(5), kind })), false),
+            (Slot::of(null), true),
+            (Slot::of(Some(Value { ttl: Ttl::Ms(5), kind: kind.clone() })), false),
+            (Slot::of(Some(Value { ttl: Ttl::Never, kind })), false),
             (Slot { value: int(8), written }, false),
         ];
         let plants = [Plants::NONE, Plants::of(Some(Plant::TtlOffByOne))];
         let mut read_alone = 0;
         for row_ttl in [Ttl::Inherit, Ttl::Never, Ttl::Ms(3)] {
             for table_ttl_ms in [None, Some(2)] {
-                for ((a, plain_a), (b, plain_b)) in (0..16).map(|i| (&slots[i % 4], &slots[i / 4]))
+                for ((a, plain_a), (b, plain_b)) in (0..36).map(|i| (&slots[i % 6], &slots[i / 6]))
                 {
-                    for (plants, read_us) in plants.iter().flat_map(|&p| [(p, 1_000), (p, 9_000)]) {
+                    let times = |p| [(p, 999), (p, 1_000), (p, 9_000)];
+                    for (plants, read_us) in plants.iter().flat_map(|&p| times(p)) {
                         let plain = row_ttl == Ttl::Inherit && table_ttl_ms.is_none();
                         let alone = plain && plants == Plants::NONE && *plain_a && *plain_b;
+                        let alone = alone && read_us >= 1_000;
                         let read = ReadConfig {
                             read_ht: HybridTime::from_micros(read_us),
                             table_ttl_ms,
                             plants,
                         };
                         let columns = vec![(10, a.clone()), (11, b.clone())];
-                        let what = format!("{row_ttl:?} {table_ttl_ms:?} {columns:?} {plants:?}");
-                        assert_eq!(read_row_alone(row_ttl, columns, read), alone, "{what}");
+                        let what = format!(
+                            "{row_ttl:?} {table_ttl_ms:?} {columns:?} {plants:?} @{read_us}"
+                        );
+                        assert_eq!(read_row_alone(row_ttl, columns, read, &what), alone, "{what}");
                         read_alone += usize::from(alone);
                     }
                 }
             }
         }
-        assert_eq!(read_alone, 8, "plain rows (NULL or a value, 4 pairs) at two read times");
+        assert_eq!(read_alone, 18, "plain rows (3 plain slots, 9 pairs) at two read times");
     }
 
     use crate::reader::ReadConfig;
@@ -246,6 +261,7 @@ mod tests {
         row_ttl: super::Ttl,
         columns: super::PackedColumns,
         read: ReadConfig,
+        what: &str,
     ) -> bool {
         use super::PackedRead;
         use crate::document::Document;
@@ -264,7 +280,7 @@ mod tests {
         for (id, value) in cells {
             row.insert(KeyEntry::asc(Primitive::ColumnId(id as i32)), Document::Primitive(value));
         }
-        assert_eq!(read_subdocument(&entries, &root, read), Some(Document::Object(row)));
+        assert_eq!(read_subdocument(&entries, &root, read), Some(Document::Object(row)), "{what}");
         true
     }
 
