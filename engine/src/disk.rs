@@ -421,6 +421,27 @@ mod tests {
         assert!(d.list("").is_empty());
     }
 
+    /// A bit flip lands only in synced data, on a real bit: anything else is refused with
+    /// the file, byte and bit named, and changes nothing; a flip that lands is in the ledger.
+    #[test]
+    fn a_flip_lands_only_on_a_bit_of_synced_data() {
+        let d = disk();
+        d.create("f").unwrap();
+        d.append("f", &[0; 4]).unwrap();
+        d.sync("f").unwrap();
+        d.append("f", &[0; 4]).unwrap();
+        let refused = |offset, bit| d.flip("f", offset, bit).expect_err("refused").to_string();
+        let not_synced = "cannot flip f: byte 4 bit 0 is not synced data (4 bytes are)";
+        assert_eq!(refused(4, 0), not_synced);
+        let no_bit = "cannot flip f: byte 3 bit 8 is not synced data (4 bytes are)";
+        assert_eq!(refused(3, 8), no_bit);
+        assert_eq!(d.read("f").unwrap(), [0; 8], "nothing changed");
+        assert!(d.ledger().is_empty());
+        d.flip("f", 3, 7).unwrap();
+        assert_eq!(d.read("f").unwrap(), [0, 0, 0, 0x80, 0, 0, 0, 0]);
+        assert_eq!(d.ledger(), vec![Fault::BitFlip { file: "f".into(), offset: 3, bit: 7 }]);
+    }
+
     #[test]
     fn a_torn_write_keeps_whole_sectors_only_and_is_in_the_ledger() {
         let d = disk();
