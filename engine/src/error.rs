@@ -338,4 +338,24 @@ mod tests {
             "tablet is down (I/O error syncing log/1 (injected)); restart it"
         );
     }
+
+    /// A replica's refusals say where to go: the leader it knows of, or that it knows
+    /// none; the safe time, or that a new leader has not applied its first entry.
+    #[test]
+    fn replica_refusals_name_the_leader_and_the_safe_time() {
+        let text = |e: Error| e.to_string();
+        assert_eq!(text(Error::NotLeader { leader: Some(3) }), "not the leader (node 3 is)");
+        assert_eq!(text(Error::NotLeader { leader: None }), "not the leader");
+        let (read, safe) = (HybridTime::from_micros(20), HybridTime::from_micros(10));
+        let behind = Error::SafeTimeBehind { read_ht: Some(read), safe_ht: Some(safe) };
+        assert_eq!(
+            text(behind),
+            format!("safe time behind: read at {read} is above the replica's safe time {safe}")
+        );
+        let new_leader = Error::SafeTimeBehind { read_ht: None, safe_ht: None };
+        assert_eq!(
+            text(new_leader),
+            "safe time behind: the read waits for the new leader's first entry to apply"
+        );
+    }
 }

@@ -52,6 +52,33 @@ fn entities_round_trip_beside_plain_values() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// An iterator that meets a damaged table file stops and says why: its status carries
+/// RocksDB's corruption error (the scans turn it into a storage error, never a short
+/// read that looks complete).
+#[test]
+fn an_iterator_over_a_damaged_file_reports_the_corruption() {
+    let dir = scratch("damaged");
+    let db = open(&dir);
+    (0..100u32).for_each(|i| db.put(i.to_be_bytes(), [7u8; 64]).expect("put"));
+    db.flush().expect("flush");
+    drop(db);
+    let sst = std::fs::read_dir(&dir).expect("dir").map(|e| e.expect("entry").path());
+    let sst = sst.filter(|p| p.extension().is_some_and(|x| x == "sst")).collect::<Vec<_>>();
+    assert_eq!(sst.len(), 1, "one table file");
+    let mut bytes = std::fs::read(&sst[0]).expect("read");
+    bytes[20] ^= 0xff; // inside the first data block
+    std::fs::write(&sst[0], bytes).expect("write");
+    let db = open(&dir);
+    let mut it = Iter::new(&db, None, true);
+    it.seek(b"");
+    assert_eq!(it.key(), None, "nothing read from the damaged block");
+    let status = it.status().expect_err("the damage is reported");
+    assert!(status.starts_with("Corruption: "), "{status}");
+    drop(it);
+    drop(db);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// RocksDB refuses an entity naming a column twice; the error comes back as text, the
 /// batch writes nothing of it.
 #[test]
