@@ -309,11 +309,10 @@ impl DocDb {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
         }
         for_each_keyed(entries, ht, |key, value| {
-            let columns = match self.entity_rows {
-                true => {
-                    packed::entity_columns(value, &self.packings).map_err(|e| with_key(key, e))?
-                }
-                false => None,
+            let columns = if self.entity_rows {
+                packed::entity_columns(value, &self.packings).map_err(|e| with_key(key, e))?
+            } else {
+                None
             };
             match columns {
                 Some(columns) => {
@@ -810,15 +809,11 @@ impl Documents {
     /// Add a needed entry of the last document.
     fn add(&mut self, scanned: packed::Scanned) {
         if let Some(held) = self.held.take() {
-            held.expand(self.entries());
-            self.packed = true;
+            self.expand(held);
         }
         match scanned {
             packed::Scanned::Packed(row) if self.entries().is_empty() => self.held = Some(row),
-            packed::Scanned::Packed(row) => {
-                row.expand(self.entries());
-                self.packed = true;
-            }
+            packed::Scanned::Packed(row) => self.expand(row),
             packed::Scanned::Entry(entry) => self.entries().push(entry),
         }
     }
@@ -828,15 +823,18 @@ impl Documents {
         if let Some(held) = self.held.take() {
             match held.alone(read) {
                 Ok(cells) => self.out.last_mut().expect("held in one").1 = DocRead::Packed(cells),
-                Err(held) => {
-                    held.expand(self.entries());
-                    self.packed = true;
-                }
+                Err(held) => self.expand(held),
             }
         }
         if std::mem::take(&mut self.packed) {
             self.entries().sort_by(DocEntry::key_cmp);
         }
+    }
+
+    /// Expand a packed row into the last document's entries (which then need sorting).
+    fn expand(&mut self, row: packed::PackedRead) {
+        row.expand(self.entries());
+        self.packed = true;
     }
 }
 

@@ -574,8 +574,10 @@ enum RowRead {
 /// something. A dropped column's values stay stored under an id no column has (a rule of
 /// docsim's: they count no more than they show).
 fn row_exists(table: &CqlTable, row: &RowRead) -> bool {
-    let RowRead::Document(Document::Object(map)) = row else {
-        return matches!(row, RowRead::Packed(_));
+    let map = match row {
+        RowRead::Packed(_) => return true, // its liveness column
+        RowRead::Document(Document::Object(map)) => map,
+        RowRead::Document(Document::Primitive(_)) => return false,
     };
     let current = |id: i32| table.column_name(id).is_some();
     map.iter().any(|(k, v)| match (&k.value, v) {
