@@ -5,6 +5,9 @@
 //! compacts explicitly, and both run to completion before the call returns, so RocksDB's
 //! background threads never race the caller. The RocksDB WAL is off (the tablet's Raft
 //! log is the only log) and memtables are not flushed at close, so a crash loses them.
+//!
+//! Document scans reuse one RocksDB iterator until the database next changes
+//! (`db/kept_iter.rs`): creating an iterator costs about as much as the seek after it.
 
 use crate::canary::{Plant, Plants};
 use crate::document::Document;
@@ -26,6 +29,7 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 
 mod frontier;
+mod kept_iter;
 mod packed;
 pub(crate) use packed::PackedCells;
 mod peer_state;
@@ -174,6 +178,8 @@ pub struct DocDb {
     entity_rows: bool,
     /// The frontier until the next flush writes it (`db/frontier.rs`).
     unflushed: Mutex<frontier::Unflushed>,
+    /// The scans' iterator, kept until the database changes (`db/kept_iter.rs`).
+    scan_iter: kept_iter::KeptIter,
 }
 
 /// What the caller's thread and the compaction filter (on RocksDB's threads) share. The
@@ -257,6 +263,7 @@ impl DocDb {
             packings,
             entity_rows: false,
             unflushed: Mutex::new(frontier::Unflushed::new(storage.memtable_mib << 20)),
+            scan_iter: kept_iter::KeptIter::default(),
         })
     }
 
@@ -324,7 +331,9 @@ impl DocDb {
             }
             Ok(())
         })?;
-        batch.write(self.db(), false).map_err(Error::Storage)
+        let written = batch.write(self.db(), false).map_err(Error::Storage);
+        self.scan_iter.changed();
+        written
     }
 
     /// If `value` is an entity row, the packed row it stores, read back from the columns
@@ -342,8 +351,9 @@ impl DocDb {
     fn write_unlogged(&self, batch: WriteBatch) -> Result<()> {
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
-        self.db().write_opt(batch, &opts)?;
-        Ok(())
+        let written = self.db().write_opt(batch, &opts);
+        self.scan_iter.changed();
+        Ok(written?)
     }
 
     /// Call `f` with every stored key and value (metadata included), in key order, and
@@ -417,7 +427,7 @@ impl DocDb {
     /// The newest tombstone at or before `read_ht` at the table key `table` (encoded): the
     /// only entry there that is an ancestor of the table's documents (`reader.rs`).
     fn table_tombstone_at(&self, table: &[u8], read_ht: HybridTime) -> Result<Option<DocEntry>> {
-        let mut it = self.prefix_iterator(table, true);
+        let mut it = self.document_iterator(table);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(table) {
                 break;
@@ -445,7 +455,7 @@ impl DocDb {
         mut needed: NeededAt,
         out: &mut Vec<DocEntry>,
     ) -> Result<()> {
-        let mut it = self.prefix_iterator(doc, true);
+        let mut it = self.document_iterator(doc);
         let (from, mut packed) = (out.len(), false);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(doc) {
@@ -467,17 +477,16 @@ impl DocDb {
         Ok(())
     }
 
-    /// An iterator over the keys starting with `prefix`, positioned at the first. Bounded
-    /// above by the prefix's successor; when the prefix is one whole document key, the
-    /// prefix bloom filters still let the seek skip files that hold none of its keys.
-    /// (Through the C API, so an entity's columns can be read where the iterator is.)
-    fn prefix_iterator(&self, prefix: &[u8], one_document: bool) -> Iter<'_> {
-        let bound = prefix_successor(prefix);
-        // Without a bound, or for more than one document (the bloom filters cannot answer
-        // for it), in total order.
-        let total_order = bound.is_none() || !one_document;
+    /// An iterator over the keys of one document (or the table key) `doc`, positioned at
+    /// the first. Bounded above by the key's successor, the prefix bloom filters let the
+    /// seek skip files that hold none of its keys. (Through the C API, so an entity's
+    /// columns can be read where the iterator is.)
+    fn document_iterator(&self, doc: &[u8]) -> Iter<'_> {
+        let bound = prefix_successor(doc);
+        // Without a bound (a key of 0xff bytes), in total order.
+        let total_order = bound.is_none();
         let mut it = Iter::new(self.db(), bound, total_order);
-        it.seek(prefix);
+        it.seek(doc);
         it
     }
 
@@ -488,12 +497,26 @@ impl DocDb {
         prefix: &[u8],
         read: &ReadConfig,
     ) -> Result<Vec<(DocKey, DocRead)>> {
-        let mut it = self.prefix_iterator(prefix, false);
+        // SAFETY: the database closes only in `drop`, which forgets the iterator first.
+        let mut taken = unsafe { self.scan_iter.take(self.db()) };
+        let docs = self.scan_with(&mut taken.iter, prefix, read)?;
+        self.scan_iter.keep(taken);
+        Ok(docs)
+    }
+
+    /// [`DocDb::scan_documents`] with the iterator `it`.
+    fn scan_with(
+        &self,
+        it: &mut Iter<'_>,
+        prefix: &[u8],
+        read: &ReadConfig,
+    ) -> Result<Vec<(DocKey, DocRead)>> {
+        it.seek(prefix);
         let mut docs = Documents::default();
         let mut needed = NeededAt::new(read.read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             if !key.starts_with(prefix) {
-                break; // only without an upper bound (a prefix of 0xff bytes)
+                break;
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if needed.needed(key, value, doc_len)? {
@@ -503,7 +526,7 @@ impl DocDb {
                 }
                 let table_key = docs.out.last().expect("started above").0.is_table_key();
                 let mut entry = decode_doc_entry(key, doc_len, table_key, value)?;
-                if let Some(packed) = self.entity_as_packed(key, &entry.value, &it)? {
+                if let Some(packed) = self.entity_as_packed(key, &entry.value, it)? {
                     entry.value = packed;
                 }
                 docs.add(packed::scanned(entry, (&self.packings, self.plants), key)?);
@@ -559,7 +582,9 @@ impl DocDb {
         }
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
-        self.db().flush_opt(&opts)?;
+        let flushed = self.db().flush_opt(&opts);
+        self.scan_iter.changed();
+        flushed?;
         lock(&self.unflushed).flushed(pending);
         Ok(())
     }
@@ -611,6 +636,7 @@ impl DocDb {
             }
             Some(names) => crate::sst_files::compact_files(self.db(), names),
         };
+        self.scan_iter.changed();
         let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
             (gc.params, gc.repack) = (None, None);
@@ -747,6 +773,7 @@ fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
 impl Drop for DocDb {
     fn drop(&mut self) {
         let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
+        self.scan_iter.changed(); // its iterator first: it reads the database
         drop(self.db.take());
     }
 }

@@ -156,6 +156,10 @@ pub struct Iter<'a> {
     _db: std::marker::PhantomData<&'a rocksdb::DB>,
 }
 
+// SAFETY: a RocksDB iterator may be used from any thread, one at a time; `Iter` is not
+// `Sync`, so it never is used from two at once.
+unsafe impl Send for Iter<'_> {}
+
 impl<'a> Iter<'a> {
     /// An iterator over `db`, below `upper_bound` if given, in total order (ignoring the
     /// prefix extractor's bloom filters) if `total_order`.
