@@ -70,8 +70,11 @@ pub struct RawBench {
     pub writes_per_s: f64,
     /// Writes, WAL on (not synced).
     pub wal_writes_per_s: f64,
-    /// Prefix scans of each row's document.
+    /// Prefix scans of each row's document, a new iterator each.
     pub reads_per_s: f64,
+    /// The same scans through one iterator kept for all of them, as the engine keeps its
+    /// scan iterator between reads while nothing is written (`engine/src/db/kept_iter.rs`).
+    pub kept_reads_per_s: f64,
 }
 
 const SCHEMA: &str = "CREATE TABLE bench (user_id text, msg_id int, body text, views bigint, \
@@ -192,12 +195,13 @@ pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBen
     }
     node.flush().map_err(err)?;
     raws.iter().try_for_each(|raw| raw.flush().map_err(err))?;
-    let (engine_read_s, raw_read_s) = time_reads(&mut node, &raws, &forms)?;
+    let (engine_read_s, raw_read_s, raw_kept_s) = time_reads(&mut node, &raws, &forms)?;
     let per_s = |s: f64| rows as f64 / s;
     let raw = |f: usize| RawBench {
         writes_per_s: per_s(raw_s[f]),
         wal_writes_per_s: per_s(raw_wal_s[f]),
         reads_per_s: per_s(raw_read_s[f]),
+        kept_reads_per_s: per_s(raw_kept_s[f]),
     };
     Ok(EngineBench {
         rows,
@@ -209,17 +213,19 @@ pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBen
     })
 }
 
-/// Seconds the engine's SELECTs and each raw form's scans of every row take, alternating
-/// in chunks; every row must be found.
+/// Seconds the engine's SELECTs and each raw form's scans of every row take (a new
+/// iterator per scan, and one iterator kept for all), alternating in chunks; every row
+/// must be found.
 fn time_reads(
     node: &mut Node,
     raws: &[rocksdb::DB; 2],
     forms: &[Vec<RowPairs>; 2],
-) -> Result<(f64, [f64; 2]), String> {
+) -> Result<(f64, [f64; 2], [f64; 2]), String> {
     let rows = forms[0].len();
     let read_ht = HybridTime::from_micros(u64::MAX >> 13);
-    let (mut engine_s, mut raw_s) = (0.0, [0.0; 2]);
-    let (mut found, mut scanned) = (0, [0; 2]);
+    let (mut engine_s, mut raw_s, mut kept_s) = (0.0, [0.0; 2], [0.0; 2]);
+    let (mut found, mut scanned) = (0, [0; 4]);
+    let mut kept = [raws[0].raw_iterator(), raws[1].raw_iterator()];
     for chunk in (0..rows).collect::<Vec<_>>().chunks(CHUNK_ROWS) {
         let statements: Vec<Statement> = chunk.iter().map(|&i| select(i)).collect();
         let watch = Stopwatch::start();
@@ -233,24 +239,30 @@ fn time_reads(
             let watch = Stopwatch::start();
             for &i in chunk {
                 let pairs = &forms[f][i];
-                scanned[f] += usize::from(raw_scan(&raws[f], &pairs[0].0) == pairs.len());
+                let mut it = raws[f].raw_iterator();
+                scanned[f] += usize::from(raw_scan(&mut it, &pairs[0].0) == pairs.len());
             }
             raw_s[f] += watch.seconds();
+            let watch = Stopwatch::start();
+            for &i in chunk {
+                let pairs = &forms[f][i];
+                scanned[2 + f] += usize::from(raw_scan(&mut kept[f], &pairs[0].0) == pairs.len());
+            }
+            kept_s[f] += watch.seconds();
         }
     }
     assert_eq!(found, rows, "every row written is read back");
-    assert_eq!(scanned, [rows; 2], "raw scans find every row");
-    Ok((engine_s, raw_s))
+    assert_eq!(scanned, [rows; 4], "raw scans find every row");
+    Ok((engine_s, raw_s, kept_s))
 }
 
 /// Rows per alternation between the engine and raw RocksDB.
 const CHUNK_ROWS: usize = 2_000;
 
-/// Prefix-scan the document of `first_key`, copying out every key and value.
-fn raw_scan(raw: &rocksdb::DB, first_key: &[u8]) -> usize {
+/// Prefix-scan the document of `first_key` with `it`, copying out every key and value.
+fn raw_scan(it: &mut rocksdb::DBRawIterator<'_>, first_key: &[u8]) -> usize {
     let doc_len = docsim_engine::encoding::doc_key_len(first_key).expect("doc key");
     let prefix = &first_key[..doc_len];
-    let mut it = raw.raw_iterator();
     it.seek(prefix);
     let mut row_kvs = Vec::new();
     while let (Some(k), Some(v)) = (it.key(), it.value()) {

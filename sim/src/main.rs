@@ -939,10 +939,13 @@ fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
                 line(&format!("writes vs {form}"), w, raw.writes_per_s);
                 line(&format!("writes vs {form}/wal"), w, raw.wal_writes_per_s);
                 line(&format!("reads vs {form}"), r, raw.reads_per_s);
+                line(&format!("reads vs {form}/kept"), r, raw.kept_reads_per_s);
             }
             println!(
                 "(raw: `columns` one key/value per column, `row value` one value per row; \
-                 writes with the WAL off, and on without sync; the engine logs to its Raft log)"
+                 writes with the WAL off, and on without sync; the engine logs to its Raft \
+                 log; reads with a new iterator per row, and `kept` with one iterator for \
+                 all, as the engine keeps its scan iterator while nothing is written)"
             );
             ExitCode::SUCCESS
         }
