@@ -1,5 +1,6 @@
-//! The scan iterator kept between reads (a speed rule of docsim's: YugabyteDB creates an
-//! iterator per read, `IntentAwareIterator` in `docdb/intent_aware_iterator.cc`).
+//! The scan iterator kept between reads (a speed rule of docsim's: YugabyteDB creates a
+//! bounded RocksDB iterator per read operation, `CreateRocksDBIterator` in
+//! `docdb/docdb_rocksdb_util.cc`, under its `IntentAwareIterator`).
 //!
 //! Creating a RocksDB iterator, and destroying it, cost about as much as the seek that
 //! follows: a point read of a packed row spent a sixth of its time there. So the scans
@@ -11,7 +12,14 @@
 //! fresh iterator would. A scan that failed does not hand its iterator back.
 //!
 //! The iterator outlives the borrow of the database it was made from (`Iter<'static>`):
-//! the database is closed only in `DocDb`'s `Drop`, which forgets the iterator first.
+//! the database is closed only in `DocDb`'s `Drop`, which forgets the iterator first (and
+//! `KeptIter`'s own `Drop` asserts it did).
+//!
+//! The kept iterator has no upper bound (RocksDB fixes an iterator's bound when it is
+//! created); scans stop at the first key outside their prefix themselves. The cost: after
+//! the last key of its prefix a scan steps over any RocksDB delete markers that follow (a
+//! snapshot install's, a minor compaction's dropped entries) up to the next live key,
+//! where a bounded iterator stopped at once. Reads stay the same.
 
 use crate::entity::Iter;
 use std::sync::Mutex;
@@ -69,6 +77,15 @@ impl KeptIter {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
         self.kept.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl Drop for KeptIter {
+    fn drop(&mut self) {
+        // An iterator still kept here would be destroyed after its database closed.
+        if !std::thread::panicking() {
+            assert!(self.lock().iter.is_none(), "the kept iterator outlives its database");
+        }
     }
 }
 
@@ -152,6 +169,27 @@ mod tests {
         assert_eq!(scan(&db, 5_000), [7], "the snapshot's document");
         drop((db, leader));
         let _ = (std::fs::remove_dir_all(&dir), std::fs::remove_dir_all(&leader_dir));
+    }
+
+    /// A kept iterator is the one the next scan gets: it reads the database as it was
+    /// (here a put without `changed`, which `DocDb` never does, shows which one it is).
+    #[test]
+    fn an_iterator_handed_back_is_the_next_one_taken() {
+        let dir = scratch("reuse");
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        let db = rocksdb::DB::open(&opts, &dir).expect("open");
+        let kept = KeptIter::default();
+        // SAFETY: `db` outlives every iterator taken here (dropped before it below).
+        let taken = unsafe { kept.take(&db) };
+        kept.keep(taken);
+        db.put(b"k", b"v").expect("put");
+        // SAFETY: as above.
+        let mut taken = unsafe { kept.take(&db) };
+        taken.iter.seek(b"k");
+        assert_eq!(taken.iter.key(), None, "the kept iterator predates the put");
+        drop((taken, kept, db));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// An iterator taken before a change and handed back after it is not kept: the next
