@@ -165,10 +165,7 @@ fn ttl(ttl_s: Option<u64>) -> Ttl {
 }
 
 fn column<'t>(table: &'t CqlTable, name: &str) -> Result<&'t super::Column> {
-    match table.column(name) {
-        Some(col) => Ok(col),
-        None => errinput!("unknown column {name} in table {}", table.name),
-    }
+    Ok(&table.columns[position(table, name)?])
 }
 
 fn column_path(doc: &DocKey, id: i32) -> DocPath {
