@@ -171,24 +171,34 @@ mod tests {
         let _ = (std::fs::remove_dir_all(&dir), std::fs::remove_dir_all(&leader_dir));
     }
 
+    /// A plain RocksDB in a scratch directory named `name`.
+    fn raw_db(name: &str) -> (std::path::PathBuf, rocksdb::DB) {
+        let dir = scratch(name);
+        let mut opts = rocksdb::Options::default();
+        opts.create_if_missing(true);
+        let db = rocksdb::DB::open(&opts, &dir).expect("open");
+        (dir, db)
+    }
+
+    /// The key at or after `k` through the iterator `kept` hands out next (then dropped).
+    fn next_taken_at_k(kept: &KeptIter, db: &rocksdb::DB) -> Option<Vec<u8>> {
+        // SAFETY: `db` outlives the iterator, dropped here.
+        let mut taken = unsafe { kept.take(db) };
+        taken.iter.seek(b"k");
+        taken.iter.key().map(<[u8]>::to_vec)
+    }
+
     /// A kept iterator is the one the next scan gets: it reads the database as it was
     /// (here a put without `changed`, which `DocDb` never does, shows which one it is).
     #[test]
     fn an_iterator_handed_back_is_the_next_one_taken() {
-        let dir = scratch("reuse");
-        let mut opts = rocksdb::Options::default();
-        opts.create_if_missing(true);
-        let db = rocksdb::DB::open(&opts, &dir).expect("open");
+        let (dir, db) = raw_db("reuse");
         let kept = KeptIter::default();
         // SAFETY: `db` outlives every iterator taken here (dropped before it below).
-        let taken = unsafe { kept.take(&db) };
-        kept.keep(taken);
+        kept.keep(unsafe { kept.take(&db) });
         db.put(b"k", b"v").expect("put");
-        // SAFETY: as above.
-        let mut taken = unsafe { kept.take(&db) };
-        taken.iter.seek(b"k");
-        assert_eq!(taken.iter.key(), None, "the kept iterator predates the put");
-        drop((taken, kept, db));
+        assert_eq!(next_taken_at_k(&kept, &db), None, "the kept iterator predates the put");
+        drop((kept, db));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
@@ -196,22 +206,16 @@ mod tests {
     /// scan gets a fresh one, which sees the change.
     #[test]
     fn an_iterator_handed_back_after_a_change_is_dropped() {
-        let dir = scratch("stale");
-        let mut opts = rocksdb::Options::default();
-        opts.create_if_missing(true);
-        let db = rocksdb::DB::open(&opts, &dir).expect("open");
+        let (dir, db) = raw_db("stale");
         let kept = KeptIter::default();
         // SAFETY: `db` outlives every iterator taken here (dropped before it below).
         let taken = unsafe { kept.take(&db) };
         db.put(b"k", b"v").expect("put");
         kept.changed();
         kept.keep(taken);
-        // SAFETY: as above.
-        let mut taken = unsafe { kept.take(&db) };
-        taken.iter.seek(b"k");
-        assert_eq!(taken.iter.key(), Some(&b"k"[..]), "a fresh iterator sees the put");
-        drop((taken, kept));
-        drop(db);
+        let found = next_taken_at_k(&kept, &db);
+        assert_eq!(found.as_deref(), Some(&b"k"[..]), "a fresh iterator sees the put");
+        drop((kept, db));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
