@@ -296,7 +296,7 @@ impl DocDb {
         ht: HybridTime,
         op_id: Option<crate::log::OpId>,
     ) -> Result<()> {
-        let data_bytes = entries.iter().map(|(k, v)| k.len() + v.len()).sum();
+        let data_bytes = entries.byte_len();
         let inline = lock(&self.unflushed).inline(op_id, ht, entries.len(), data_bytes);
         self.write_batch(entries, ht, inline)?;
         lock(&self.unflushed).applied(op_id, ht, entries.len(), data_bytes);

@@ -274,16 +274,16 @@ impl Log {
         if self.active().bytes >= self.segment_bytes && !entries.is_empty() {
             self.roll()?;
         }
-        let mut bytes = Vec::new();
+        // Each record's header and ids fit in 64 bytes; the hard state's record too.
+        let mut bytes = Vec::with_capacity(64 * (entries.len() + 1) + data_len(entries));
         for entry in entries {
             Record::encode_entry(entry, &mut bytes);
         }
         if let Some(hs) = hard_state {
             Record::HardState(hs).encode(&mut bytes);
         }
-        let name = self.active().name.clone();
-        self.disk.append(&name, &bytes)?;
         let active = self.segments.last_mut().expect("a log has a segment");
+        self.disk.append(&active.name, &bytes)?;
         active.bytes += bytes.len();
         if let Some(first) = entries.first() {
             active.lowest = active.lowest.min(first.op_id.index);
@@ -299,12 +299,9 @@ impl Log {
 
     /// Make everything appended durable, then record how far (the sync mark).
     pub fn sync(&mut self) -> Result<()> {
-        let (name, seq, bytes) = {
-            let active = self.active();
-            (active.name.clone(), active.seq, active.bytes)
-        };
-        self.disk.sync(&name)?;
-        self.mark.write(&self.disk, &self.dir, seq, bytes)
+        let active = self.segments.last().expect("a log has a segment");
+        self.disk.sync(&active.name)?;
+        self.mark.write(&self.disk, &self.dir, active.seq, active.bytes)
     }
 
     /// Remove the segments whose entries are all below `keep_index`, oldest first; never
@@ -403,6 +400,11 @@ impl Log {
         self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes, lowest });
         Ok(())
     }
+}
+
+/// The payload bytes of `entries`.
+fn data_len(entries: &[LogEntry]) -> usize {
+    entries.iter().map(|e| e.data.len()).sum()
 }
 
 impl Recovery {

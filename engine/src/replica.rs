@@ -193,7 +193,7 @@ impl Replica {
         while self.node.has_ready() {
             let mut ready = self.node.ready();
             // One voter: `ready.messages()` is empty; peers would be sent them here.
-            self.apply_all(ready.take_committed_entries(), proposed, apply)?;
+            self.apply_all(ready.take_committed_entries(), &[], proposed, apply)?;
             let entries: Vec<LogEntry> = ready.entries().iter().map(to_log_entry).collect();
             let hs =
                 ready.hs().map(|hs| HardState { term: hs.term, vote: hs.vote, commit: hs.commit });
@@ -224,20 +224,32 @@ impl Replica {
             if let Some(commit) = light.commit_index() {
                 store.wl().mut_hard_state().commit = commit;
             }
-            self.apply_all(light.take_committed_entries(), proposed, apply)?;
+            self.apply_all(light.take_committed_entries(), &entries, proposed, apply)?;
             self.node.advance_apply();
         }
         Ok(())
     }
 
+    /// Apply `committed` in order; an entry just `appended` (converted for the log
+    /// already: the same term and index is the same entry) is not converted again.
     fn apply_all(
         &mut self,
         committed: Vec<Entry>,
+        appended: &[LogEntry],
         proposed: Option<OpId>,
         apply: &mut dyn FnMut(&LogEntry) -> Result<()>,
     ) -> Result<()> {
-        for entry in committed.iter().map(to_log_entry) {
-            apply(&entry)?;
+        for entry in &committed {
+            let op_id = OpId::new(entry.term, entry.index);
+            let converted;
+            let entry = match appended.iter().find(|e| e.op_id == op_id) {
+                Some(appended) => appended,
+                None => {
+                    converted = to_log_entry(entry);
+                    &converted
+                }
+            };
+            apply(entry)?;
             if Some(entry.op_id) == proposed {
                 self.maybe_crash(CrashStage::AfterApply)?;
             }

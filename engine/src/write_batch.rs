@@ -49,6 +49,11 @@ impl DocWriteBatch {
         self.ends.len()
     }
 
+    /// The key and value bytes of all its entries.
+    pub fn byte_len(&self) -> usize {
+        self.bytes.len()
+    }
+
     /// Whether the batch writes nothing.
     pub fn is_empty(&self) -> bool {
         self.ends.is_empty()
@@ -68,7 +73,14 @@ impl DocWriteBatch {
     /// Serialize: entry count, then per entry `u32` key length, key, `u32` value length,
     /// value (little endian lengths).
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(self.bytes.len() + 8 * self.len() + 4);
+        let mut out = Vec::new();
+        self.write_to(&mut out);
+        out
+    }
+
+    /// Append [`DocWriteBatch::to_bytes`]'s bytes to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        out.reserve(self.bytes.len() + 8 * self.len() + 4);
         out.extend_from_slice(&(self.len() as u32).to_le_bytes());
         for (k, v) in self.iter() {
             out.extend_from_slice(&(k.len() as u32).to_le_bytes());
@@ -76,7 +88,6 @@ impl DocWriteBatch {
             out.extend_from_slice(&(v.len() as u32).to_le_bytes());
             out.extend_from_slice(v);
         }
-        out
     }
 
     /// Parse [`DocWriteBatch::to_bytes`] output. Total: lengths are checked against the
@@ -94,7 +105,7 @@ impl DocWriteBatch {
         if count > input.len() / 8 {
             return Err(DecodeError::new("write batch", 0, format!("{count} entries cannot fit")));
         }
-        let mut batch = DocWriteBatch::new();
+        let mut batch = DocWriteBatch::with_capacity(count, input.len());
         for _ in 0..count {
             let field = |pos: &mut usize| -> Result<&[u8], DecodeError> {
                 let len = read_u32(pos)?;
@@ -117,7 +128,7 @@ impl DocWriteBatch {
 
 impl<'a> FromIterator<&'a (DocPath, Value)> for DocWriteBatch {
     fn from_iter<I: IntoIterator<Item = &'a (DocPath, Value)>>(entries: I) -> Self {
-        let mut batch = DocWriteBatch::new();
+        let mut batch = DocWriteBatch::with_capacity(4, 256);
         entries.into_iter().for_each(|(path, value)| batch.push(path, value));
         batch
     }

@@ -30,23 +30,28 @@ pub fn encode(dht: DocHybridTime, out: &mut Vec<u8>) {
 /// Encodes the DocHybridTimes of one write batch: the hybrid-time fields are encoded once,
 /// only the write-id field differs between entries.
 pub struct BatchTimeEncoder {
-    prefix: Vec<u8>,
+    /// The three fields' bytes, in the first `prefix_len`.
+    prefix: [u8; 3 * varint::MAX_LEN],
+    prefix_len: usize,
 }
 
 impl BatchTimeEncoder {
     /// An encoder for entries at `ht`.
     pub fn new(ht: HybridTime) -> BatchTimeEncoder {
-        let mut prefix = Vec::with_capacity(16);
-        varint::encode_signed(0, &mut prefix);
-        varint::encode_signed(YUGABYTE_EPOCH_US - ht.physical_us() as i64, &mut prefix);
-        varint::encode_signed(-i64::from(ht.logical()), &mut prefix);
-        BatchTimeEncoder { prefix }
+        let mut encoder = BatchTimeEncoder { prefix: [0; 3 * varint::MAX_LEN], prefix_len: 0 };
+        let physical = YUGABYTE_EPOCH_US - ht.physical_us() as i64;
+        for field in [0, physical, -i64::from(ht.logical())] {
+            let (bytes, len) = varint::signed_bytes(field);
+            encoder.prefix[encoder.prefix_len..][..len].copy_from_slice(&bytes[..len]);
+            encoder.prefix_len += len;
+        }
+        encoder
     }
 
     /// Append the encoding of `(ht, write_id)`; identical to [`encode`].
     pub fn encode(&self, write_id: u32, out: &mut Vec<u8>) {
         let start = out.len();
-        out.extend_from_slice(&self.prefix);
+        out.extend_from_slice(&self.prefix[..self.prefix_len]);
         varint::encode_signed(-((i64::from(write_id) + 1) << 5), out);
         let len = out.len() - start;
         let last = out.last_mut().expect("just written");

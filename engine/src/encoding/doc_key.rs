@@ -12,7 +12,7 @@
 //! again whenever a key is decoded.
 
 use super::primitive::encode_component;
-use super::{doc_ht, tag, KeyEntry, Primitive, SortOrder};
+use super::{doc_ht, tag, KeyEntry};
 use crate::error::DecodeError;
 use crate::hybrid_time::DocHybridTime;
 
@@ -68,30 +68,6 @@ pub fn doc_key_len(key: &[u8]) -> Option<usize> {
     Some(pos)
 }
 
-/// Append the encoding of a document key given by borrowed components (no copies): what
-/// [`DocKey::encode_to`] writes.
-pub fn encode_doc_key(
-    colocation_id: Option<u32>,
-    hashed: &[(&Primitive, SortOrder)],
-    range: &[(&Primitive, SortOrder)],
-    out: &mut Vec<u8>,
-) {
-    if let Some(id) = colocation_id {
-        out.push(tag::COLOCATION_ID);
-        out.extend_from_slice(&id.to_be_bytes());
-    }
-    if !hashed.is_empty() {
-        out.extend_from_slice(&[tag::HASH, 0, 0]);
-        let hash_at = out.len() - 2;
-        hashed.iter().for_each(|(v, o)| encode_component(v, *o, out));
-        let hash = super::yb_hash::hash_values(hashed.iter().map(|(v, _)| *v));
-        out[hash_at..hash_at + 2].copy_from_slice(&hash.to_be_bytes());
-        out.push(tag::GROUP_END);
-    }
-    range.iter().for_each(|(v, o)| encode_component(v, *o, out));
-    out.push(tag::GROUP_END);
-}
-
 impl DocKey {
     /// A key with hashed and range components.
     pub fn new(hashed: Vec<KeyEntry>, range: Vec<KeyEntry>) -> DocKey {
@@ -114,10 +90,20 @@ impl DocKey {
 
     /// Append the encoding.
     pub fn encode_to(&self, out: &mut Vec<u8>) {
-        fn parts(group: &[KeyEntry]) -> Vec<(&Primitive, SortOrder)> {
-            group.iter().map(|e| (&e.value, e.order)).collect()
+        if let Some(id) = self.colocation_id {
+            out.push(tag::COLOCATION_ID);
+            out.extend_from_slice(&id.to_be_bytes());
         }
-        encode_doc_key(self.colocation_id, &parts(&self.hashed), &parts(&self.range), out);
+        if !self.hashed.is_empty() {
+            out.extend_from_slice(&[tag::HASH, 0, 0]);
+            let hash_at = out.len() - 2;
+            self.hashed.iter().for_each(|e| encode_component(&e.value, e.order, out));
+            let hash = super::yb_hash::hash_values(self.hashed.iter().map(|e| &e.value));
+            out[hash_at..hash_at + 2].copy_from_slice(&hash.to_be_bytes());
+            out.push(tag::GROUP_END);
+        }
+        self.range.iter().for_each(|e| encode_component(&e.value, e.order, out));
+        out.push(tag::GROUP_END);
     }
 
     /// The encoding.

@@ -128,14 +128,18 @@ impl SchemaPacking {
     /// [`SchemaPacking::body`] of slots, each column's own write time where it has one.
     pub fn body_of_slots(&self, slots: &[Slot]) -> Vec<u8> {
         assert_eq!(slots.len(), self.column_ids.len(), "one value per packed column");
-        let mut out = Vec::new();
+        // One buffer: the version, room for the offsets, then each slot's bytes, its end
+        // offset (from the data's start) filled in once it is written.
+        let mut out = Vec::with_capacity(5 + 4 * slots.len() + 16 * slots.len());
         varint::encode_unsigned(u64::from(self.version), &mut out);
-        let mut data = Vec::new();
-        for slot in slots {
-            encode_slot(slot, &mut data);
-            out.extend_from_slice(&(data.len() as u32).to_le_bytes());
+        let offsets_at = out.len();
+        out.resize(offsets_at + 4 * slots.len(), 0);
+        let data_at = out.len();
+        for (i, slot) in slots.iter().enumerate() {
+            encode_slot(slot, &mut out);
+            let end = (out.len() - data_at) as u32;
+            out[offsets_at + 4 * i..][..4].copy_from_slice(&end.to_le_bytes());
         }
-        out.extend_from_slice(&data);
         out
     }
 

@@ -14,6 +14,12 @@ pub const MAX_LEN: usize = 10;
 
 /// Append the encoding of `v` to `out`.
 pub fn encode_signed(v: i64, out: &mut Vec<u8>) {
+    let (buf, len) = signed_bytes(v);
+    out.extend_from_slice(&buf[..len]);
+}
+
+/// [`encode_signed`]'s bytes: the first `len` of the array.
+pub fn signed_bytes(v: i64) -> ([u8; MAX_LEN], usize) {
     let magnitude = v.unsigned_abs();
     let len = encoded_len(magnitude);
     let mut buf = [0u8; MAX_LEN];
@@ -27,7 +33,7 @@ pub fn encode_signed(v: i64, out: &mut Vec<u8>) {
     if v < 0 {
         buf[..len].iter_mut().for_each(|b| *b = !*b);
     }
-    out.extend_from_slice(&buf[..len]);
+    (buf, len)
 }
 
 fn encoded_len(magnitude: u64) -> usize {

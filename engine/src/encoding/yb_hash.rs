@@ -14,6 +14,9 @@
 
 use super::primitive::Primitive;
 
+/// The bytes hashed, inline up to a typical key's length.
+type KeyBytes = smallvec::SmallVec<[u8; 64]>;
+
 /// YugabyteDB's partitioning seed.
 const SEED: u64 = 97;
 /// The golden-ratio start of lookup2's `a` and `b`.
@@ -21,13 +24,14 @@ const GOLDEN: u64 = 0xe08c_1d66_8b75_6f82;
 
 /// The 16-bit hash of hashed components with these values, in order.
 pub fn hash_values<'a>(values: impl IntoIterator<Item = &'a Primitive>) -> u16 {
-    let mut bytes = Vec::new();
+    // Keys are short: their bytes stay on the stack (every write and read hashes one).
+    let mut bytes = KeyBytes::new();
     values.into_iter().for_each(|v| append_ql_key_bytes(v, &mut bytes));
     fold(hash64(&bytes, SEED))
 }
 
 /// `AppendToKey`: a value's bytes as YugabyteDB hashes them.
-fn append_ql_key_bytes(value: &Primitive, out: &mut Vec<u8>) {
+fn append_ql_key_bytes(value: &Primitive, out: &mut KeyBytes) {
     match value {
         Primitive::Null => {}
         Primitive::Bool(b) => out.push(u8::from(*b)),

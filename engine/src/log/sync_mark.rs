@@ -31,8 +31,8 @@ pub(super) struct SyncMark {
 }
 
 fn slot_name(dir: &str, counter: u64) -> String {
-    let slot = if counter.is_multiple_of(2) { 'a' } else { 'b' };
-    format!("{dir}/synced-{slot}")
+    let slot = if counter.is_multiple_of(2) { "/synced-a" } else { "/synced-b" };
+    [dir, slot].concat()
 }
 
 impl SyncMark {
