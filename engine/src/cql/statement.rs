@@ -11,6 +11,7 @@ use crate::error::{errinput, Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::reader::read_subdocument;
 use crate::tablet::Tablet;
+use smallvec::{smallvec, SmallVec};
 use std::collections::BTreeMap;
 
 /// One cell of a result row.
@@ -271,19 +272,30 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
     if names.len() != lits.len() {
         return errinput!("INSERT names {} columns but gives {} values", names.len(), lits.len());
     }
-    if (1..names.len()).any(|i| names[..i].contains(&names[i])) {
-        return errinput!("INSERT names a column twice");
-    }
     // The statement's literal for each column of the table, by the column's position, and
     // the key columns' values.
-    let mut given: Vec<Option<&Literal>> = vec![None; table.columns.len()];
-    let mut key: Vec<Option<Primitive>> = vec![None; table.columns.len()];
+    let mut given: ByColumn<Option<&Literal>> = smallvec![None; table.columns.len()];
+    let mut key: ByColumn<Option<Primitive>> = smallvec![None; table.columns.len()];
     for (name, lit) in names.iter().zip(lits) {
-        let at = position(table, name)?;
+        // The first error in the statement's order, unless a column is named twice: that
+        // is the error to report (a repeated column is one, found where it repeats).
+        let twice = || (1..names.len()).any(|i| names[..i].contains(&names[i]));
+        let given_at = |at: usize| match given[at] {
+            None => Ok(at),
+            Some(_) => errinput!("INSERT names a column twice"),
+        };
+        let at = match position(table, name).and_then(given_at) {
+            Ok(at) => at,
+            Err(_) if twice() => return errinput!("INSERT names a column twice"),
+            Err(e) => return Err(e),
+        };
         given[at] = Some(lit);
         let col = &table.columns[at];
         if !matches!(col.kind, ColumnKind::Regular(_)) {
-            key[at] = Some(primitive(&col.ty, lit, name)?);
+            key[at] = match primitive(&col.ty, lit, name) {
+                Err(_) if twice() => return errinput!("INSERT names a column twice"),
+                value => Some(value?),
+            };
         }
     }
     let doc = doc_key_of(table, &mut key)?;
@@ -291,29 +303,38 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
         let columns = table.columns.iter().zip(&given);
         columns.filter(|(c, _)| matches!(c.kind, ColumnKind::Regular(_)))
     };
-    let mut out = Vec::new();
     // YugabyteDB packs an INSERT that names exactly every non-key column
     // (`SchemaPacking::CouldPack`, `dockv/schema_packing.cc`; `QLWriteOperation::Apply`,
     // `docdb/cql_operation.cc`), and writes the liveness column only when it does not.
     let packed = table.packed_rows && regular().all(|(_, lit)| lit.is_some());
-    if packed {
+    let first = if packed {
         crate::probe::hit("write.packed_row");
-        out.push((DocPath::new(doc.clone(), vec![]), packed_row(table, &given, stamp.ttl)?));
+        packed_row(table, &given, stamp.ttl)?
     } else {
-        let liveness = DocPath::new(doc.clone(), vec![KeyEntry::asc(Primitive::SystemColumnId(0))]);
-        let value = Value { ttl: stamp.ttl, kind: ValueKind::Primitive(Primitive::Null) };
-        out.push((liveness, value));
-    }
+        Value { ttl: stamp.ttl, kind: ValueKind::Primitive(Primitive::Null) }
+    };
+    let mut columns = Vec::new();
     for (col, lit) in regular() {
         let (ColumnKind::Regular(id), Some(lit)) = (col.kind, lit) else { continue };
         if packed && !col.ty.is_nested() {
             continue; // in the packed row
         }
         let target = Target { ty: &col.ty, path: column_path(&doc, id), name: &col.name };
-        write_whole(target, lit, stamp, &mut out)?;
+        write_whole(target, lit, stamp, &mut columns)?;
     }
+    // The packed row, or the liveness column, comes first: the document key moves there.
+    let first_path = match packed {
+        true => DocPath::new(doc, vec![]),
+        false => DocPath::new(doc, vec![KeyEntry::asc(Primitive::SystemColumnId(0))]),
+    };
+    let mut out = Vec::with_capacity(1 + columns.len());
+    out.push((first_path, first));
+    out.append(&mut columns);
     Ok(out)
 }
+
+/// Values by column position (tables have few columns: they stay on the stack).
+type ByColumn<T> = SmallVec<[T; 16]>;
 
 /// The position of column `name` in the table.
 fn position(table: &CqlTable, name: &str) -> Result<usize> {
@@ -330,8 +351,8 @@ fn doc_key_of(table: &CqlTable, key: &mut [Option<Primitive>]) -> Result<DocKey>
         None => errinput!("missing key column {name}"),
     };
     let mut doc = DocKey::default();
-    for col in table.hash_columns() {
-        doc.hashed.push(KeyEntry::asc(take(&col.name)?));
+    for name in &table.hash_key {
+        doc.hashed.push(KeyEntry::asc(take(name)?));
     }
     for col in table.range_columns() {
         let ColumnKind::Range(order) = col.kind else { unreachable!("range column") };
