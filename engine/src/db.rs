@@ -311,7 +311,10 @@ impl DocDb {
         ht: HybridTime,
         frontier: Option<(crate::log::OpId, HybridTime)>,
     ) -> Result<()> {
-        let mut batch = crate::entity::EntityBatch::new();
+        // RocksDB's encoding: a 12-byte header, then per entry a tag, two lengths and the
+        // key (with its hybrid time, at most 31 bytes) and value.
+        let bytes = 12 + 64 + entries.byte_len() + 48 * entries.len();
+        let mut batch = crate::entity::EntityBatch::with_capacity(bytes);
         if let Some((op_id, ht)) = frontier {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
         }
@@ -786,12 +789,14 @@ fn for_each_keyed(
     mut f: impl FnMut(&[u8], &[u8]) -> Result<()>,
 ) -> Result<()> {
     let times = crate::encoding::BatchTimeEncoder::new(ht);
-    let mut key = Vec::with_capacity(64);
+    // Keys are short: each is built on the stack (RocksDB copies it).
+    let mut key = smallvec::SmallVec::<[u8; 128]>::new();
     for (write_id, (path, value)) in entries.iter().enumerate() {
         key.clear();
         key.extend_from_slice(path);
         key.push(crate::encoding::tag::HYBRID_TIME);
-        times.encode(write_id as u32, &mut key);
+        let (time, len) = times.encoded(write_id as u32);
+        key.extend_from_slice(&time[..len]);
         f(&key, value)?;
     }
     Ok(())

@@ -73,6 +73,12 @@ impl EntityBatch {
         EntityBatch { raw: unsafe { ffi::rocksdb_writebatch_create() } }
     }
 
+    /// An empty batch with room for `bytes` bytes of RocksDB's encoding (it grows beyond).
+    pub fn with_capacity(bytes: usize) -> EntityBatch {
+        // SAFETY: as `new`; no size limit, no per-key protection, no timestamps.
+        EntityBatch { raw: unsafe { ffi::rocksdb_writebatch_create_with_params(bytes, 0, 0, 0) } }
+    }
+
     /// Put a plain value.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
         // SAFETY: `raw` is a live batch; RocksDB copies key and value.
@@ -122,15 +128,32 @@ impl EntityBatch {
     /// Write the batch to `db`, with or without RocksDB's WAL.
     pub fn write(self, db: &rocksdb::DB, wal: bool) -> Result<(), String> {
         let mut err: *mut c_char = std::ptr::null_mut();
-        // SAFETY: `db` and `raw` are live; the write options live until after the write.
-        unsafe {
-            let options = ffi::rocksdb_writeoptions_create();
-            ffi::rocksdb_writeoptions_disable_WAL(options, c_int::from(!wal));
-            ffi::rocksdb_write(db.as_raw_ptr(), options, self.raw, &mut err);
-            ffi::rocksdb_writeoptions_destroy(options);
-        }
+        // SAFETY: `db` and `raw` are live; the write options live as long as the process.
+        unsafe { ffi::rocksdb_write(db.as_raw_ptr(), write_options(wal).0, self.raw, &mut err) };
         take_error(err)
     }
+}
+
+/// RocksDB write options, without and with the WAL: made once per process (never freed),
+/// as they never change.
+struct WriteOptions(*mut ffi::rocksdb_writeoptions_t);
+
+// SAFETY: nothing changes the options after they are made; RocksDB only reads them, from
+// any thread.
+unsafe impl Send for WriteOptions {}
+unsafe impl Sync for WriteOptions {}
+
+fn write_options(wal: bool) -> &'static WriteOptions {
+    static OPTIONS: std::sync::OnceLock<[WriteOptions; 2]> = std::sync::OnceLock::new();
+    let made = OPTIONS.get_or_init(|| {
+        [false, true].map(|wal| {
+            // SAFETY: creating options has no preconditions; they are set before sharing.
+            let options = unsafe { ffi::rocksdb_writeoptions_create() };
+            unsafe { ffi::rocksdb_writeoptions_disable_WAL(options, c_int::from(!wal)) };
+            WriteOptions(options)
+        })
+    });
+    &made[usize::from(wal)]
 }
 
 impl Default for EntityBatch {

@@ -119,6 +119,8 @@ pub struct Log {
     hard_state: HardState,
     /// How far the newest segment is durably known to be synced.
     mark: SyncMark,
+    /// The sync mark's two slot files.
+    mark_slots: [String; 2],
     /// The planted bugs (of the tablet this log serves).
     plants: Plants,
 }
@@ -140,6 +142,7 @@ impl Log {
             segments: Vec::new(),
             hard_state: HardState::default(),
             mark: SyncMark::read(disk, dir)?,
+            mark_slots: sync_mark::slot_names(dir),
             plants,
         };
         let mut names = disk.list(&format!("{dir}/wal-"));
@@ -301,7 +304,7 @@ impl Log {
     pub fn sync(&mut self) -> Result<()> {
         let active = self.segments.last().expect("a log has a segment");
         self.disk.sync(&active.name)?;
-        self.mark.write(&self.disk, &self.dir, active.seq, active.bytes)
+        self.mark.write_in(&self.disk, &self.mark_slots, active.seq, active.bytes)
     }
 
     /// Remove the segments whose entries are all below `keep_index`, oldest first; never
@@ -395,7 +398,7 @@ impl Log {
             return Err(e);
         }
         let bytes = header.len();
-        self.mark.write(&self.disk, &self.dir, seq, bytes)?;
+        self.mark.write_in(&self.disk, &self.mark_slots, seq, bytes)?;
         let lowest = u64::MAX;
         self.segments.push(SegmentInfo { seq, name, prev, last: prev, bytes, lowest });
         Ok(())

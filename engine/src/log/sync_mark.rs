@@ -35,14 +35,19 @@ fn slot_name(dir: &str, counter: u64) -> String {
     [dir, slot].concat()
 }
 
+/// The two slots' file names in `dir`, by the parity of the counter of the mark they hold.
+pub(super) fn slot_names(dir: &str) -> [String; 2] {
+    [slot_name(dir, 0), slot_name(dir, 1)]
+}
+
 impl SyncMark {
-    fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(MARK_BYTES);
-        for v in [self.counter, self.seq, self.len] {
-            out.extend_from_slice(&v.to_le_bytes());
+    fn encode(&self) -> [u8; MARK_BYTES] {
+        let mut out = [0; MARK_BYTES];
+        for (i, v) in [self.counter, self.seq, self.len].into_iter().enumerate() {
+            out[8 * i..][..8].copy_from_slice(&v.to_le_bytes());
         }
-        let crc = crc32c::crc32c(&out);
-        out.extend_from_slice(&crc.to_le_bytes());
+        let crc = crc32c::crc32c(&out[..24]);
+        out[24..].copy_from_slice(&crc.to_le_bytes());
         out
     }
 
@@ -93,12 +98,24 @@ impl SyncMark {
     /// previous mark is not in.
     /// The mark changes only once it is durable: a failed write leaves the previous one,
     /// so a retry never rewrites the slot that holds the only durable mark.
+    #[cfg(test)]
     pub fn write(&mut self, disk: &SimDisk, dir: &str, seq: u64, len: usize) -> Result<()> {
+        self.write_in(disk, &slot_names(dir), seq, len)
+    }
+
+    /// [`SyncMark::write`] into `slots`, the log's [`slot_names`].
+    pub fn write_in(
+        &mut self,
+        disk: &SimDisk,
+        slots: &[String; 2],
+        seq: u64,
+        len: usize,
+    ) -> Result<()> {
         let next = SyncMark { counter: self.counter + 1, seq, len: len as u64 };
-        let name = slot_name(dir, next.counter);
-        disk.truncate(&name, 0)?; // both slots exist: `read` created them
-        disk.append(&name, &next.encode())?;
-        disk.sync(&name)?;
+        let name = &slots[(next.counter % 2) as usize];
+        disk.truncate(name, 0)?; // both slots exist: `read` created them
+        disk.append(name, &next.encode())?;
+        disk.sync(name)?;
         *self = next;
         Ok(())
     }
