@@ -167,7 +167,14 @@ proptest! {
 
     #[test]
     fn sub_doc_key_order_matches_bytes(a in sub_doc_key(), b in sub_doc_key()) {
-        prop_assert_eq!(a.cmp(&b), a.encode().cmp(&b.encode()), "{} vs {}", a, b);
+        let bytes = a.encode().cmp(&b.encode());
+        prop_assert_eq!(a.cmp(&b), bytes, "{} vs {}", a, b);
+        // `<` and friends go through `partial_cmp`, each type's own: all must agree.
+        prop_assert_eq!(a.partial_cmp(&b), Some(bytes), "{} vs {}", a, b);
+        let (pa, pb) = (&a.path, &b.path);
+        prop_assert_eq!(pa.partial_cmp(pb), Some(pa.encode().cmp(&pb.encode())));
+        let (da, db) = (&pa.doc_key, &pb.doc_key);
+        prop_assert_eq!(da.partial_cmp(db), Some(da.encode().cmp(&db.encode())));
     }
 
     #[test]
