@@ -312,7 +312,7 @@ impl DocDb {
         frontier: Option<(crate::log::OpId, HybridTime)>,
     ) -> Result<()> {
         // RocksDB's encoding: a 12-byte header, then per entry a tag, two lengths and the
-        // key (with its hybrid time, at most 31 bytes) and value.
+        // key (with its hybrid time, at most 18 bytes more) and value.
         let bytes = 12 + 64 + entries.byte_len() + 48 * entries.len();
         let mut batch = crate::entity::EntityBatch::with_capacity(bytes);
         if let Some((op_id, ht)) = frontier {

@@ -164,7 +164,8 @@ impl Default for EntityBatch {
 
 impl Drop for EntityBatch {
     fn drop(&mut self) {
-        // SAFETY: `raw` was created by `rocksdb_writebatch_create` and is destroyed once.
+        // SAFETY: `raw` was created by `rocksdb_writebatch_create` (or `_with_params`) and is
+        // destroyed once.
         unsafe { ffi::rocksdb_writebatch_destroy(self.raw) }
     }
 }

@@ -94,16 +94,16 @@ impl SyncMark {
         Ok(newest)
     }
 
-    /// Durably record that segment `seq` is synced up to `len` bytes, in the slot the
-    /// previous mark is not in.
-    /// The mark changes only once it is durable: a failed write leaves the previous one,
-    /// so a retry never rewrites the slot that holds the only durable mark.
+    /// [`SyncMark::write_in`] the slots of the log in `dir`.
     #[cfg(test)]
     pub fn write(&mut self, disk: &SimDisk, dir: &str, seq: u64, len: usize) -> Result<()> {
         self.write_in(disk, &slot_names(dir), seq, len)
     }
 
-    /// [`SyncMark::write`] into `slots`, the log's [`slot_names`].
+    /// Durably record that segment `seq` is synced up to `len` bytes, in the one of
+    /// `slots` (the log's [`slot_names`]) the previous mark is not in.
+    /// The mark changes only once it is durable: a failed write leaves the previous one,
+    /// so a retry never rewrites the slot that holds the only durable mark.
     pub fn write_in(
         &mut self,
         disk: &SimDisk,
