@@ -277,6 +277,25 @@ fn a_partitioned_leader_refuses_reads_once_its_lease_runs_out() {
     }
 }
 
+/// The lease's boundary (a rule of docsim's, `Peer::check_servable`): a read at exactly
+/// the lease is inside it, so behind a write still pending it waits for the safe time;
+/// only a read above the lease is refused as past it.
+#[test]
+fn a_read_exactly_at_the_lease_is_inside_it() {
+    let (mut g, old) = Group::elected(Plants::NONE);
+    g.write(old, &[set("doc(1i32;).\"a\"", 1)]);
+    g.isolate(old);
+    g.write(old, &[set("doc(1i32;).\"a\"", 2)]); // never commits: the safe time stops below
+    g.run_ms(60);
+    g.now_us += 250_000;
+    let lease_ht = match g.get_now(old, "doc(1i32;).\"a\"") {
+        Err(Error::LeaseExpired { lease_ht, .. }) => lease_ht,
+        other => panic!("past its lease: {other:?}"),
+    };
+    let at = g.get(old, "doc(1i32;).\"a\"", lease_ht).expect_err("above the safe time");
+    assert_eq!(at.kind(), ErrorKind::SafeTimeBehind, "{at}");
+}
+
 #[test]
 fn bootstrap_hands_orphaned_entries_to_raft_and_a_new_leader_overwrites_them() {
     for plants in [Plants::NONE, Plants::of(Some(Plant::OrphansCommitted))] {
