@@ -65,7 +65,7 @@ impl Reader<'_> {
         }
         let word = &self.text[start..self.i];
         if word.is_empty() {
-            return Err(format!("invalid JSON at offset {start}: expected a value"));
+            return Err(self.err("expected a value")); // at `start`: nothing was taken
         }
         let p = match word {
             "true" => Primitive::Bool(true),
