@@ -380,7 +380,7 @@ fn replay_plan(
 
 /// A Raft entry's payload: the hybrid time (8 bytes, big-endian) and the encoded batch.
 pub(crate) fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8> {
-    let mut data = Vec::with_capacity(8 + 4 + 8 * entries.len() + entries.byte_len());
+    let mut data = Vec::with_capacity(8 + entries.encoded_len());
     data.extend_from_slice(&ht.raw().to_be_bytes());
     entries.write_to(&mut data);
     data

@@ -70,17 +70,15 @@ impl DocWriteBatch {
         })
     }
 
-    /// Serialize: entry count, then per entry `u32` key length, key, `u32` value length,
-    /// value (little endian lengths).
-    pub fn to_bytes(&self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_to(&mut out);
-        out
+    /// The length of the serialized batch ([`DocWriteBatch::write_to`]).
+    pub fn encoded_len(&self) -> usize {
+        4 + 8 * self.len() + self.bytes.len()
     }
 
-    /// Append [`DocWriteBatch::to_bytes`]'s bytes to `out`.
+    /// Append the serialized batch to `out`: entry count, then per entry `u32` key length,
+    /// key, `u32` value length, value (little endian lengths).
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        out.reserve(self.bytes.len() + 8 * self.len() + 4);
+        out.reserve(self.encoded_len());
         out.extend_from_slice(&(self.len() as u32).to_le_bytes());
         for (k, v) in self.iter() {
             out.extend_from_slice(&(k.len() as u32).to_le_bytes());
@@ -90,7 +88,7 @@ impl DocWriteBatch {
         }
     }
 
-    /// Parse [`DocWriteBatch::to_bytes`] output. Total: lengths are checked against the
+    /// Parse [`DocWriteBatch::write_to`] output. Total: lengths are checked against the
     /// input before anything is allocated from them.
     pub fn from_bytes(input: &[u8]) -> Result<DocWriteBatch, DecodeError> {
         let mut pos = 0;
@@ -151,7 +149,10 @@ mod tests {
             let got: Vec<(Vec<u8>, Vec<u8>)> =
                 batch.iter().map(|(k, v)| (k.to_vec(), v.to_vec())).collect();
             prop_assert_eq!(&got, &pairs);
-            prop_assert_eq!(DocWriteBatch::from_bytes(&batch.to_bytes()).unwrap(), batch);
+            let mut bytes = Vec::new();
+            batch.write_to(&mut bytes);
+            prop_assert_eq!(bytes.len(), batch.encoded_len());
+            prop_assert_eq!(DocWriteBatch::from_bytes(&bytes).unwrap(), batch);
         }
 
         #[test]
