@@ -30,14 +30,9 @@ pub(super) struct SyncMark {
     pub len: u64,
 }
 
-fn slot_name(dir: &str, counter: u64) -> String {
-    let slot = if counter.is_multiple_of(2) { "/synced-a" } else { "/synced-b" };
-    [dir, slot].concat()
-}
-
 /// The two slots' file names in `dir`, by the parity of the counter of the mark they hold.
 pub(super) fn slot_names(dir: &str) -> [String; 2] {
-    [slot_name(dir, 0), slot_name(dir, 1)]
+    [format!("{dir}/synced-a"), format!("{dir}/synced-b")]
 }
 
 impl SyncMark {
@@ -78,7 +73,7 @@ impl SyncMark {
     pub fn read(disk: &SimDisk, dir: &str) -> Result<SyncMark> {
         let mut newest = SyncMark::default();
         let mut created = false;
-        for name in [slot_name(dir, 0), slot_name(dir, 1)] {
+        for name in slot_names(dir) {
             if disk.list(&name).is_empty() {
                 disk.create(&name)?;
                 created = true;
