@@ -274,28 +274,23 @@ fn insert(table: &CqlTable, names: &[String], lits: &[Literal], stamp: Stamp) ->
     }
     // The statement's literal for each column of the table, by the column's position, and
     // the key columns' values.
+    // The first error in the statement's order, unless a column is named twice: that is
+    // the error to report. It is looked for only once something is wrong (a repeated
+    // column is itself wrong where it repeats).
+    let twice = || Error::InvalidRequest("INSERT names a column twice".into());
+    let or_twice = |e| match (1..names.len()).any(|i| names[..i].contains(&names[i])) {
+        true => twice(),
+        false => e,
+    };
     let mut given: ByColumn<Option<&Literal>> = smallvec![None; table.columns.len()];
     let mut key: ByColumn<Option<Primitive>> = smallvec![None; table.columns.len()];
     for (name, lit) in names.iter().zip(lits) {
-        // The first error in the statement's order, unless a column is named twice: that
-        // is the error to report (a repeated column is one, found where it repeats).
-        let twice = || (1..names.len()).any(|i| names[..i].contains(&names[i]));
-        let given_at = |at: usize| match given[at] {
-            None => Ok(at),
-            Some(_) => errinput!("INSERT names a column twice"),
-        };
-        let at = match position(table, name).and_then(given_at) {
-            Ok(at) => at,
-            Err(_) if twice() => return errinput!("INSERT names a column twice"),
-            Err(e) => return Err(e),
-        };
+        let unused = |at: usize| if given[at].is_none() { Ok(at) } else { Err(twice()) };
+        let at = position(table, name).and_then(unused).map_err(or_twice)?;
         given[at] = Some(lit);
         let col = &table.columns[at];
         if !matches!(col.kind, ColumnKind::Regular(_)) {
-            key[at] = match primitive(&col.ty, lit, name) {
-                Err(_) if twice() => return errinput!("INSERT names a column twice"),
-                value => Some(value?),
-            };
+            key[at] = Some(primitive(&col.ty, lit, name).map_err(or_twice)?);
         }
     }
     let doc = doc_key_of(table, &mut key)?;
