@@ -13,16 +13,32 @@
 //! nothing, and the version beneath it stays even if a tombstone: the record stands on it.
 //! A packed row (`packed(schema=..)`) overwrites nothing either, and the newer tombstones
 //! of its row stay while it does (one may hide a value inside it: `gc.rs`,
-//! `decide_packed_row`). Expired entries are not judged here (which TTL an entry has
-//! depends on inheritance).
+//! `decide_packed_row`).
+//!
+//! Expired entries: one with a TTL of its own stays until overwritten (every child of its
+//! path inherits that TTL: a rule of docsim's own, `gc.rs`), but one without a TTL of its
+//! own, expired at H through the TTL it inherits or the table's, must be gone — unless a
+//! record stands on its path or an ancestor's (a TTL-only record's TTL, or a packed row's,
+//! may be the one in effect, which GC does not judge). The TTL it inherits is stated here
+//! as the README glossary states it: the nearest explicit TTL among the ancestor versions
+//! in effect for it (at each ancestor path the newest version older than it, counted only
+//! if newer than those counted above), from that version's write time; with none, the
+//! table's, from its own write time.
 
 use docsim_engine::script::format_entry;
-use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Value, ValueKind};
+use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Ttl, Value, ValueKind};
 
 /// The entries of one tablet's dump (key order) that a full compaction with cutoff
-/// `cutoff_ht` should have removed, as dump lines.
-pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<String> {
+/// `cutoff_ht` should have removed, as dump lines. `table_ttl_ms`: the tablet's default
+/// TTL.
+pub fn leftovers(
+    entries: &[(SubDocKey, Value)],
+    cutoff_ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+) -> Vec<String> {
     let mut out = Vec::new();
+    // Every version seen of each path on the current entry's chain, its own included.
+    let mut lineage: Vec<(&DocPath, Vec<&(SubDocKey, Value)>)> = Vec::new();
     // The newest remaining version at or below the cutoff of each path on the current
     // entry's chain (TTL-only records overwrite nothing and are left out).
     let mut chain: Vec<(&DocPath, DocHybridTime)> = Vec::new();
@@ -32,8 +48,13 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
     // newer version of their path hides them, `gc.rs`).
     let is_record =
         |value: &Value| matches!(value.kind, ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_));
-    for (i, (key, value)) in entries.iter().enumerate() {
+    for (i, entry @ (key, value)) in entries.iter().enumerate() {
         chain.retain(|(path, _)| path.is_prefix_of(&key.path));
+        lineage.retain(|(path, _)| path.is_prefix_of(&key.path));
+        match lineage.last_mut() {
+            Some((path, versions)) if *path == &key.path => versions.push(entry),
+            _ => lineage.push((&key.path, vec![entry])),
+        }
         let previous = i.checked_sub(1).map(|p| &entries[p]);
         let beneath_record = previous.is_some_and(|(k, v)| k.path == key.path && is_record(v));
         if key.doc_ht.ht > cutoff_ht {
@@ -50,7 +71,11 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
         // A tombstone a TTL-only record stands on stays, as do a packed row's; a record is
         // no tombstone.
         let tombstone = value.kind == ValueKind::Tombstone && !beneath_record && !over_packed_row;
-        if older_version || overwritten || tombstone {
+        let expired = !older_version
+            && !overwritten
+            && !tombstone
+            && expired_through_inheritance(&lineage, cutoff_ht, table_ttl_ms);
+        if older_version || overwritten || tombstone || expired {
             out.push(format_entry(key, value, None, false));
         }
         if !older_version && !is_record(value) {
@@ -60,10 +85,60 @@ pub fn leftovers(entries: &[(SubDocKey, Value)], cutoff_ht: HybridTime) -> Vec<S
     out
 }
 
+/// Whether the newest entry of `lineage` (its own path's last version) has no TTL of its
+/// own, is no tombstone, no record stands on its path or an ancestor's (or is it), and it
+/// is expired at `cutoff_ht` through the TTL it inherits or the table's.
+fn expired_through_inheritance(
+    lineage: &[(&DocPath, Vec<&(SubDocKey, Value)>)],
+    cutoff_ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+) -> bool {
+    let Some(((own_key, own), ancestors)) =
+        lineage.split_last().and_then(|(own, up)| Some((*own.1.last()?, up)))
+    else {
+        return false;
+    };
+    // A TTL-only record, or a row stored whole (packed, or as an entity): GC does not
+    // judge the TTLs in effect beneath them.
+    let is_record = |v: &Value| {
+        matches!(
+            v.kind,
+            ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_) | ValueKind::EntityRow(_)
+        )
+    };
+    let any_record = lineage.iter().flat_map(|(_, versions)| versions).any(|(_, v)| is_record(v));
+    if own.ttl != Ttl::Inherit || own.kind == ValueKind::Tombstone || any_record {
+        return false;
+    }
+    // The ancestor versions in effect, top down; the last explicit TTL among them wins.
+    let mut newest_counted: Option<DocHybridTime> = None;
+    let mut in_effect: Option<(HybridTime, Ttl)> = None;
+    for (_, versions) in ancestors {
+        let older = versions.iter().find(|(k, _)| k.doc_ht < own_key.doc_ht);
+        let Some((k, v)) = older else { continue };
+        if newest_counted.is_none_or(|n| k.doc_ht > n) {
+            newest_counted = Some(k.doc_ht);
+            if v.ttl != Ttl::Inherit {
+                in_effect = Some((k.doc_ht.ht, v.ttl));
+            }
+        }
+    }
+    let last_visible = match in_effect {
+        Some((_, Ttl::Never)) => return false,
+        Some((base, Ttl::Ms(ms))) => base.add_micros(ms.saturating_mul(1000)),
+        Some((_, Ttl::Inherit)) => return false,
+        None => match table_ttl_ms.filter(|ms| *ms > 0) {
+            Some(ms) => own_key.doc_ht.ht.add_micros(ms.saturating_mul(1000)),
+            None => return false,
+        },
+    };
+    cutoff_ht > last_visible
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use docsim_engine::{DocKey, KeyEntry, Primitive, Ttl};
+    use docsim_engine::{DocKey, KeyEntry, Primitive};
 
     fn key(subkeys: &[&str], us: u64) -> SubDocKey {
         let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
@@ -91,18 +166,23 @@ mod tests {
             (key(&["e"], 29), value(ValueKind::Tombstone)), // above H: may stay
         ];
         let cutoff = HybridTime::from_micros(25);
-        assert_eq!(leftovers(&entries, cutoff), [r#"doc(; "d")."b" @T24 -> 1"#]);
+        assert_eq!(leftovers(&entries, cutoff, None), [r#"doc(; "d")."b" @T24 -> 1"#]);
         // A child at the same DocHybridTime as its parent's version is hidden by it (the
         // reader's rule: a child must be strictly newer).
         let tie = [(key(&[], 20), value(ValueKind::Object)), (key(&["a"], 20), leaf())];
-        assert_eq!(leftovers(&tie, cutoff), [r#"doc(; "d")."a" @T20 -> 1"#]);
+        assert_eq!(leftovers(&tie, cutoff, None), [r#"doc(; "d")."a" @T20 -> 1"#]);
         // A record overwritten at or below H goes; it hides no older child itself.
         let records = [
             (key(&[], 22), value(ValueKind::Object)),
             (key(&[], 21), record.clone()),
             (key(&["a"], 21), leaf()),
         ];
-        assert_eq!(leftovers(&records, cutoff).len(), 2, "{:?}", leftovers(&records, cutoff));
+        assert_eq!(
+            leftovers(&records, cutoff, None).len(),
+            2,
+            "{:?}",
+            leftovers(&records, cutoff, None)
+        );
         // A second version at or below H, a tombstone at or below H, but not the version
         // beneath a TTL-only record.
         let entries = [
@@ -112,8 +192,48 @@ mod tests {
             (key(&["c"], 20), record),
             (key(&["c"], 10), value(ValueKind::Tombstone)),
         ];
-        let left = leftovers(&entries, cutoff);
+        let left = leftovers(&entries, cutoff, None);
         assert_eq!(left.len(), 2, "{left:?}");
         assert!(left[0].contains("\"a\" @T10 ") && left[1].contains("\"b\" @T10 "), "{left:?}");
+    }
+
+    #[test]
+    fn an_entry_expired_through_the_ttl_it_inherits_must_be_gone() {
+        let leaf = |ttl| Value { ttl, kind: ValueKind::Primitive(Primitive::Int64(1)) };
+        let object = |ttl| Value { ttl, kind: ValueKind::Object };
+        let cutoff = HybridTime::from_micros(10_000);
+        let entries = [
+            (key(&[], 1_000), object(Ttl::Ms(2))), // its own TTL: stays, expired
+            (key(&["a"], 2_000), leaf(Ttl::Inherit)), // the root's TTL: gone at 3,000
+            (key(&["b"], 4_000), leaf(Ttl::Never)), // never expires
+            (key(&["c"], 1_500), object(Ttl::Never)),
+            (key(&["c", "x"], 5_000), leaf(Ttl::Inherit)), // inherits "c"'s never
+            (key(&["e"], 2_500), object(Ttl::Ms(20))),     // alive until 22,500
+            (key(&["e", "y"], 3_000), leaf(Ttl::Inherit)),
+            (key(&["g"], 9_000), leaf(Ttl::Inherit)), // expired from birth, as a child
+        ];
+        let left = leftovers(&entries, cutoff, None);
+        assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#, r#"doc(; "d")."g" @T9000 -> 1"#]);
+        // The table's TTL counts from the entry's own write time; an explicit TTL on an
+        // ancestor overrides it.
+        let entries = [
+            (key(&["a"], 2_000), leaf(Ttl::Inherit)), // gone at 5,000
+            (key(&["b"], 8_000), leaf(Ttl::Inherit)), // alive until 11,000
+            (key(&["c"], 1_000), object(Ttl::Never)),
+            (key(&["c", "x"], 2_000), leaf(Ttl::Inherit)),
+        ];
+        let left = leftovers(&entries, cutoff, Some(3));
+        assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#]);
+        assert!(leftovers(&entries, cutoff, None).is_empty());
+        // Above the cutoff, or under a TTL-only record (whose TTL GC does not judge),
+        // nothing is judged.
+        let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: true } };
+        let entries = [
+            (key(&[], 1_000), record),
+            (key(&[], 900), object(Ttl::Ms(1))),
+            (key(&["a"], 2_000), leaf(Ttl::Inherit)),
+            (key(&["b"], 20_000), leaf(Ttl::Inherit)),
+        ];
+        assert!(leftovers(&entries, cutoff, Some(1)).is_empty());
     }
 }

@@ -410,8 +410,13 @@ fn check_gc_complete(state: &mut State, cutoff: HybridTime) -> Result<(), Mismat
     let Ok(dumps) = dumps else { return Ok(()) }; // a down node: the restart checks it
     let mut leftovers = Vec::new();
     for tablet in dumps {
+        // The tablet's default TTL as the simulator set it (the models hold it).
+        let table_ttl_ms = match tablet.table {
+            None => state.docs.table_ttl_ms(),
+            Some(table) => state.tables.get(&table.name).and_then(|(_, m)| m.table_ttl_ms()),
+        };
         let entries: Vec<_> = tablet.entries.into_iter().map(|(entry, ..)| entry).collect();
-        leftovers.extend(crate::gc_complete::leftovers(&entries, cutoff));
+        leftovers.extend(crate::gc_complete::leftovers(&entries, cutoff, table_ttl_ms));
     }
     if leftovers.is_empty() {
         return Ok(());
