@@ -204,12 +204,19 @@ impl Log {
     fn skip_segment(&mut self, mut segment: SegmentInfo) -> Result<()> {
         let mut scratch = Recovery { prev: segment.prev, ..Recovery::default() };
         (segment.bytes, segment.lowest) = if self.plants.contains(Plant::SkippedSegmentsUnchecked) {
-            (self.disk.read(&segment.name)?.len(), segment.prev.index + 1)
+            self.planted_unchecked_skip(&segment)?
         } else {
             self.read_segment(&segment.name, None, &mut scratch)?
         };
         self.segments.push(segment);
         Ok(())
+    }
+
+    /// The plant `skipped-segments-unchecked`: a skipped segment's length and lowest index
+    /// without reading its records. (Code only a plant runs is named `planted_`: the
+    /// torture-alone mutation measure leaves it out, `.ci/mutants`.)
+    fn planted_unchecked_skip(&self, segment: &SegmentInfo) -> Result<(usize, u64)> {
+        Ok((self.disk.read(&segment.name)?.len(), segment.prev.index + 1))
     }
 
     /// A segment's header (seq, prev, hard state), and whether a reset created it (its
@@ -252,13 +259,12 @@ impl Log {
                     recovery.add(record, name, offset)?;
                     offset = next;
                 }
-                Err(RecordError::Incomplete)
-                    if self.plants.contains(Plant::TornHeaderIsCorruption)
-                        && bytes.len() - offset < record::HEADER_BYTES =>
-                {
-                    return Err(corrupt(name, offset, "a record header cut short"));
-                }
                 Err(RecordError::Incomplete) if synced.is_some_and(|synced| offset >= synced) => {
+                    if self.plants.contains(Plant::TornHeaderIsCorruption)
+                        && planted_cut_in_header(&bytes, offset)
+                    {
+                        return Err(corrupt(name, offset, "a record header cut short"));
+                    }
                     self.disk.truncate(name, offset)?;
                     self.disk.sync(name)?;
                     let dropped_bytes = bytes.len() - offset;
@@ -310,11 +316,14 @@ impl Log {
     /// Remove the segments whose entries are all below `keep_index`, oldest first; never
     /// the active segment. Returns how many went.
     pub fn gc(&mut self, keep_index: u64) -> Result<usize> {
-        // The planted bug reaches one entry too far: the segment ending at `keep_index`.
-        let reach = u64::from(self.plants.contains(Plant::GcTakesFirstNeededSegment));
+        let below = if self.plants.contains(Plant::GcTakesFirstNeededSegment) {
+            planted_one_past(keep_index)
+        } else {
+            keep_index
+        };
         let mut removable = self.segments[..self.segments.len() - 1]
             .iter()
-            .take_while(|s| s.last.index < keep_index + reach)
+            .take_while(|s| s.last.index < below)
             .count();
         // The first segment kept must start below every entry kept (a newer segment's
         // overwrite may reach back into older ones): reading starts after its `prev`.
@@ -456,4 +465,16 @@ pub fn first_segment_to_read(prevs: &[OpId], from_index: u64) -> usize {
 
 fn corrupt(segment: &str, offset: usize, why: &str) -> Error {
     Error::LogCorruption { segment: segment.to_owned(), offset, reason: why.to_owned() }
+}
+
+/// The plant `torn-header-is-corruption`: the bytes from `offset` on are shorter than a
+/// record header.
+fn planted_cut_in_header(bytes: &[u8], offset: usize) -> bool {
+    bytes.len() - offset < record::HEADER_BYTES
+}
+
+/// The plant `gc-takes-first-needed-segment`: log GC reaches one entry too far, to the
+/// segment ending at `keep_index`.
+fn planted_one_past(keep_index: u64) -> u64 {
+    keep_index + 1
 }

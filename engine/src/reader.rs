@@ -213,11 +213,11 @@ impl Walk<'_> {
         let rel = &entry.subkeys[self.target.subkeys.len()..];
         let mut expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, read_ht);
         if plants.contains(Plant::TtlOffByOne) && expired {
-            let at = HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12));
+            let at = planted_one_tick_early(read_ht);
             expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
         }
         if plants.contains(Plant::TtlBoundaryIgnoresLogical) && expired {
-            let at = HybridTime::new(read_ht.physical_us(), 0);
+            let at = planted_without_logical(read_ht);
             expired = expiry::is_expired(exp, entry.doc_ht.ht, table_ttl_ms, at);
         }
         let out = &mut self.out;
@@ -256,7 +256,7 @@ fn visible_by_time(
     plants: Plants,
 ) -> Option<Expiration> {
     let hidden = if plants.contains(Plant::WriteIdIgnored) {
-        levels.newest().is_some_and(|newest| doc_ht.ht < newest.ht)
+        planted_hidden_by_hybrid_time(levels, doc_ht)
     } else {
         levels.newest().is_some_and(|newest| doc_ht <= newest)
     };
@@ -276,9 +276,8 @@ fn visible_by_time(
     } else {
         expiry::effective_expiration(ttl, ttl_ht, ancestors())
     };
-    let exp = if plants.contains(Plant::OwnTtlDiesWithParent) && ttl != Ttl::Inherit {
-        let inherited = expiry::effective_expiration(Ttl::Inherit, doc_ht.ht, ancestors());
-        expiry::sooner(exp, inherited, doc_ht.ht)
+    let exp = if plants.contains(Plant::OwnTtlDiesWithParent) {
+        planted_own_ttl_dies_with_parent(exp, ttl, doc_ht, ancestors())
     } else {
         exp
     };
@@ -288,6 +287,38 @@ fn visible_by_time(
         *own = explicit;
     }
     Some(exp)
+}
+
+/// The plant `write-id-ignored`: an ancestor hides a version only if it has a later hybrid
+/// time, whatever the write ids (the torture-alone mutation measure leaves `planted_` code
+/// out, `.ci/mutants`).
+fn planted_hidden_by_hybrid_time(levels: &Levels, doc_ht: DocHybridTime) -> bool {
+    levels.newest().is_some_and(|newest| doc_ht.ht < newest.ht)
+}
+
+/// The plant `ttl-off-by-one`: the read time one logical tick early.
+fn planted_one_tick_early(read_ht: HybridTime) -> HybridTime {
+    HybridTime::from_raw(read_ht.raw().saturating_sub(1 << 12))
+}
+
+/// The plant `ttl-boundary-ignores-logical`: the read time without its logical component.
+fn planted_without_logical(read_ht: HybridTime) -> HybridTime {
+    HybridTime::new(read_ht.physical_us(), 0)
+}
+
+/// The plant `own-ttl-dies-with-parent`: an entry with a TTL of its own expires when its
+/// own TTL or the one it would inherit runs out, whichever is sooner.
+fn planted_own_ttl_dies_with_parent(
+    exp: Expiration,
+    ttl: Ttl,
+    doc_ht: DocHybridTime,
+    ancestors: impl IntoIterator<Item = (HybridTime, Ttl)>,
+) -> Expiration {
+    if ttl == Ttl::Inherit {
+        return exp;
+    }
+    let inherited = expiry::effective_expiration(Ttl::Inherit, doc_ht.ht, ancestors);
+    expiry::sooner(exp, inherited, doc_ht.ht)
 }
 
 /// Set `node` at `rel` below the root, creating objects on the way (a primitive on the
