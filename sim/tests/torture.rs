@@ -14,6 +14,8 @@ use docsim::bench::Stopwatch;
 use docsim::cluster::{campaign, ClusterConfig};
 use docsim::simulate::RunConfig;
 use docsim::torture::{torture, Campaign};
+use std::sync::mpsc;
+use std::time::Duration;
 
 fn env_number(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -53,19 +55,38 @@ fn a_short_replicated_torture_finds_no_failure() {
         faults: true,
         plants: docsim_engine::canary::Plants::NONE,
     };
+    // The seeds run on a worker thread, so that a seed that hangs (a loop that never ends
+    // inside a replica) fails the test instead of stalling it: a seed takes milliseconds.
+    let (send, outcomes) = mpsc::channel();
+    let (stop_send, stop) = mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for seed in 0.. {
+            let outcome = campaign(seed, seed + 1, 1, &template).remove(0);
+            if send.send(outcome).is_err() || stop.try_recv().is_ok() {
+                return;
+            }
+        }
+    });
     let watch = Stopwatch::start();
     let (mut seeds, mut committed, mut snapshots, mut finished) = (0, 0, 0, 0);
     while seeds == 0 || watch.seconds() < duration_s {
-        let outcome = campaign(seeds, seeds + 1, 1, &template).remove(0);
+        let outcome = match outcomes.recv_timeout(Duration::from_secs(SEED_LIMIT_S)) {
+            Ok(outcome) => outcome,
+            Err(_) => panic!("replicated seed {seeds} still running after {SEED_LIMIT_S} s"),
+        };
         assert!(outcome.failure.is_none(), "seed {seeds} failed: {:?}", outcome.failure);
         committed += outcome.committed;
         snapshots += outcome.snapshots_installed;
         finished += outcome.installs_finished_at_boot;
         seeds += 1;
     }
+    let _ = stop_send.send(());
     assert!(committed > 0, "the replicated seeds committed writes");
     eprintln!(
         "{seeds} replicated seeds: {committed} committed, {snapshots} snapshots installed, \
          {finished} installs finished at boot"
     );
 }
+
+/// A replicated seed runs in well under a second; one still running after this long hangs.
+const SEED_LIMIT_S: u64 = 30;
