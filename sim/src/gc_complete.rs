@@ -19,22 +19,27 @@
 //! path inherits that TTL: a rule of docsim's own, `gc.rs`), but one without a TTL of its
 //! own, expired at H through the TTL it inherits or the table's, must be gone — unless a
 //! record stands on its path or an ancestor's (a TTL-only record's TTL, or a packed row's,
-//! may be the one in effect, which GC does not judge). The TTL it inherits is stated here
-//! as the README glossary states it: the nearest explicit TTL among the ancestor versions
-//! in effect for it (at each ancestor path the newest version older than it, counted only
-//! if newer than those counted above), from that version's write time; with none, the
-//! table's, from its own write time.
+//! may be the one in effect, which GC does not judge), and not in a table that may hold
+//! packed rows (see [`leftovers`]). The TTL it inherits is the README glossary's rule,
+//! stated here on its own and made precise as the model states it: the nearest explicit
+//! TTL among the ancestor versions in effect for it (at each ancestor path the newest
+//! version older than it, counted only if newer than those counted above), from that
+//! version's write time; with none, the table's, from its own write time.
 
 use docsim_engine::script::format_entry;
 use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Ttl, Value, ValueKind};
 
 /// The entries of one tablet's dump (key order) that a full compaction with cutoff
 /// `cutoff_ht` should have removed, as dump lines. `table_ttl_ms`: the tablet's default
-/// TTL.
+/// TTL. `rows_stored_whole`: the tablet may hold packed rows (or entities); its expired
+/// entries are not judged, since a packed row this compaction dropped leaves no trace in
+/// the dump, while GC keeps the expired columns it stood under (`gc.rs`,
+/// `under_ttl_only`).
 pub fn leftovers(
     entries: &[(SubDocKey, Value)],
     cutoff_ht: HybridTime,
     table_ttl_ms: Option<u64>,
+    rows_stored_whole: bool,
 ) -> Vec<String> {
     let mut out = Vec::new();
     // Every version seen of each path on the current entry's chain, its own included.
@@ -71,7 +76,8 @@ pub fn leftovers(
         // A tombstone a TTL-only record stands on stays, as do a packed row's; a record is
         // no tombstone.
         let tombstone = value.kind == ValueKind::Tombstone && !beneath_record && !over_packed_row;
-        let expired = !older_version
+        let expired = !rows_stored_whole
+            && !older_version
             && !overwritten
             && !tombstone
             && expired_through_inheritance(&lineage, cutoff_ht, table_ttl_ms);
@@ -166,11 +172,11 @@ mod tests {
             (key(&["e"], 29), value(ValueKind::Tombstone)), // above H: may stay
         ];
         let cutoff = HybridTime::from_micros(25);
-        assert_eq!(leftovers(&entries, cutoff, None), [r#"doc(; "d")."b" @T24 -> 1"#]);
+        assert_eq!(leftovers(&entries, cutoff, None, false), [r#"doc(; "d")."b" @T24 -> 1"#]);
         // A child at the same DocHybridTime as its parent's version is hidden by it (the
         // reader's rule: a child must be strictly newer).
         let tie = [(key(&[], 20), value(ValueKind::Object)), (key(&["a"], 20), leaf())];
-        assert_eq!(leftovers(&tie, cutoff, None), [r#"doc(; "d")."a" @T20 -> 1"#]);
+        assert_eq!(leftovers(&tie, cutoff, None, false), [r#"doc(; "d")."a" @T20 -> 1"#]);
         // A record overwritten at or below H goes; it hides no older child itself.
         let records = [
             (key(&[], 22), value(ValueKind::Object)),
@@ -178,10 +184,10 @@ mod tests {
             (key(&["a"], 21), leaf()),
         ];
         assert_eq!(
-            leftovers(&records, cutoff, None).len(),
+            leftovers(&records, cutoff, None, false).len(),
             2,
             "{:?}",
-            leftovers(&records, cutoff, None)
+            leftovers(&records, cutoff, None, false)
         );
         // A second version at or below H, a tombstone at or below H, but not the version
         // beneath a TTL-only record.
@@ -192,7 +198,7 @@ mod tests {
             (key(&["c"], 20), record),
             (key(&["c"], 10), value(ValueKind::Tombstone)),
         ];
-        let left = leftovers(&entries, cutoff, None);
+        let left = leftovers(&entries, cutoff, None, false);
         assert_eq!(left.len(), 2, "{left:?}");
         assert!(left[0].contains("\"a\" @T10 ") && left[1].contains("\"b\" @T10 "), "{left:?}");
     }
@@ -212,7 +218,7 @@ mod tests {
             (key(&["e", "y"], 3_000), leaf(Ttl::Inherit)),
             (key(&["g"], 9_000), leaf(Ttl::Inherit)), // expired from birth, as a child
         ];
-        let left = leftovers(&entries, cutoff, None);
+        let left = leftovers(&entries, cutoff, None, false);
         assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#, r#"doc(; "d")."g" @T9000 -> 1"#]);
         // The table's TTL counts from the entry's own write time; an explicit TTL on an
         // ancestor overrides it.
@@ -222,9 +228,12 @@ mod tests {
             (key(&["c"], 1_000), object(Ttl::Never)),
             (key(&["c", "x"], 2_000), leaf(Ttl::Inherit)),
         ];
-        let left = leftovers(&entries, cutoff, Some(3));
+        let left = leftovers(&entries, cutoff, Some(3), false);
         assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#]);
-        assert!(leftovers(&entries, cutoff, None).is_empty());
+        assert!(leftovers(&entries, cutoff, None, false).is_empty());
+        // A tablet that may hold packed rows: a packed row the compaction dropped may have
+        // stood over the entry, which GC then keeps; expiry is not judged there.
+        assert!(leftovers(&entries, cutoff, Some(3), true).is_empty());
         // Above the cutoff, or under a TTL-only record (whose TTL GC does not judge),
         // nothing is judged.
         let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: true } };
@@ -234,6 +243,6 @@ mod tests {
             (key(&["a"], 2_000), leaf(Ttl::Inherit)),
             (key(&["b"], 20_000), leaf(Ttl::Inherit)),
         ];
-        assert!(leftovers(&entries, cutoff, Some(1)).is_empty());
+        assert!(leftovers(&entries, cutoff, Some(1), false).is_empty());
     }
 }

@@ -415,8 +415,9 @@ fn check_gc_complete(state: &mut State, cutoff: HybridTime) -> Result<(), Mismat
             None => state.docs.table_ttl_ms(),
             Some(table) => state.tables.get(&table.name).and_then(|(_, m)| m.table_ttl_ms()),
         };
+        let whole = tablet.table.is_some_and(|t| t.packed_rows || t.entity_rows);
         let entries: Vec<_> = tablet.entries.into_iter().map(|(entry, ..)| entry).collect();
-        leftovers.extend(crate::gc_complete::leftovers(&entries, cutoff, table_ttl_ms));
+        leftovers.extend(crate::gc_complete::leftovers(&entries, cutoff, table_ttl_ms, whole));
     }
     if leftovers.is_empty() {
         return Ok(());
