@@ -52,7 +52,7 @@ pub(crate) fn expires_at(
 
 /// Of two explicit expirations of an entry written at `own_ht`, the one that runs out
 /// first (`None` never does). Used by a planted bug only.
-pub(crate) fn sooner(a: Expiration, b: Expiration, own_ht: HybridTime) -> Expiration {
+pub(crate) fn planted_sooner(a: Expiration, b: Expiration, own_ht: HybridTime) -> Expiration {
     match (expires_at(a, own_ht, None), expires_at(b, own_ht, None)) {
         (Some(x), Some(y)) if y < x => b,
         (None, Some(_)) => b,

@@ -318,7 +318,7 @@ fn planted_own_ttl_dies_with_parent(
         return exp;
     }
     let inherited = expiry::effective_expiration(Ttl::Inherit, doc_ht.ht, ancestors);
-    expiry::sooner(exp, inherited, doc_ht.ht)
+    expiry::planted_sooner(exp, inherited, doc_ht.ht)
 }
 
 /// Set `node` at `rel` below the root, creating objects on the way (a primitive on the
