@@ -26,7 +26,9 @@
 //!   file and the record that holds the byte (the sync-mark slot files: offset 0). With
 //!   one replica that ends the run, as expected.
 
-use crate::log_files::{entry_op_id, record_holding, segment_prev_index, whole_records};
+use crate::log_files::{
+    entry_op_id, record_holding, segment_header, segment_prev_index, whole_records,
+};
 use docsim_engine::disk::Fault;
 use docsim_engine::script::{format_restart, format_restart_full};
 use docsim_engine::{
@@ -124,6 +126,39 @@ impl Book {
             book.flushed_ht = book.applied_ht;
             book.unflushed.clear();
         }
+    }
+
+    /// After log GC ran on `tablet` with the book's frontier, the segments of `files` (its
+    /// log's, oldest first) that GC should have removed, as the `log` command prints them
+    /// (`log: [table=<name> ]segment=N after=<op> last=<op> bytes=B`, README): every
+    /// segment but the newest whose entries all lie at or below the flushed frontier (a
+    /// segment without entries: its header's `prev`). The bound is the book's: one node
+    /// commits what it acknowledges, so min(flushed, committed) is the flushed frontier
+    /// (`log_gc_bound`, `engine/src/replay.rs`, states the engine's). The engine's own
+    /// frontier may be higher (entries it applied that no one acknowledged), never lower,
+    /// so it removes at least these.
+    pub fn log_gc_leftovers(&self, tablet: &TabletId, files: &[(String, Vec<u8>)]) -> Vec<String> {
+        let flushed = self.tablets.get(tablet).map_or(0, |book| book.flushed.index);
+        let Some((_newest, older)) = files.split_last() else { return Vec::new() };
+        let prefix = match tablet {
+            TabletId::Docs => String::new(),
+            TabletId::Table(name) => format!("table={name} "),
+        };
+        let mut leftovers = Vec::new();
+        for (_, bytes) in older {
+            let Some((seq, (prev_term, prev_index))) = segment_header(bytes) else { continue };
+            let mut entries =
+                whole_records(bytes).into_iter().filter_map(|(at, _)| entry_op_id(bytes, at));
+            let (last_term, last_index) = entries.next_back().unwrap_or((prev_term, prev_index));
+            if last_index <= flushed {
+                leftovers.push(format!(
+                    "log: {prefix}segment={seq} after={prev_term}.{prev_index} \
+                     last={last_term}.{last_index} bytes={}",
+                    bytes.len()
+                ));
+            }
+        }
+        leftovers
     }
 
     /// The tablets `ids` compacted with history cutoff `cutoff`: the engine stores the
@@ -350,5 +385,59 @@ fn refused(
         Err(e) => {
             Err((want, vec![format!("error: {e} (the book expected {file} at byte {offset})")]))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(kind: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = (payload.len() as u32).to_le_bytes().to_vec();
+        out.extend_from_slice(&[0; 4]); // the checksum: never read by the book
+        out.push(kind);
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// Segment `seq` after op `1.prev`, holding entries `1.i` for `indexes`.
+    fn segment(seq: u64, prev: u64, indexes: &[u64]) -> (String, Vec<u8>) {
+        let mut header = b"docsimlg".to_vec();
+        for field in [seq, 1, prev, 1, 0, 0] {
+            header.extend_from_slice(&field.to_le_bytes());
+        }
+        let mut bytes = record(1, &header);
+        for &index in indexes {
+            let payload: Vec<u8> = [1u64, index].iter().flat_map(|f| f.to_le_bytes()).collect();
+            bytes.extend(record(2, &payload));
+        }
+        (format!("log/wal-{seq:08}"), bytes)
+    }
+
+    #[test]
+    fn log_gc_must_remove_every_older_segment_at_or_below_the_flushed_frontier() {
+        let mut book = Book::default();
+        let table = TabletId::Table("t".into());
+        book.acked((1..=9).map(|i| (table.clone(), OpId::new(1, i))).collect(), HybridTime::MIN);
+        book.flushed(None);
+        let files = [
+            segment(1, 0, &[1, 2, 3, 4]),    // wholly at or below 9: must be gone
+            segment(2, 4, &[5, 6, 7, 8, 9]), // ends at the frontier: must be gone
+            segment(3, 9, &[10, 11, 12]),    // holds entries above it: stays
+            segment(4, 12, &[]),             // the newest (empty here): stays
+        ];
+        let left = book.log_gc_leftovers(&table, &files);
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert_eq!(
+            left[0],
+            format!("log: table=t segment=1 after=1.0 last=1.4 bytes={}", files[0].1.len())
+        );
+        assert!(left[1].starts_with("log: table=t segment=2 after=1.4 last=1.9 "), "{left:?}");
+        // An older segment without entries counts by its header's prev; the newest never.
+        let files = [segment(5, 3, &[]), segment(6, 3, &[])];
+        assert_eq!(book.log_gc_leftovers(&table, &files).len(), 1);
+        assert!(book.log_gc_leftovers(&table, &files[1..]).is_empty());
+        // A tablet never flushed: frontier 0, nothing to remove.
+        assert!(book.log_gc_leftovers(&TabletId::Docs, &files).is_empty());
     }
 }

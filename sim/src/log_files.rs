@@ -52,6 +52,15 @@ pub fn segment_prev_index(bytes: &[u8]) -> Option<u64> {
     u64_at(payload, 8 + 2 * 8)
 }
 
+/// A segment header's `seq` and the op id `(term, index)` before its first entry.
+pub fn segment_header(bytes: &[u8]) -> Option<(u64, (u64, u64))> {
+    let payload = bytes.get(RECORD_HEADER_BYTES..)?;
+    if payload.get(..8)? != MAGIC {
+        return None;
+    }
+    Some((u64_at(payload, 8)?, (u64_at(payload, 16)?, u64_at(payload, 24)?)))
+}
+
 /// The op id `(term, index)` of the entry record at `offset`, if an entry is there.
 pub fn entry_op_id(bytes: &[u8], offset: usize) -> Option<(u64, u64)> {
     if *bytes.get(offset + 8)? != KIND_ENTRY {

@@ -95,6 +95,8 @@ pub enum FailureKind {
     /// A full compaction left an entry no read at or above its cutoff can need
     /// (`gc_complete.rs`).
     GcIncomplete,
+    /// Log GC left a segment that the flushed frontier frees (`Book::log_gc_leftovers`).
+    LogGcIncomplete,
     /// A restart failed, or reported a frontier or replay other than the book's.
     Restart,
     /// The engine (or the harness) panicked: a failed seed, not a dead campaign.

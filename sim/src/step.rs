@@ -344,9 +344,28 @@ fn flush(state: &mut State) -> Result<Vec<String>, Mismatch> {
         return Ok(lines);
     }
     match result {
-        Ok(()) => Ok(lines),
+        Ok(()) => check_log_gc(state, None).map(|()| lines),
         Err(_) => Err((Vec::new(), lines)),
     }
+}
+
+/// After a flush or compaction ran log GC on every tablet (or on `only`): no segment the
+/// book's frontier frees is left on the disk (`Book::log_gc_leftovers`). Reads cannot tell
+/// a log GC that removes too little; only the disk fills. A failure's reproducer lists
+/// the segments (`log`) and expects each leftover absent.
+fn check_log_gc(state: &mut State, only: Option<&TabletId>) -> Result<(), Mismatch> {
+    let ids = timed(&mut state.parts.engine_s, || state.node.tablet_ids());
+    let ids: Vec<TabletId> = ids.into_iter().filter(|id| only.is_none_or(|o| o == id)).collect();
+    let files = log_files(state.node.disk(), &ids);
+    let leftovers: Vec<String> =
+        files.iter().flat_map(|(id, segments)| state.book.log_gc_leftovers(id, segments)).collect();
+    if leftovers.is_empty() {
+        return Ok(());
+    }
+    state.script.push("log".into());
+    state.mismatch_kind = Some(FailureKind::LogGcIncomplete);
+    let expected = leftovers.iter().map(|line| format!("absent {line}")).collect();
+    Err((expected, leftovers))
 }
 
 fn compact(
@@ -372,10 +391,13 @@ fn compact(
         state.mismatch_kind = Some(FailureKind::EngineRefusedWrite);
         return Err((Vec::new(), lines));
     }
-    compacted(state, cutoff, only);
+    compacted(state, cutoff, only.clone());
     if cut {
         expect_agreed_error(state, &result);
         return Ok(lines);
+    }
+    if result.is_ok() {
+        check_log_gc(state, only.as_ref())?;
     }
     if !minor && files.is_none() {
         check_gc_complete(state, cutoff)?;
