@@ -136,7 +136,11 @@ impl Book {
     /// commits what it acknowledges, so min(flushed, committed) is the flushed frontier
     /// (`log_gc_bound`, `engine/src/replay.rs`, states the engine's). The engine's own
     /// frontier may be higher (entries it applied that no one acknowledged), never lower,
-    /// so it removes at least these.
+    /// so it removes at least these. One node only: with replicas a committed index below
+    /// the frontier, or a leader's overwrite (`Log::gc`'s `lowest_kept`), keeps more.
+    /// The lines are judged against the engine's `log`, which lists its segments as it
+    /// holds them: a bug that leaves a file the engine no longer lists (or lists with
+    /// other fields) fails the seed here, while its reproducer's `expect absent` passes.
     pub fn log_gc_leftovers(&self, tablet: &TabletId, files: &[(String, Vec<u8>)]) -> Vec<String> {
         let flushed = self.tablets.get(tablet).map_or(0, |book| book.flushed.index);
         let Some((_newest, older)) = files.split_last() else { return Vec::new() };
