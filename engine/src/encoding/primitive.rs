@@ -325,3 +325,35 @@ pub(crate) fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
     };
     (body + len <= input.len()).then_some(body + len)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The prefix extractor's skip lands where decoding ends, for strings holding the
+    /// bytes that need escaping (a NUL, 0x01, 0xFE, 0xFF) in both orders, and for every
+    /// fixed-size kind.
+    #[test]
+    fn skipping_a_key_entry_ends_where_decoding_it_ends() {
+        let strings = ["", "a", "\0", "a\0b", "\0\0", "\u{1}", "\u{7f}\u{ff}", "é\0é"];
+        let mut values: Vec<Primitive> =
+            strings.iter().map(|s| Primitive::String((*s).into())).collect();
+        values.extend([Primitive::Int64(-3), Primitive::Int32(7), Primitive::Double(-0.5)]);
+        for value in values {
+            for entry in [KeyEntry::asc(value.clone()), KeyEntry::desc(value.clone())] {
+                let mut bytes = vec![0xAA]; // an unrelated byte before it
+                entry.encode_to(&mut bytes);
+                bytes.push(b'#'); // and one after it
+                let (decoded, end) = KeyEntry::decode(&bytes, 1).expect("decodes");
+                assert_eq!(decoded, entry);
+                assert_eq!(skip_key_entry(&bytes, 1), Some(end), "{entry:?}: {bytes:?}");
+            }
+        }
+        // A string cut before its terminator, or with a bad escape, has no end.
+        let mut bytes = Vec::new();
+        KeyEntry::asc(Primitive::String("a\0b".into())).encode_to(&mut bytes);
+        assert_eq!(skip_key_entry(&bytes[..bytes.len() - 1], 0), None);
+        let bad_escape = [bytes[0], b'a', 0x00, 0x07, 0x00, 0x00];
+        assert_eq!(skip_key_entry(&bad_escape, 0), None);
+    }
+}
