@@ -44,30 +44,34 @@ pub fn leftovers(
     let mut out = Vec::new();
     // Every version seen of each path on the current entry's chain, its own included.
     let mut lineage: Vec<(&DocPath, Vec<&(SubDocKey, Value)>)> = Vec::new();
-    // The newest remaining version at or below the cutoff of each path on the current
-    // entry's chain (TTL-only records overwrite nothing and are left out).
-    let mut chain: Vec<(&DocPath, DocHybridTime)> = Vec::new();
     // The packed rows of the current document, with their versions.
     let mut packed_rows = Vec::new();
     // Records that hide nothing: TTL-only records and packed rows (GC keeps them until a
     // newer version of their path hides them, `gc.rs`).
     let is_record =
         |value: &Value| matches!(value.kind, ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_));
-    for (i, entry @ (key, value)) in entries.iter().enumerate() {
-        chain.retain(|(path, _)| path.is_prefix_of(&key.path));
+    // Of a path's versions (newest first), the newest at or below the cutoff that hides
+    // what is older (TTL-only records overwrite nothing).
+    let newest_at_cutoff = |versions: &[&(SubDocKey, Value)]| {
+        let hiding = versions.iter().find(|(k, v)| k.doc_ht.ht <= cutoff_ht && !is_record(v));
+        hiding.map(|(k, _)| k.doc_ht)
+    };
+    for entry @ (key, value) in entries {
         lineage.retain(|(path, _)| path.is_prefix_of(&key.path));
         match lineage.last_mut() {
             Some((path, versions)) if *path == &key.path => versions.push(entry),
             _ => lineage.push((&key.path, vec![entry])),
         }
-        let previous = i.checked_sub(1).map(|p| &entries[p]);
-        let beneath_record = previous.is_some_and(|(k, v)| k.path == key.path && is_record(v));
+        let ((_, own), ancestors) = lineage.split_last().expect("the entry's own path");
+        let newer = &own[..own.len() - 1]; // the path's versions newer than this one
+        let beneath_record = newer.last().is_some_and(|(_, v)| is_record(v));
         if key.doc_ht.ht > cutoff_ht {
             continue;
         }
-        let older_version = chain.iter().any(|(path, _)| *path == &key.path);
-        let overwritten =
-            chain.iter().any(|(path, newest)| *path != &key.path && key.doc_ht <= *newest);
+        let older_version = newest_at_cutoff(newer).is_some();
+        let overwritten = ancestors.iter().any(|(_, versions)| {
+            newest_at_cutoff(versions).is_some_and(|newest| key.doc_ht <= newest)
+        });
         if matches!(value.kind, ValueKind::PackedRow(_)) {
             packed_rows.push((&key.path.doc_key, key.doc_ht));
         }
@@ -83,9 +87,6 @@ pub fn leftovers(
             && expired_through_inheritance(&lineage, cutoff_ht, table_ttl_ms);
         if older_version || overwritten || tombstone || expired {
             out.push(format_entry(key, value, None, false));
-        }
-        if !older_version && !is_record(value) {
-            chain.push((&key.path, key.doc_ht));
         }
     }
     out
@@ -130,9 +131,8 @@ fn expired_through_inheritance(
         }
     }
     let last_visible = match in_effect {
-        Some((_, Ttl::Never)) => return false,
         Some((base, Ttl::Ms(ms))) => base.add_micros(ms.saturating_mul(1000)),
-        Some((_, Ttl::Inherit)) => return false,
+        Some(_) => return false, // never expires (an inherited TTL is never recorded)
         None => match table_ttl_ms.filter(|ms| *ms > 0) {
             Some(ms) => own_key.doc_ht.ht.add_micros(ms.saturating_mul(1000)),
             None => return false,
