@@ -45,11 +45,7 @@ pub fn record_holding(bytes: &[u8], offset: usize) -> Option<usize> {
 
 /// The index of the op id a segment's header says comes before its first entry.
 pub fn segment_prev_index(bytes: &[u8]) -> Option<u64> {
-    let payload = bytes.get(RECORD_HEADER_BYTES..)?;
-    if payload.get(..8)? != MAGIC {
-        return None;
-    }
-    u64_at(payload, 8 + 2 * 8)
+    segment_header(bytes).map(|(_, (_, prev_index))| prev_index)
 }
 
 /// A segment header's `seq` and the op id `(term, index)` before its first entry.

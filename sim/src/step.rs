@@ -359,11 +359,22 @@ fn check_log_gc(state: &mut State, only: Option<&TabletId>) -> Result<(), Mismat
     let files = log_files(state.node.disk(), &ids);
     let leftovers: Vec<String> =
         files.iter().flat_map(|(id, segments)| state.book.log_gc_leftovers(id, segments)).collect();
+    expect_absent(state, "log", FailureKind::LogGcIncomplete, leftovers)
+}
+
+/// `leftovers` (lines `command` prints) must not be there: a failure of `kind` whose
+/// reproducer runs `command` and expects each of them absent.
+fn expect_absent(
+    state: &mut State,
+    command: &str,
+    kind: FailureKind,
+    leftovers: Vec<String>,
+) -> Result<(), Mismatch> {
     if leftovers.is_empty() {
         return Ok(());
     }
-    state.script.push("log".into());
-    state.mismatch_kind = Some(FailureKind::LogGcIncomplete);
+    state.script.push(command.into());
+    state.mismatch_kind = Some(kind);
     let expected = leftovers.iter().map(|line| format!("absent {line}")).collect();
     Err((expected, leftovers))
 }
@@ -441,13 +452,7 @@ fn check_gc_complete(state: &mut State, cutoff: HybridTime) -> Result<(), Mismat
         let entries: Vec<_> = tablet.entries.into_iter().map(|(entry, ..)| entry).collect();
         leftovers.extend(crate::gc_complete::leftovers(&entries, cutoff, table_ttl_ms, whole));
     }
-    if leftovers.is_empty() {
-        return Ok(());
-    }
-    state.script.push("dump".into());
-    state.mismatch_kind = Some(FailureKind::GcIncomplete);
-    let expected = leftovers.iter().map(|line| format!("absent {line}")).collect();
-    Err((expected, leftovers))
+    expect_absent(state, "dump", FailureKind::GcIncomplete, leftovers)
 }
 
 /// Book a flush (or compaction) that succeeded or was cut by a crash after it was durable;
