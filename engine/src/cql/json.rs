@@ -143,3 +143,28 @@ impl Reader<'_> {
         Ok(Document::Object(map))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `n` arrays (or objects) nested around `1`: its value sits at depth `n`.
+    fn nested(n: usize, object: bool) -> String {
+        let (open, close) = if object { ("{\"k\": ", "}") } else { ("[", "]") };
+        format!("{}1{}", open.repeat(n), close.repeat(n))
+    }
+
+    /// Nesting is bounded (a rule of docsim's own: JSON nested past it is refused with an
+    /// error, never a deep recursion), at exactly `MAX_DEPTH` containers, in arrays and
+    /// objects alike.
+    #[test]
+    fn nesting_is_allowed_to_the_bound_and_refused_past_it() {
+        for object in [false, true] {
+            assert!(parse_json(&nested(MAX_DEPTH, object)).is_ok(), "object: {object}");
+            let deeper = parse_json(&nested(MAX_DEPTH + 1, object)).unwrap_err();
+            // Where the innermost value begins (an object's value right after its `:`).
+            let at = if object { 6 * (MAX_DEPTH + 1) - 1 } else { MAX_DEPTH + 1 };
+            assert_eq!(deeper, format!("invalid JSON at offset {at}: nested too deeply"));
+        }
+    }
+}

@@ -224,5 +224,11 @@ mod tests {
         );
         let e = parse_statement("TRUNCATE t").unwrap_err();
         assert_eq!((e.column, e.message.as_str()), (1, "unsupported statement `TRUNCATE`"));
+        // A statement ends where its grammar does: one `;` may follow, nothing else.
+        let e = parse_statement("DELETE FROM t WHERE k = 1 LIMIT 1").unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (27, "unexpected `limit`"));
+        let e = parse_statement("SELECT * FROM t WHERE k = 1;;").unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (29, "unexpected `;`"));
+        assert!(parse_statement("SELECT * FROM t WHERE k = 1;").is_ok());
     }
 }
