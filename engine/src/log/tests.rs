@@ -194,6 +194,40 @@ fn a_flipped_length_below_the_sync_mark_is_corruption_not_a_torn_tail() {
     assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
 }
 
+/// A length no record can have is corruption even past the sync mark, where a record cut
+/// short is a torn tail (a tear keeps a prefix of what was written; it invents no length).
+#[test]
+fn an_impossible_length_is_corruption_even_in_the_unsynced_tail() {
+    for (len, corrupt) in [(64u32 << 20, false), ((64 << 20) + 1, true)] {
+        let d = disk();
+        d.create("t/wal-00000001").unwrap();
+        let mut bytes = Vec::new();
+        Record::Header { seq: 1, prev: OpId::default(), hard_state: HardState::default() }
+            .encode(&mut bytes);
+        let header_len = bytes.len();
+        bytes.extend_from_slice(&len.to_le_bytes());
+        bytes.extend_from_slice(&[0; 5]); // a checksum and a kind, then nothing
+        d.append("t/wal-00000001", &bytes).unwrap();
+        let opened = Log::open(&d, "t", 1 << 20, 0, Plants::NONE);
+        if corrupt {
+            let err = opened.map(|_| ()).unwrap_err();
+            let reason = format!("record length {len} is impossible");
+            assert_eq!(
+                err,
+                Error::LogCorruption {
+                    segment: "t/wal-00000001".into(),
+                    offset: header_len,
+                    reason
+                }
+            );
+        } else {
+            let (_, recovery) = opened.unwrap();
+            let cut = recovery.truncated.expect("a torn tail");
+            assert_eq!((cut.offset, cut.dropped_bytes), (header_len, 9));
+        }
+    }
+}
+
 #[test]
 fn a_roll_that_fails_leaves_no_segment_without_a_header() {
     let d = disk();
