@@ -116,6 +116,13 @@ mod tests {
         let entries = ops(6..=9);
         let err = plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 3), 9).unwrap_err();
         assert!(err.contains("bootstrap needs entries from index 4"), "{err}");
+        // At the boundary: exactly one entry missing, the first one needed.
+        let err = plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 4), 9).unwrap_err();
+        assert_eq!(
+            err,
+            "the log starts after 1.5 but bootstrap needs entries from index 5 (flushed \
+             frontier 1.4): log GC removed entries that were not flushed"
+        );
     }
 
     #[test]

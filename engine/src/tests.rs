@@ -127,6 +127,28 @@ fn malformed_ttl_only_records_are_named() {
     assert_eq!(record.encode(), b"k\x01t\x81S");
 }
 
+/// Values that do not decode name the offset of the first byte that is wrong, past a TTL.
+#[test]
+fn malformed_values_name_the_offset() {
+    let error = |bytes: &[u8]| Value::decode(bytes).unwrap_err().to_string();
+    // An entity row's schema version (5), then a stray byte at offset 4.
+    assert_eq!(
+        error(b"t\x81Z\x05\xff"),
+        "malformed value at byte 4: trailing bytes after the schema version"
+    );
+    // A column id (3), then a stray byte at offset 4.
+    assert_eq!(
+        error(b"t\x81K\x83\xff"),
+        "malformed value at byte 4: trailing bytes after column id"
+    );
+    // An int32 needs 4 bytes; an object marker none.
+    assert_eq!(
+        error(b"t\x81H\x00\x01"),
+        "malformed value at byte 3: payload of 2 bytes, expected 4"
+    );
+    assert_eq!(error(b"t\x81{\x00"), "malformed value at byte 3: 1 unexpected trailing bytes");
+}
+
 fn document() -> impl Strategy<Value = Document> {
     let leaf = primitive().prop_map(Document::Primitive);
     leaf.prop_recursive(3, 12, 4, |inner| {
