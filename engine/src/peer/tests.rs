@@ -340,6 +340,23 @@ fn a_restarted_peer_replays_committed_entries_above_its_frontier() {
     assert!(g.dumps_agree());
 }
 
+/// Every replica keeps its term and its vote across a power cut: a vote given in a term
+/// is never given again in it, which Raft's one-leader-per-term rests on.
+#[test]
+fn a_restarted_peer_keeps_its_term_and_vote() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    let vote_of = |g: &mut Group, id: u64| (g.peer(id).raw.raft.term, g.peer(id).raw.raft.vote);
+    assert_eq!(vote_of(&mut g, leader).1, leader, "the leader voted for itself");
+    for id in 1..=3 {
+        let before = vote_of(&mut g, id);
+        g.crash(id);
+        g.restart(id);
+        assert_eq!(vote_of(&mut g, id), before, "replica {id}");
+    }
+}
+
 /// A follower whose power goes once it knows an entry committed, before it applies it
 /// (and before it persists the commit index): the entry is in its log, above its durable
 /// commit index, so bootstrap hands it to Raft unapplied and the leader commits it again.
