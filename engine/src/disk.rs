@@ -458,6 +458,28 @@ mod tests {
         );
     }
 
+    /// Tear k keeps the unsynced tail up to its k-th sector boundary (counted from the
+    /// first past the synced length), or all of it past the last boundary.
+    #[test]
+    fn each_tear_keeps_up_to_its_sector_boundary_or_the_whole_write() {
+        for (k, kept_len) in [(0, 512), (1, 1024), (3, 2048), (4, 2100), (9, 2100)] {
+            let d = disk();
+            d.create("f").unwrap();
+            d.sync_dir().unwrap();
+            d.append("f", &[1; 100]).unwrap();
+            d.sync("f").unwrap();
+            d.append("f", &[2; 2000]).unwrap();
+            d.crash(Tear::Sector(k));
+            assert_eq!(d.read("f").unwrap().len(), kept_len, "tear {k}");
+            let kept_bytes = kept_len - 100;
+            let torn = Fault::Torn { file: "f".into(), kept_bytes, unsynced_bytes: 2000 };
+            assert_eq!(d.ledger(), vec![torn], "tear {k}");
+            // What was kept is durable now: a second crash keeps it all.
+            d.crash(Tear::Sector(0));
+            assert_eq!(d.read("f").unwrap().len(), kept_len, "tear {k}, crashed again");
+        }
+    }
+
     #[test]
     fn injected_errors_and_a_full_disk_fail_without_changing_data() {
         let config = FaultConfig { capacity_bytes: Some(10), ..FaultConfig::default() };
