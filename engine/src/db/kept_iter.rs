@@ -153,6 +153,27 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A compaction's GC verdicts come back as probe counts (campaign reports show them):
+    /// versions above the cutoff kept, versions beneath the newest at or below it dropped.
+    #[test]
+    fn a_compaction_counts_what_it_kept_above_the_cutoff_and_what_it_dropped() {
+        let dir = scratch("counts");
+        let mut db = DocDb::open(&dir).expect("open");
+        for (n, us) in [(1, 1_000), (2, 2_500), (3, 3_000), (4, 4_000)] {
+            write(&db, n, us);
+        }
+        let _ = crate::probe::take();
+        db.compact(HybridTime::from_micros(2_500), CompactionKind::Full, None, None)
+            .expect("compact");
+        let counts = crate::probe::take();
+        let count = |name: &str| counts.get(name).copied().unwrap_or(0);
+        // 3 and 4 are above the cutoff, 2 the newest at or below it (exactly at), 1 beneath.
+        assert_eq!((count("gc.kept_above_cutoff"), count("gc.dropped")), (2, 1), "{counts:?}");
+        assert_eq!(scan(&db, 2_500), [2]);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A snapshot install replaces everything (one batch, then a flush): the next scan
     /// reads the snapshot, not what its kept iterator saw.
     #[test]
