@@ -1129,11 +1129,17 @@ fn new_gc_filter(gc: &Arc<Mutex<GcState>>) -> GcFilter {
         let state = lock(gc);
         (state.params, state.plants, state.repack.clone(), state.packings.clone())
     };
-    let unbounded = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff)).map(|p| {
-        GcFeed::new(GcParams { cutoff_ht: HybridTime::MAX, kind: CompactionKind::Minor, ..p })
-    });
+    let unbounded = planted_unbounded_feed(params, plants);
     let (feed, gc, counts) = (params.map(GcFeed::new), gc.clone(), [0; 4]);
     GcFilter { feed, unbounded, gc, counts, plants, repack, packings }
+}
+
+/// With [`Plant::GcIgnoresCutoff`] planted, the filter's second feed: no history cutoff,
+/// and minor, so its `Drop` says only "a newer version shadows this one".
+fn planted_unbounded_feed(params: Option<GcParams>, plants: Plants) -> Option<GcFeed> {
+    let mut params = params.filter(|_| plants.contains(Plant::GcIgnoresCutoff))?;
+    (params.cutoff_ht, params.kind) = (HybridTime::MAX, CompactionKind::Minor);
+    Some(GcFeed::new(params))
 }
 
 /// The GC filter as the shim's `FilterV3` filter shows it entries: plain values as they
@@ -1301,6 +1307,18 @@ impl GcFilter {
         }
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
         let params = feed.params();
+        self.planted_verdict(verdict, params, (components, dht, ttl), (tombstone, table_doc))
+    }
+
+    /// The verdict on a plain entry with the planted GC bugs applied (none planted: the
+    /// feed's own, unchanged).
+    fn planted_verdict(
+        &mut self,
+        verdict: Verdict,
+        params: GcParams,
+        (components, dht, ttl): (&[&[u8]], DocHybridTime, Ttl),
+        (tombstone, table_doc): (bool, bool),
+    ) -> Result<Verdict, FeedError> {
         let (full, at_or_below) = (params.kind == CompactionKind::Full, dht.ht <= params.cutoff_ht);
         // Planted: a full compaction keeps the tombstones at or below its cutoff.
         let dropped_tombstone = tombstone && verdict == Verdict::Drop && full && at_or_below;
