@@ -21,6 +21,8 @@ struct Group {
     queue: VecDeque<Envelope>,
     /// Links (from, to) that drop everything.
     cut: BTreeSet<(u64, u64)>,
+    /// Whether every snapshot sent is lost on the way.
+    lose_snapshots: bool,
     now_us: u64,
     plants: Plants,
     /// The replicas' log segment size.
@@ -66,6 +68,7 @@ impl Group {
             peers: vec![],
             queue: VecDeque::new(),
             cut: BTreeSet::new(),
+            lose_snapshots: false,
             now_us: 1_000_000,
             plants,
             segment_bytes: 1 << 20,
@@ -109,7 +112,8 @@ impl Group {
     fn deliver(&mut self) {
         while let Some(envelope) = self.queue.pop_front() {
             let (from, to) = (envelope.from, envelope.to);
-            if self.cut.contains(&(from, to)) {
+            let snapshot = envelope.msg.get_msg_type() == MessageType::MsgSnapshot;
+            if self.cut.contains(&(from, to)) || (snapshot && self.lose_snapshots) {
                 continue;
             }
             let now = self.now_us;

@@ -118,3 +118,26 @@ fn a_removed_replica_restarts_removed() {
     let refused = g.get_now(gone, "doc(1i32;).\"a\"").expect_err("still inert");
     assert_eq!(refused.kind(), ErrorKind::Removed, "{refused}");
 }
+
+/// A snapshot lost on the way is reported lost once the leader has waited
+/// [`SNAPSHOT_TIMEOUT_TICKS`] ticks past the one it was sent in (docsim's rule: raft-rs
+/// waits for its caller's report), and sent again; once one arrives, the follower
+/// installs it.
+#[test]
+fn a_lost_snapshot_is_sent_again_after_the_timeout() {
+    let (mut g, leader, behind) = follower_behind_collected_log();
+    g.lose_snapshots = true;
+    let mut waiting = vec![]; // per tick: whether the leader waits on a snapshot
+    for _ in 0..80 {
+        g.run_ms(10);
+        let progress = g.peer(leader).raw.raft.prs().get(behind).map(|p| p.state);
+        waiting.push(progress == Some(ProgressState::Snapshot));
+    }
+    let runs: Vec<usize> = waiting.split(|w| !w).map(<[bool]>::len).filter(|&n| n > 0).collect();
+    let whole = SNAPSHOT_TIMEOUT_TICKS as usize + 1;
+    assert_eq!(runs.get(..2), Some(&[whole, whole][..]), "ticks waited per snapshot: {runs:?}");
+    g.lose_snapshots = false;
+    g.run_ms(500);
+    assert_eq!(g.peer(behind).take_installed().len(), 1);
+    assert!(g.dumps_agree());
+}
