@@ -1307,18 +1307,6 @@ impl GcFilter {
         }
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
         let params = feed.params();
-        self.planted_verdict(verdict, params, (components, dht, ttl), (tombstone, table_doc))
-    }
-
-    /// The verdict on a plain entry with the planted GC bugs applied (none planted: the
-    /// feed's own, unchanged).
-    fn planted_verdict(
-        &mut self,
-        verdict: Verdict,
-        params: GcParams,
-        (components, dht, ttl): (&[&[u8]], DocHybridTime, Ttl),
-        (tombstone, table_doc): (bool, bool),
-    ) -> Result<Verdict, FeedError> {
         let (full, at_or_below) = (params.kind == CompactionKind::Full, dht.ht <= params.cutoff_ht);
         // Planted: a full compaction keeps the tombstones at or below its cutoff.
         let dropped_tombstone = tombstone && verdict == Verdict::Drop && full && at_or_below;
