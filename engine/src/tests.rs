@@ -127,7 +127,7 @@ fn malformed_ttl_only_records_are_named() {
     assert_eq!(record.encode(), b"k\x01t\x81S");
 }
 
-/// Values that do not decode name the offset of the first byte that is wrong, past a TTL.
+/// Values that do not decode name the offset where decoding fails, past a TTL.
 #[test]
 fn malformed_values_name_the_offset() {
     let error = |bytes: &[u8]| Value::decode(bytes).unwrap_err().to_string();

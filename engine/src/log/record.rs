@@ -12,7 +12,7 @@ const KIND_HARD_STATE: u8 = 3;
 const KIND_SNAPSHOT: u8 = 4;
 const MAGIC: &[u8; 8] = b"docsimlg";
 /// Larger lengths are corruption, not a torn tail (no record is this big).
-const MAX_PAYLOAD_BYTES: usize = 64 << 20;
+pub(super) const MAX_PAYLOAD_BYTES: usize = 64 << 20;
 
 pub(super) enum Record {
     Header {

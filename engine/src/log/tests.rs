@@ -198,7 +198,8 @@ fn a_flipped_length_below_the_sync_mark_is_corruption_not_a_torn_tail() {
 /// short is a torn tail (a tear keeps a prefix of what was written; it invents no length).
 #[test]
 fn an_impossible_length_is_corruption_even_in_the_unsynced_tail() {
-    for (len, corrupt) in [(64u32 << 20, false), ((64 << 20) + 1, true)] {
+    let max = u32::try_from(record::MAX_PAYLOAD_BYTES).expect("fits a length field");
+    for (len, corrupt) in [(max, false), (max + 1, true)] {
         let d = disk();
         d.create("t/wal-00000001").unwrap();
         let mut bytes = Vec::new();

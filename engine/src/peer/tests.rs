@@ -352,12 +352,12 @@ fn a_restarted_peer_keeps_its_term_and_vote() {
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
     let vote_of = |g: &mut Group, id: u64| (g.peer(id).raw.raft.term, g.peer(id).raw.raft.vote);
-    assert_eq!(vote_of(&mut g, leader).1, leader, "the leader voted for itself");
+    let term = g.peer(leader).raw.raft.term;
     for id in 1..=3 {
-        let before = vote_of(&mut g, id);
+        assert_eq!(vote_of(&mut g, id), (term, leader), "replica {id} voted for the leader");
         g.crash(id);
         g.restart(id);
-        assert_eq!(vote_of(&mut g, id), before, "replica {id}");
+        assert_eq!(vote_of(&mut g, id), (term, leader), "replica {id}, restarted");
     }
 }
 
