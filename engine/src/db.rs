@@ -1142,6 +1142,34 @@ fn planted_unbounded_feed(params: Option<GcParams>, plants: Plants) -> Option<Gc
     Some(GcFeed::new(params))
 }
 
+/// The plant `gc-keeps-tombstones`: whether this verdict drops a tombstone at or below the
+/// cutoff of a full compaction (which the plant keeps).
+fn planted_dropped_tombstone(
+    tombstone: bool,
+    verdict: Verdict,
+    params: GcParams,
+    dht: DocHybridTime,
+) -> bool {
+    let full = params.kind == CompactionKind::Full;
+    tombstone && verdict == Verdict::Drop && full && dht.ht <= params.cutoff_ht
+}
+
+/// The plant `gc-ignores-cutoff`: every version a newer one shadows goes, and (full
+/// compaction) every tombstone, above the history cutoff as below it; expiry still counts
+/// at it. `unbounded` is the feed without a cutoff ([`planted_unbounded_feed`]).
+fn planted_ignoring_cutoff(
+    unbounded: &mut GcFeed,
+    verdict: Verdict,
+    params: GcParams,
+    (components, dht, ttl, tombstone, table_doc): (&[&[u8]], DocHybridTime, Ttl, bool, bool),
+) -> Result<Verdict, FeedError> {
+    let shadowed =
+        unbounded.decide_in(components, dht, tombstone, ttl, table_doc)? == Verdict::Drop;
+    let full = params.kind == CompactionKind::Full;
+    let tombstone_above = tombstone && full && dht.ht > params.cutoff_ht;
+    Ok(if shadowed || tombstone_above { Verdict::Drop } else { verdict })
+}
+
 /// The GC filter as the shim's `FilterV3` filter shows it entries: plain values as they
 /// are, an entity (a packed row of the entity layout) by its default column, which the
 /// GC judges as the packed row; a repacked row goes back as the entity's new columns.
@@ -1307,14 +1335,15 @@ impl GcFilter {
         }
         let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
         let params = feed.params();
-        let (full, at_or_below) = (params.kind == CompactionKind::Full, dht.ht <= params.cutoff_ht);
         // Planted: a full compaction keeps the tombstones at or below its cutoff.
-        let dropped_tombstone = tombstone && verdict == Verdict::Drop && full && at_or_below;
-        if dropped_tombstone && self.plants.contains(Plant::GcKeepsTombstones) {
+        if self.plants.contains(Plant::GcKeepsTombstones)
+            && planted_dropped_tombstone(tombstone, verdict, params, dht)
+        {
             return Ok(Verdict::Keep);
         }
         // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
         // a full compaction, rewritten as a bare tombstone by a minor one.
+        let full = params.kind == CompactionKind::Full;
         if matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {
             if full && self.plants.contains(Plant::YbExpiredParentGc) {
                 return Ok(Verdict::Drop);
@@ -1324,12 +1353,8 @@ impl GcFilter {
             }
         }
         let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
-        // Planted: every version a newer one shadows goes, and (full compaction) every
-        // tombstone, above the history cutoff as below it; expiry still counts at it.
-        let shadowed =
-            unbounded.decide_in(components, dht, tombstone, ttl, table_doc)? == Verdict::Drop;
-        let tombstone_above = tombstone && full && !at_or_below;
-        Ok(if shadowed || tombstone_above { Verdict::Drop } else { verdict })
+        let entry = (components, dht, ttl, tombstone, table_doc);
+        planted_ignoring_cutoff(unbounded, verdict, params, entry)
     }
 
     /// Count the verdict and turn it into RocksDB's decision.

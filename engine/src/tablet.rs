@@ -369,13 +369,29 @@ fn replay_plan(
 ) -> Result<std::ops::Range<usize>> {
     let last_index = ops.last().map_or(prev.index, |op| op.index);
     let mut planned = frontier;
-    if plants.contains(Plant::ReplayOneEarly) && frontier.index <= last_index {
-        planned.index = frontier.index.saturating_sub(1);
+    if plants.contains(Plant::ReplayOneEarly) {
+        planned = planted_one_early(planned, last_index);
     }
-    if plants.contains(Plant::ReplayOneLate) && planned.index < last_index {
-        planned.index += 1;
+    if plants.contains(Plant::ReplayOneLate) {
+        planned = planted_one_late(planned, last_index);
     }
     plan_replay(prev, ops, planned, commit_index).map_err(Error::ReplayGap)
+}
+
+/// The plant `replay-one-early`: the frontier one lower, if the log reaches it.
+fn planted_one_early(mut frontier: OpId, last_index: u64) -> OpId {
+    if frontier.index <= last_index {
+        frontier.index = frontier.index.saturating_sub(1);
+    }
+    frontier
+}
+
+/// The plant `replay-one-late`: the frontier one higher, never past the log's end.
+fn planted_one_late(mut frontier: OpId, last_index: u64) -> OpId {
+    if frontier.index < last_index {
+        frontier.index += 1;
+    }
+    frontier
 }
 
 /// A Raft entry's payload: the hybrid time (8 bytes, big-endian) and the encoded batch.
