@@ -59,6 +59,24 @@ fn keys_and_paths() {
     assert_eq!(parse_path(&dbl.to_string()), dbl);
 }
 
+/// A path is a prefix of itself and of every path below it, and of nothing else: not of
+/// a sibling, not of its parent, not of the same subkeys in another document.
+#[test]
+fn a_path_is_a_prefix_of_itself_and_its_descendants_only() {
+    let a = parse_path(r#"doc("d";)."a""#);
+    let cases = [
+        (r#"doc("d";)."a""#, true),
+        (r#"doc("d";)."a"."b".1"#, true),
+        (r#"doc("d";)"#, false),
+        (r#"doc("d";)."b""#, false),
+        (r#"doc("e";)."a""#, false),
+    ];
+    for (other, prefix) in cases {
+        assert_eq!(a.is_prefix_of(&parse_path(other)), prefix, "{a} of {other}");
+    }
+    assert!(parse_path(r#"doc("d";)"#).is_prefix_of(&a), "a document root");
+}
+
 #[test]
 fn hybrid_times_and_durations() {
     let mut p = Parser::new("T1000.3w2 T7000 10ms 15s 2m 1h 500us 0", 1);
