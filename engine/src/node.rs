@@ -229,9 +229,10 @@ impl Node {
         if path.subkeys.first().is_some_and(|key| !current(key)) {
             return Ok(None);
         }
+        // Only a row's own keys are column ids: below a column, the filter keeps all.
         let doc = tablet.get(path, ht)?;
         Ok(match doc {
-            Some(Document::Object(map)) if path.subkeys.is_empty() => {
+            Some(Document::Object(map)) => {
                 Some(Document::Object(map.into_iter().filter(|(k, _)| current(k)).collect()))
             }
             other => other,
