@@ -460,3 +460,25 @@ fn format_path(path: &DocPath, names: Option<&CqlTable>) -> String {
     }
     text
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A script whose tablet cannot be created (its directory is under a file) fails: the
+    /// command that needed it prints one error naming the path, and the outcome counts it.
+    #[test]
+    fn a_tablet_that_cannot_be_created_fails_the_script() {
+        let name = format!("docsim-script-{}-a-file", std::process::id());
+        let file = std::env::temp_dir().join(name);
+        std::fs::write(&file, b"a file where a directory should be").expect("write");
+        let mut out = Vec::new();
+        let text = "set doc(\"k\";) = 1 @T1000\n";
+        let outcome = run_script(text, &file.join("db"), Plants::NONE, &mut out).expect("run");
+        let _ = std::fs::remove_file(&file);
+        let out = String::from_utf8(out).expect("UTF-8");
+        assert_eq!((outcome.failed_commands, outcome.ok()), (1, false), "{out}");
+        let expected = format!("error: cannot create {}/db/docs: Not a directory", file.display());
+        assert!(out.starts_with(&expected) && out.lines().count() == 1, "{out}");
+    }
+}
