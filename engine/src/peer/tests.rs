@@ -361,6 +361,31 @@ fn a_restarted_peer_keeps_its_term_and_vote() {
     }
 }
 
+/// A restarted replica neither votes nor campaigns for `quiet_us` (docsim's rule: any lease
+/// it echoed before the power cut must pass every clock first), but takes its leader's
+/// entries meanwhile.
+#[test]
+fn a_restarted_peer_takes_entries_but_gives_no_vote_while_quiet() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let quiet = (1..=3).find(|&id| id != leader).expect("a follower");
+    let other = (1..=3).find(|&id| id != leader && id != quiet).expect("another");
+    g.crash(quiet);
+    g.restart(quiet); // quiet for 300 ms from now
+    let op = g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    assert!(g.peer(quiet).is_applied(op), "entries are taken while quiet");
+    // Restarted again with the leader gone, it knows of no leader (Raft's own check would
+    // refuse a vote while one is current): only the quiet rule keeps its vote back.
+    g.crash(quiet);
+    g.isolate(leader);
+    g.restart(quiet);
+    g.run_ms(200); // the other follower campaigns (110 to 130 ms timeouts), in vain
+    let leads = |g: &mut Group| [quiet, other].map(|id| g.peer(id).status().leader);
+    assert_eq!(leads(&mut g), [false, false], "no vote while quiet");
+    g.run_ms(300);
+    assert_eq!(leads(&mut g).iter().filter(|&&l| l).count(), 1, "a vote once quiet ends");
+}
+
 /// A follower whose power goes once it knows an entry committed, before it applies it
 /// (and before it persists the commit index): the entry is in its log, above its durable
 /// commit index, so bootstrap hands it to Raft unapplied and the leader commits it again.
