@@ -480,6 +480,21 @@ mod tests {
         }
     }
 
+    /// A chance of n per mille fails about n appends in a thousand: 20,000 appends at 1‰
+    /// and at 5‰ (the disk's stream is seeded, so the counts are fixed; the bounds allow
+    /// any seed's spread, not twice the rate).
+    #[test]
+    fn an_error_chance_per_mille_fails_that_share_of_appends() {
+        for (per_mille, expected) in [(1, 20), (5, 100)] {
+            let config = FaultConfig { write_error_per_mille: per_mille, ..FaultConfig::default() };
+            let d = SimDisk::new(7, config);
+            d.create("f").unwrap();
+            let failed = (0..20_000).filter(|_| d.append("f", b"x").is_err()).count();
+            let spread = expected / 2 + 3;
+            assert!(failed.abs_diff(expected) <= spread, "{per_mille}‰: {failed} of 20,000");
+        }
+    }
+
     #[test]
     fn injected_errors_and_a_full_disk_fail_without_changing_data() {
         let config = FaultConfig { capacity_bytes: Some(10), ..FaultConfig::default() };
