@@ -495,6 +495,26 @@ mod tests {
         }
     }
 
+    /// A crash with tears and flips off draws nothing from the disk's stream: the faults
+    /// after it are the ones a disk that never crashed injects.
+    #[test]
+    fn a_crash_without_tears_or_flips_leaves_the_fault_stream_alone() {
+        let errors_after = |crash: bool| {
+            let d = SimDisk::new(3, FaultConfig::default());
+            d.create("f").unwrap();
+            d.sync_dir().unwrap();
+            d.append("f", &[1; 100]).unwrap();
+            d.sync("f").unwrap();
+            d.append("f", &[2; 2000]).unwrap(); // unsynced, across sector boundaries
+            if crash {
+                d.crash(Tear::Random);
+            }
+            d.set_faults(FaultConfig { write_error_per_mille: 500, ..FaultConfig::default() });
+            (0..64).map(|_| d.append("f", b"x").is_err()).collect::<Vec<bool>>()
+        };
+        assert_eq!(errors_after(true), errors_after(false));
+    }
+
     #[test]
     fn injected_errors_and_a_full_disk_fail_without_changing_data() {
         let config = FaultConfig { capacity_bytes: Some(10), ..FaultConfig::default() };
