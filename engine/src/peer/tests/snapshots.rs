@@ -141,3 +141,14 @@ fn a_lost_snapshot_is_sent_again_after_the_timeout() {
     assert_eq!(g.peer(behind).take_installed().len(), 1);
     assert!(g.dumps_agree());
 }
+
+/// A replica builds a snapshot (exporting every document) only when Raft asks for one.
+#[test]
+fn no_snapshot_is_built_unless_raft_asks() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    fill(&mut g, leader, 5);
+    g.run_ms(100);
+    for id in 1..=3 {
+        assert!(g.peer(id).raw.store().cache().ready.is_none(), "replica {id} built one");
+    }
+}
