@@ -646,7 +646,7 @@ impl Peer {
             let entries: Vec<LogEntry> = ready.entries().iter().map(to_log_entry).collect();
             self.appended(&entries)?;
             if self.plant(Plant::ApplyBeforeCommit) {
-                self.apply_uncommitted(&entries)?;
+                self.planted_apply_uncommitted(&entries)?;
             }
             let hs =
                 ready.hs().map(|hs| HardState { term: hs.term, vote: hs.vote, commit: hs.commit });
@@ -705,7 +705,7 @@ impl Peer {
     }
 
     /// The planted bug: a follower applies entries as they arrive, before they commit.
-    fn apply_uncommitted(&mut self, entries: &[LogEntry]) -> Result<()> {
+    fn planted_apply_uncommitted(&mut self, entries: &[LogEntry]) -> Result<()> {
         if self.raw.raft.state == StateRole::Leader {
             return Ok(());
         }
