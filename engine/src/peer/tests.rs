@@ -386,6 +386,55 @@ fn a_restarted_peer_takes_entries_but_gives_no_vote_while_quiet() {
     assert_eq!(leads(&mut g).iter().filter(|&&l| l).count(), 1, "a vote once quiet ends");
 }
 
+/// A follower echoes a lease only to the leader that granted it, in that leader's term:
+/// once it stops hearing from its leader and campaigns, what it sends the other follower
+/// carries no echo.
+#[test]
+fn an_echo_goes_only_to_the_leader_that_granted_it() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.run_ms(100); // heartbeats: the followers hold echoes
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let mut now = g.now_us;
+    let mut to_others = 0;
+    for _ in 0..40 {
+        // The follower alone ticks, and what it sends is looked at, not delivered.
+        now += TICK_US;
+        for envelope in g.peer(follower).tick(now).expect("a healthy peer ticks") {
+            if envelope.to != leader {
+                to_others += 1;
+                assert_eq!(envelope.echo, None, "{:?}", envelope.msg.get_msg_type());
+            }
+        }
+    }
+    assert!(to_others > 0, "the follower campaigned");
+}
+
+/// A follower echoes the newest lease its leader granted it: a heartbeat that arrives
+/// late, with an older lease, does not lower the echo.
+#[test]
+fn a_late_heartbeat_does_not_lower_the_echo() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let mut now = g.now_us;
+    let mut heartbeats = vec![];
+    while heartbeats.len() < 2 {
+        // The leader alone ticks; its heartbeats to the follower are held back.
+        now += TICK_US;
+        let out = g.peer(leader).tick(now).expect("a healthy peer ticks");
+        heartbeats.extend(
+            out.into_iter()
+                .filter(|e| e.to == follower && e.msg.get_msg_type() == MessageType::MsgHeartbeat),
+        );
+    }
+    let (older, newer) = (heartbeats.remove(0), heartbeats.remove(0));
+    assert!(older.ht_lease < newer.ht_lease, "leases grow");
+    let newest = newer.ht_lease;
+    for envelope in [newer, older] {
+        g.peer(follower).receive(envelope, now).expect("taken");
+    }
+    assert_eq!(g.peer(follower).echo.map(|(.., lease)| lease), Some(newest));
+}
+
 /// A follower whose power goes once it knows an entry committed, before it applies it
 /// (and before it persists the commit index): the entry is in its log, above its durable
 /// commit index, so bootstrap hands it to Raft unapplied and the leader commits it again.
