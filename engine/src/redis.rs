@@ -448,3 +448,35 @@ fn split_args(command: &str) -> Result<Vec<String>, SyntaxError> {
     }
     Ok(args)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every command form prints as the text it was parsed from (arguments bare when they
+    /// can be, else double-quoted), and that text parses back to the same command.
+    #[test]
+    fn commands_print_as_text_that_parses_back() {
+        let texts = [
+            "SET k v",
+            "SET \"a key\" \"it's\" EX 5",
+            "SET k \"\" PX 20",
+            "GET \"#x\"",
+            "DEL a b",
+            "EXPIRE k -1",
+            "HSET h f1 v1 f2 \"v 2\"",
+            "HMSET h f v",
+            "HGET h f",
+            "HDEL h f g",
+            "HGETALL h",
+            "SADD s m \"n\\\"q\"",
+            "SREM s m",
+            "SMEMBERS s",
+        ];
+        for text in texts {
+            let command = Command::parse(text).expect(text);
+            assert_eq!(command.to_string(), text);
+            assert_eq!(Command::parse(&command.to_string()), Ok(command));
+        }
+    }
+}
