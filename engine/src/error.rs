@@ -319,6 +319,7 @@ mod tests {
     fn kind_names_round_trip_and_are_distinct() {
         for kind in ErrorKind::ALL {
             assert_eq!(ErrorKind::from_name(kind.name()), Some(kind));
+            assert_eq!(kind.to_string(), kind.name(), "a kind displays as its name");
         }
         let mut names: Vec<&str> = ErrorKind::ALL.iter().map(|k| k.name()).collect();
         names.sort();

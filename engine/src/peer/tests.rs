@@ -21,8 +21,8 @@ struct Group {
     queue: VecDeque<Envelope>,
     /// Links (from, to) that drop everything.
     cut: BTreeSet<(u64, u64)>,
-    /// Whether every snapshot sent is lost on the way.
-    lose_snapshots: bool,
+    /// The kinds of message lost on the way, every one sent.
+    lost: Vec<MessageType>,
     now_us: u64,
     plants: Plants,
     /// The replicas' log segment size.
@@ -68,7 +68,7 @@ impl Group {
             peers: vec![],
             queue: VecDeque::new(),
             cut: BTreeSet::new(),
-            lose_snapshots: false,
+            lost: vec![],
             now_us: 1_000_000,
             plants,
             segment_bytes: 1 << 20,
@@ -112,8 +112,8 @@ impl Group {
     fn deliver(&mut self) {
         while let Some(envelope) = self.queue.pop_front() {
             let (from, to) = (envelope.from, envelope.to);
-            let snapshot = envelope.msg.get_msg_type() == MessageType::MsgSnapshot;
-            if self.cut.contains(&(from, to)) || (snapshot && self.lose_snapshots) {
+            let lost = self.lost.contains(&envelope.msg.get_msg_type());
+            if self.cut.contains(&(from, to)) || lost {
                 continue;
             }
             let now = self.now_us;
@@ -433,6 +433,22 @@ fn a_late_heartbeat_does_not_lower_the_echo() {
         g.peer(follower).receive(envelope, now).expect("taken");
     }
     assert_eq!(g.peer(follower).echo.map(|(.., lease)| lease), Some(newest));
+}
+
+/// A replica that voted but holds no entry ran all the same: restarted, it is quiet.
+#[test]
+fn a_replica_that_only_voted_is_quiet_after_a_restart() {
+    let mut g = Group::new(Plants::NONE);
+    g.lost = vec![MessageType::MsgAppend]; // a leader is elected; no entry reaches the others
+    g.run_ms(300);
+    let leader = g.leader();
+    let voter = (1..=3).find(|&id| id != leader && g.peer(id).raw.raft.vote == leader);
+    let voter = voter.expect("a follower voted");
+    assert_eq!(g.peer(voter).raw.raft.raft_log.last_index(), 0, "no entry");
+    g.crash(voter);
+    g.restart(voter);
+    let quiet_until_us = g.now_us + 300_000;
+    assert_eq!(g.peer(voter).quiet_until_us, quiet_until_us);
 }
 
 /// A follower whose power goes once it knows an entry committed, before it applies it

@@ -126,7 +126,7 @@ fn a_removed_replica_restarts_removed() {
 #[test]
 fn a_lost_snapshot_is_sent_again_after_the_timeout() {
     let (mut g, leader, behind) = follower_behind_collected_log();
-    g.lose_snapshots = true;
+    g.lost = vec![MessageType::MsgSnapshot];
     let mut waiting = vec![]; // per tick: whether the leader waits on a snapshot
     for _ in 0..80 {
         g.run_ms(10);
@@ -136,7 +136,7 @@ fn a_lost_snapshot_is_sent_again_after_the_timeout() {
     let runs: Vec<usize> = waiting.split(|w| !w).map(<[bool]>::len).filter(|&n| n > 0).collect();
     let whole = SNAPSHOT_TIMEOUT_TICKS as usize + 1;
     assert_eq!(runs.get(..2), Some(&[whole, whole][..]), "ticks waited per snapshot: {runs:?}");
-    g.lose_snapshots = false;
+    g.lost.clear();
     g.run_ms(500);
     assert_eq!(g.peer(behind).take_installed().len(), 1);
     assert!(g.dumps_agree());
