@@ -154,6 +154,19 @@ mod tests {
         format!("{}1{}", open.repeat(n), close.repeat(n))
     }
 
+    /// Numbers are JSON's: integral ones int64, others finite doubles; no infinities (an
+    /// overflowing exponent), no `NaN` or `inf` words, which Rust's float parser takes.
+    #[test]
+    fn numbers_are_json_numbers_and_finite() {
+        let double = |d: f64| Ok(Document::Primitive(Primitive::Double(d)));
+        assert_eq!(parse_json("-1.5e3"), double(-1500.0));
+        assert_eq!(parse_json("7"), Ok(Document::Primitive(Primitive::Int64(7))));
+        for bad in ["1e999", "-1e999", "inf", "NaN", "infinity"] {
+            let err = parse_json(bad).unwrap_err();
+            assert_eq!(err, format!("invalid JSON at offset 0: `{bad}`"));
+        }
+    }
+
     /// Nesting is bounded (a rule of docsim's own: JSON nested past it is refused with an
     /// error, never a deep recursion), at exactly `MAX_DEPTH` containers, in arrays and
     /// objects alike.
