@@ -465,6 +465,39 @@ fn format_path(path: &DocPath, names: Option<&CqlTable>) -> String {
 mod tests {
     use super::*;
 
+    /// An error the script expects (`expect error: <kind>`) is not a failure; one it does
+    /// not, or of another kind, is.
+    #[test]
+    fn an_expected_error_does_not_fail_the_script() {
+        let dir = std::env::temp_dir().join(format!("docsim-script-{}-expect", std::process::id()));
+        let run = |text: &str| {
+            let _ = std::fs::remove_dir_all(&dir);
+            let outcome = run_script(text, &dir, Plants::NONE, &mut Vec::new()).expect("run");
+            let _ = std::fs::remove_dir_all(&dir);
+            outcome.failed_commands
+        };
+        let bad_read = "get doc(\"k\";) @T1000 table=nope\n";
+        assert_eq!(run(&format!("{bad_read}expect error: no_such_table\n")), 0);
+        assert_eq!(run(bad_read), 1);
+        // The wrong kind: the command failed, and so did the expectation.
+        assert_eq!(run(&format!("{bad_read}expect error: io\n")), 2);
+    }
+
+    /// A `#` starts a comment outside quotes only; an escaped `"` does not end a string.
+    #[test]
+    fn a_comment_starts_at_a_hash_outside_quotes() {
+        let cases = [
+            (r#"set doc("a#b";) = 1 @T1 # note"#, r#"set doc("a#b";) = 1 @T1 "#),
+            ("get doc('x#y';) # c", "get doc('x#y';) "),
+            (r##"set doc("a\"#b";) = 1 # c"##, r##"set doc("a\"#b";) = 1 "##),
+            (r#"dump # "quoted""#, "dump "),
+            ("# all comment", ""),
+        ];
+        for (line, kept) in cases {
+            assert_eq!(strip_comment(line), kept, "{line}");
+        }
+    }
+
     /// A script whose tablet cannot be created (its directory is under a file) fails: the
     /// command that needed it prints one error naming the path, and the outcome counts it.
     #[test]
