@@ -153,6 +153,22 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// Without RocksDB's WAL (the Raft log is the only log), closing the database — as a
+    /// power cut does — keeps only what was flushed: replay restores the rest.
+    #[test]
+    fn a_close_keeps_only_what_was_flushed() {
+        let dir = scratch("close");
+        let db = DocDb::open(&dir).expect("open");
+        write(&db, 1, 1_000);
+        db.flush().expect("flush");
+        write(&db, 2, 2_000);
+        drop(db);
+        let db = DocDb::open(&dir).expect("reopen");
+        assert_eq!(scan(&db, 5_000), [1], "the unflushed write is gone");
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// A compaction's GC verdicts come back as probe counts (campaign reports show them):
     /// versions above the cutoff kept, versions beneath the newest at or below it dropped.
     #[test]
