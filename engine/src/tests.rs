@@ -345,3 +345,27 @@ fn document_literal_orders_keys_like_storage() {
     assert_eq!(encoded, sorted);
     let _: &BTreeMap<KeyEntry, Document> = map;
 }
+
+/// The probe `read.born_expired` counts a version read with no TTL of its own under a
+/// parent that had expired when it was written (the reader hides it from birth: see the
+/// README glossary's TTL expiry), not one that carries its own TTL.
+#[test]
+fn born_expired_counts_children_without_a_ttl_of_their_own() {
+    let dir = std::env::temp_dir().join(format!("docsim-born-expired-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let script = r#"obj doc("d";) @T1000 ttl=1ms
+set doc("d";)."a" = 1 @T5000
+set doc("d";)."b" = 2 @T5000
+set doc("d";)."c" = 3 @T5000 ttl=10s
+get doc("d";) @T6000
+"#;
+    let _ = crate::probe::take();
+    let mut out = Vec::new();
+    let outcome = crate::script::run_script(script, &dir, crate::canary::Plants::NONE, &mut out);
+    let probes = crate::probe::take();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
+    assert_eq!(probes.get("read.born_expired"), Some(&2), "{probes:?}");
+    let out = String::from_utf8(out).expect("UTF-8");
+    assert!(out.ends_with("=> {\"c\": 3}\n"), "{out}");
+}
