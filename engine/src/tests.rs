@@ -9,6 +9,14 @@ use crate::notation::{format_duration_us, Parser};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 
+/// A fresh directory for one test's files: under the system's temp directory, named for
+/// this process and `name` (unique per test), emptied first.
+pub(crate) fn scratch_dir(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("docsim-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
 fn primitive() -> impl Strategy<Value = Primitive> {
     prop_oneof![
         Just(Primitive::Null),
@@ -351,8 +359,7 @@ fn document_literal_orders_keys_like_storage() {
 /// README glossary's TTL expiry), not one that carries its own TTL.
 #[test]
 fn born_expired_counts_children_without_a_ttl_of_their_own() {
-    let dir = std::env::temp_dir().join(format!("docsim-born-expired-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = scratch_dir("born-expired");
     let script = r#"obj doc("d";) @T1000 ttl=1ms
 set doc("d";)."a" = 1 @T5000
 set doc("d";)."b" = 2 @T5000

@@ -99,9 +99,7 @@ mod tests {
     use crate::write_batch::DocWriteBatch;
 
     fn scratch(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("docsim-kept-{}-{name}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+        crate::tests::scratch_dir(&format!("kept-{name}"))
     }
 
     fn doc() -> DocKey {

@@ -288,8 +288,7 @@ mod tests {
     /// full compaction keeps it as it is and fails with a corruption error naming it.
     #[test]
     fn a_packed_row_that_does_not_decode_fails_the_compaction() {
-        let dir = std::env::temp_dir().join(format!("docsim-packed-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = crate::tests::scratch_dir("packed");
         let mut db = crate::db::DocDb::open(&dir).expect("open");
         let mut packings = Packings::default();
         packings.insert(SchemaPacking::new(0, vec![10]).expect("one column"));

@@ -1,10 +1,6 @@
 use super::*;
 
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("docsim-entity-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    dir
-}
+use crate::tests::scratch_dir;
 
 fn open(dir: &std::path::Path) -> rocksdb::DB {
     let mut opts = rocksdb::Options::default();
@@ -17,7 +13,7 @@ fn open(dir: &std::path::Path) -> rocksdb::DB {
 /// default column.
 #[test]
 fn entities_round_trip_beside_plain_values() {
-    let dir = scratch("round-trip");
+    let dir = scratch_dir("entity-round-trip");
     let db = open(&dir);
     let mut batch = EntityBatch::new();
     batch.put(b"plain", b"v");
@@ -57,7 +53,7 @@ fn entities_round_trip_beside_plain_values() {
 /// read that looks complete).
 #[test]
 fn an_iterator_over_a_damaged_file_reports_the_corruption() {
-    let dir = scratch("damaged");
+    let dir = scratch_dir("entity-damaged");
     let db = open(&dir);
     (0..100u32).for_each(|i| db.put(i.to_be_bytes(), [7u8; 64]).expect("put"));
     db.flush().expect("flush");
@@ -83,7 +79,7 @@ fn an_iterator_over_a_damaged_file_reports_the_corruption() {
 /// batch writes nothing of it.
 #[test]
 fn a_column_named_twice_is_refused() {
-    let dir = scratch("twice");
+    let dir = scratch_dir("entity-twice");
     let db = open(&dir);
     let mut batch = EntityBatch::new();
     let columns: [(&[u8], &[u8]); 2] = [(b"a", b"1"), (b"a", b"2")];
@@ -99,7 +95,7 @@ fn a_column_named_twice_is_refused() {
 #[test]
 fn a_c_api_compaction_filter_never_sees_entities() {
     use rocksdb::compaction_filter::Decision;
-    let dir = scratch("filter");
+    let dir = scratch_dir("entity-filter");
     let mut opts = rocksdb::Options::default();
     opts.create_if_missing(true);
     opts.set_compaction_filter("remove_all", |_level, _key, _value| Decision::Remove);
@@ -146,7 +142,7 @@ fn show(bytes: &[u8]) -> String {
 /// decisions hold: remove, change a value, change an entity's columns, keep.
 #[test]
 fn a_filter_v3_sees_entities_and_its_decisions_hold() {
-    let dir = scratch("filter-v3");
+    let dir = scratch_dir("entity-filter-v3");
     let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
     let mut opts = rocksdb::Options::default();
     opts.create_if_missing(true);

@@ -469,9 +469,8 @@ mod tests {
     /// not, or of another kind, is.
     #[test]
     fn an_expected_error_does_not_fail_the_script() {
-        let dir = std::env::temp_dir().join(format!("docsim-script-{}-expect", std::process::id()));
         let run = |text: &str| {
-            let _ = std::fs::remove_dir_all(&dir);
+            let dir = crate::tests::scratch_dir("script-expect");
             let outcome = run_script(text, &dir, Plants::NONE, &mut Vec::new()).expect("run");
             let _ = std::fs::remove_dir_all(&dir);
             outcome.failed_commands
