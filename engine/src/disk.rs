@@ -442,14 +442,19 @@ mod tests {
         assert_eq!(d.ledger(), vec![Fault::BitFlip { file: "f".into(), offset: 3, bit: 7 }]);
     }
 
-    #[test]
-    fn a_torn_write_keeps_whole_sectors_only_and_is_in_the_ledger() {
-        let d = disk();
+    /// File `f`, durable: 100 bytes synced, then 2,000 unsynced across sector boundaries.
+    fn synced_100_then_2000_unsynced(d: &SimDisk) {
         d.create("f").unwrap();
         d.sync_dir().unwrap();
         d.append("f", &[1; 100]).unwrap();
         d.sync("f").unwrap();
         d.append("f", &[2; 2000]).unwrap();
+    }
+
+    #[test]
+    fn a_torn_write_keeps_whole_sectors_only_and_is_in_the_ledger() {
+        let d = disk();
+        synced_100_then_2000_unsynced(&d);
         d.crash(Tear::Sector(0));
         assert_eq!(d.read("f").unwrap().len(), SECTOR_BYTES);
         assert_eq!(
@@ -464,11 +469,7 @@ mod tests {
     fn each_tear_keeps_up_to_its_sector_boundary_or_the_whole_write() {
         for (k, kept_len) in [(0, 512), (1, 1024), (3, 2048), (4, 2100), (9, 2100)] {
             let d = disk();
-            d.create("f").unwrap();
-            d.sync_dir().unwrap();
-            d.append("f", &[1; 100]).unwrap();
-            d.sync("f").unwrap();
-            d.append("f", &[2; 2000]).unwrap();
+            synced_100_then_2000_unsynced(&d);
             d.crash(Tear::Sector(k));
             assert_eq!(d.read("f").unwrap().len(), kept_len, "tear {k}");
             let kept_bytes = kept_len - 100;
@@ -501,11 +502,7 @@ mod tests {
     fn a_crash_without_tears_or_flips_leaves_the_fault_stream_alone() {
         let errors_after = |crash: bool| {
             let d = SimDisk::new(3, FaultConfig::default());
-            d.create("f").unwrap();
-            d.sync_dir().unwrap();
-            d.append("f", &[1; 100]).unwrap();
-            d.sync("f").unwrap();
-            d.append("f", &[2; 2000]).unwrap(); // unsynced, across sector boundaries
+            synced_100_then_2000_unsynced(&d);
             if crash {
                 d.crash(Tear::Random);
             }

@@ -447,7 +447,7 @@ fn a_replica_that_only_voted_is_quiet_after_a_restart() {
     assert_eq!(g.peer(voter).raw.raft.raft_log.last_index(), 0, "no entry");
     g.crash(voter);
     g.restart(voter);
-    let quiet_until_us = g.now_us + 300_000;
+    let quiet_until_us = g.now_us + options(voter, Plants::NONE).quiet_us;
     assert_eq!(g.peer(voter).quiet_until_us, quiet_until_us);
 }
 
