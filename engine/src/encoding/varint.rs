@@ -137,6 +137,15 @@ mod tests {
         assert!(error.contains("above i64::MAX"), "{error}");
     }
 
+    /// An error names its offset in the whole buffer: `base`, plus where in `input`.
+    #[test]
+    fn errors_name_their_offset_in_the_whole_buffer() {
+        let truncated = decode_signed(&[0xC0], 7).unwrap_err();
+        assert_eq!((truncated.offset, truncated.reason.as_str()), (8, "truncated: 2 bytes needed"));
+        let non_minimal = decode_signed(&[0xC0, 0x01], 7).unwrap_err();
+        assert_eq!((non_minimal.offset, non_minimal.reason.as_str()), (7, "non-minimal encoding"));
+    }
+
     proptest! {
         #[test]
         fn round_trip_and_order(a: i64, b: i64) {

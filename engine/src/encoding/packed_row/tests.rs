@@ -30,6 +30,26 @@ fn a_packed_row_is_z_version_end_offsets_then_columns() {
     assert_eq!(row, PackedRow { ttl: Ttl::Inherit, version: 3, columns: ids_and_values });
 }
 
+/// A damaged column is reported at its byte in the whole value (a later column's offset
+/// counts the columns before it), and so are bytes after the last column.
+#[test]
+fn a_damaged_column_is_reported_at_its_byte_in_the_value() {
+    let p = packing();
+    let columns = [leaf(Primitive::Int32(7)), leaf(Primitive::String("ab".into())), None];
+    let mut bytes = p.pack(Ttl::Inherit, &columns);
+    assert_eq!(&bytes[19..], b"Sab", "c2 starts 5 bytes into the column bytes, at 14");
+    bytes[20] = 0xFF; // c2's text is no longer UTF-8
+    let err = decode_packed_row(&bytes, |_| Some(&p)).expect_err("damaged");
+    let got = (err.what, err.offset, err.reason.as_str());
+    assert_eq!(got, ("packed column", 20, "invalid UTF-8 in string"));
+    // A byte past the last column's end is reported where it is.
+    bytes[20] = b'a';
+    bytes.push(0);
+    let err = decode_packed_row(&bytes, |_| Some(&p)).expect_err("a byte too many");
+    let got = (err.what, err.offset, err.reason.as_str());
+    assert_eq!(got, ("packed row", 22, "1 bytes after the last column"));
+}
+
 #[test]
 fn row_and_column_ttls_travel_with_the_row() {
     let p = packing();
