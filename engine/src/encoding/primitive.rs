@@ -330,11 +330,31 @@ pub(crate) fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
 mod tests {
     use super::*;
 
+    /// Runs `test` on a thread and fails if it is still running after 10 s (it takes
+    /// milliseconds): a loop that stops making progress fails the test, not hangs it.
+    fn within_10_s(test: fn()) {
+        use std::sync::mpsc::{channel, RecvTimeoutError};
+        let (done, finished) = channel();
+        let thread = std::thread::spawn(move || {
+            test();
+            let _ = done.send(());
+        });
+        let waited = finished.recv_timeout(std::time::Duration::from_secs(10));
+        assert_ne!(waited, Err(RecvTimeoutError::Timeout), "still running after 10 s");
+        if let Err(panic) = thread.join() {
+            std::panic::resume_unwind(panic); // the test's own failure
+        }
+    }
+
     /// The prefix extractor's skip lands where decoding ends, for strings holding the
     /// bytes that need escaping (a NUL, 0x01, 0xFE, 0xFF) in both orders, and for every
-    /// fixed-size kind.
+    /// fixed-size kind. (Skipping an escape must move forward: a watchdog fails a loop.)
     #[test]
     fn skipping_a_key_entry_ends_where_decoding_it_ends() {
+        within_10_s(skipping_a_key_entry_ends_where_decoding_it_ends_unguarded);
+    }
+
+    fn skipping_a_key_entry_ends_where_decoding_it_ends_unguarded() {
         let strings = ["", "a", "\0", "a\0b", "\0\0", "\u{1}", "\u{7f}\u{ff}", "é\0é"];
         let mut values: Vec<Primitive> =
             strings.iter().map(|s| Primitive::String((*s).into())).collect();
