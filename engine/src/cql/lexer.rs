@@ -258,3 +258,24 @@ impl<'a> Cursor<'a> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toks(src: &str) -> Vec<Tok> {
+        lex(src).expect(src).into_iter().map(|t| t.tok).collect()
+    }
+
+    /// A number is an optional `-` and digits, then a fraction only if a digit follows the
+    /// `.`, then an exponent (signed or not) only if a digit follows it.
+    #[test]
+    fn a_number_takes_a_fraction_or_an_exponent_only_when_whole() {
+        let num = |s: &str| Tok::Num(s.into());
+        let ident = |s: &str| Tok::Ident(s.into());
+        assert_eq!(toks("1e+5 2.5E-3 -7 6e2"), [num("1e+5"), num("2.5E-3"), num("-7"), num("6e2")]);
+        let cut = [num("1"), ident("e"), num("3"), Tok::Sym("."), ident("x")];
+        assert_eq!(toks("1e 3.x"), cut);
+        assert_eq!(toks("4e+"), [num("4"), ident("e"), Tok::Sym("+")]);
+    }
+}
