@@ -114,6 +114,26 @@ fn an_older_packed_row_of_a_newer_schema_leaves_the_row_alone() {
     assert_eq!(plan, Ok(None));
 }
 
+/// An older packed row whose columns were all folded in before the newest row was written
+/// goes; one holding a column folded in after the newest row (writes out of time order)
+/// leaves the row alone rather than lose that column.
+#[test]
+fn an_older_packed_row_goes_unless_it_folded_in_a_column_after_the_newest_row() {
+    let older_folded_at = |us: u64| {
+        let slot = Slot { value: Some(int(7)), written: Some(at(us)) };
+        let body = packings().get(0).expect("known").body_of_slots(&[slot, Slot::of(None)]);
+        let value = Value { ttl: Ttl::Inherit, kind: ValueKind::PackedRow(body) };
+        DocEntry { table_key: false, subkeys: vec![], doc_ht: at(900), value }
+    };
+    let row = packed(1000, Ttl::Inherit, 1, &[Some(int(1)), None, None]);
+    let plan = |older: DocEntry| {
+        let entries = [row.clone(), older];
+        plan_row(&entries, HybridTime::new(2000, 0), &packings(), Plants::NONE).expect("decodes")
+    };
+    assert_eq!(plan(older_folded_at(950)).expect("a repack").folded, BTreeSet::from([1]));
+    assert_eq!(plan(older_folded_at(1200)), None);
+}
+
 /// A row tombstone older than the packed row hides the column versions before it: they
 /// go, and do not come back as the column's value.
 #[test]
