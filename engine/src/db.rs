@@ -1434,6 +1434,28 @@ mod needed_at_tests {
         assert_eq!(kept(&keys, 10), [false, true, false, false]);
     }
 
+    /// A version beneath a TTL-only record is needed (the record hides nothing), but if an
+    /// ancestor overwrote it, it shadows nothing below it either: a child older than the
+    /// ancestor stays hidden. (EXPIRE writes TTL-only records at document roots only,
+    /// where nothing is above; the filter's rule holds at any level.)
+    #[test]
+    fn an_overwritten_version_beneath_a_ttl_only_record_hides_its_children_still() {
+        let doc_len = doc().encode().len();
+        let mut needed = NeededAt::new(HybridTime::new(40, 0));
+        let ttl_only: &[u8] = &[crate::encoding::tag::VALUE_MERGE_FLAGS];
+        let entries: [(Vec<u8>, &[u8]); 4] = [
+            (key(&[], 20), b"{"),
+            (key(&["a"], 30), ttl_only),
+            (key(&["a"], 10), b"{"), // beneath the record, overwritten by the root at 20
+            (key(&["a", "b"], 15), b"{"), // overwritten by the root at 20 too
+        ];
+        let kept: Vec<bool> = entries
+            .iter()
+            .map(|(k, v)| needed.needed(k, v, doc_len).expect("well-formed"))
+            .collect();
+        assert_eq!(kept, [true, true, true, false]);
+    }
+
     #[test]
     fn the_filter_keeps_and_records_entries_out_of_order_instead_of_panicking() {
         use super::{filter_result, GcFilter, GcState};
