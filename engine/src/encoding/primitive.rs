@@ -346,6 +346,25 @@ mod tests {
         }
     }
 
+    /// A string key component that does not end well is reported at the byte where it
+    /// goes wrong: after a lone `00`, the byte that is missing or is no escape.
+    #[test]
+    fn a_bad_string_component_is_reported_where_it_goes_wrong() {
+        let mut encoded = vec![0xAA]; // an unrelated byte before it
+        KeyEntry::asc(Primitive::String("a".into())).encode_to(&mut encoded);
+        assert_eq!(encoded[2..], [b'a', 0, 0], "tag, text, terminator");
+        let error = |bytes: &[u8]| {
+            let e = KeyEntry::decode(bytes, 1).expect_err("damaged");
+            (e.what, e.offset, e.reason)
+        };
+        let what = "string key component";
+        let cut = |n: usize| &encoded[..encoded.len() - n];
+        assert_eq!(error(cut(2)), (what, 3, "missing terminator 00 00".to_string()));
+        assert_eq!(error(cut(1)), (what, 4, "missing terminator 00 00".to_string()));
+        let bad_escape = [cut(1), &[7]].concat();
+        assert_eq!(error(&bad_escape), (what, 4, "bad escape after 00".to_string()));
+    }
+
     /// The prefix extractor's skip lands where decoding ends, for strings holding the
     /// bytes that need escaping (a NUL, 0x01, 0xFE, 0xFF) in both orders, and for every
     /// fixed-size kind. (Skipping an escape must move forward: a watchdog fails a loop.)
