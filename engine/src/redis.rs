@@ -115,7 +115,8 @@ impl Command {
         let Some((name, args)) = args.split_first() else { return syntax("empty Redis command") };
         let name = name.to_ascii_uppercase();
         let arity = |min: usize, pairs: bool| {
-            if args.len() < min || (pairs && (args.len() - 1) % 2 != 0) {
+            // With `pairs`: a key, then field-value pairs, so an odd count.
+            if args.len() < min || (pairs && args.len() % 2 == 0) {
                 let name = name.to_lowercase();
                 return syntax(format!("ERR wrong number of arguments for '{name}' command"));
             }
