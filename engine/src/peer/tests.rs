@@ -451,6 +451,35 @@ fn a_replica_that_only_voted_is_quiet_after_a_restart() {
     assert_eq!(g.peer(voter).quiet_until_us, quiet_until_us);
 }
 
+/// The quiet period ends exactly at `quiet_until_us`: a vote request that arrives a
+/// microsecond before gets no answer; one that arrives then is answered (and granted, as
+/// the restarted replica knows of no leader and the candidate's log is as new as its own).
+#[test]
+fn the_quiet_period_ends_exactly_at_its_deadline() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let quiet = (1..=3).find(|&id| id != leader).expect("a follower");
+    let candidate = (1..=3).find(|&id| id != leader && id != quiet).expect("another");
+    g.crash(quiet);
+    g.restart(quiet);
+    let quiet_until_us = g.peer(quiet).quiet_until_us;
+    let raft = &g.peer(quiet).raw.raft;
+    let mut msg = Message::default();
+    msg.set_msg_type(MessageType::MsgRequestVote);
+    (msg.from, msg.to, msg.term) = (candidate, quiet, raft.term + 1);
+    (msg.log_term, msg.index) = (raft.raft_log.last_term(), raft.raft_log.last_index());
+    let ht = HybridTime::from_micros(g.now_us);
+    let request =
+        Envelope { from: candidate, to: quiet, ht, ht_lease: ht, echo: None, safe: None, msg };
+    let answers = |g: &mut Group, now_us: u64| -> Vec<bool> {
+        let out = g.peer(quiet).receive(request.clone(), now_us).expect("a healthy peer");
+        let votes =
+            out.iter().filter(|e| e.msg.get_msg_type() == MessageType::MsgRequestVoteResponse);
+        votes.map(|e| !e.msg.reject).collect()
+    };
+    assert_eq!(answers(&mut g, quiet_until_us - 1), Vec::<bool>::new(), "quiet: no answer");
+    assert_eq!(answers(&mut g, quiet_until_us), [true], "the vote, granted");
+}
+
 /// A follower whose power goes once it knows an entry committed, before it applies it
 /// (and before it persists the commit index): the entry is in its log, above its durable
 /// commit index, so bootstrap hands it to Raft unapplied and the leader commits it again.
