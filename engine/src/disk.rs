@@ -496,6 +496,25 @@ mod tests {
         }
     }
 
+    /// A tear chance of n% tears about n in a hundred crashes that cut an unsynced write:
+    /// 4,000 crashes at 1% and at 10% (seeded, so the counts are fixed; the bounds allow
+    /// any seed's spread, not twice the rate).
+    #[test]
+    fn a_tear_chance_tears_that_share_of_crashes() {
+        for (percent, expected) in [(1, 40), (10, 400)] {
+            let config = FaultConfig { torn_write_percent: percent, ..FaultConfig::default() };
+            let d = SimDisk::new(7, config);
+            synced_100_then_2000_unsynced(&d);
+            for _ in 0..4000 {
+                d.crash(Tear::Random);
+                d.append("f", &[2; 2000]).unwrap();
+            }
+            let torn = d.ledger().iter().filter(|f| matches!(f, Fault::Torn { .. })).count();
+            let spread = expected / 2 + 3;
+            assert!(torn.abs_diff(expected) <= spread, "{percent}%: {torn} of 4,000");
+        }
+    }
+
     /// A crash with tears and flips off draws nothing from the disk's stream: the faults
     /// after it are the ones a disk that never crashed injects.
     #[test]
