@@ -62,12 +62,22 @@ fn a_follower_behind_the_collected_log_installs_a_snapshot_and_goes_on_from_it()
 #[test]
 fn a_snapshot_install_cut_short_by_a_crash_is_finished_at_boot() {
     let (mut g, leader, behind) = follower_behind_collected_log();
+    let raft = &g.peer(behind).raw.raft;
+    let (term, vote) = (raft.term, raft.vote);
     g.peer(behind).arm_crash(Some(PeerCrash::AfterSnapshot));
     g.run_ms(500);
     assert!(g.peers[behind as usize - 1].is_none(), "the power went after the documents");
     let report = g.restart(behind);
     assert!(report.finished_install, "{report:?}");
     assert_eq!(report.uncommitted, 0);
+    // Finishing the install keeps the term and vote, and the restarted log's durable hard
+    // state commits up to the snapshot.
+    let raft = &g.peer(behind).raw.raft;
+    assert_eq!((raft.term, raft.vote), (term, vote), "the hard state from before the cut");
+    let disk = g.disks[behind as usize - 1].clone();
+    let (_, recovery) = Log::open(&disk, "log", g.segment_bytes, 0, Plants::NONE).expect("reads");
+    assert_eq!(recovery.hard_state.commit, recovery.prev.index, "committed to the snapshot");
+    assert_eq!((recovery.hard_state.term, recovery.hard_state.vote), (term, vote));
     g.run_ms(600);
     assert!(g.peer(behind).take_installed().is_empty(), "no second snapshot was needed");
     let op = g.write(leader, &[set("doc(1i32;).\"b\"", 99)]);
