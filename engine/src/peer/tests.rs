@@ -386,6 +386,33 @@ fn a_restarted_peer_takes_entries_but_gives_no_vote_while_quiet() {
     assert_eq!(leads(&mut g).iter().filter(|&&l| l).count(), 1, "a vote once quiet ends");
 }
 
+/// Only a follower takes a lease to echo and a safe time, and only from its leader in the
+/// leader's term: a message from the other follower, or one to the leader, carrying both,
+/// changes neither.
+#[test]
+fn echoes_and_safe_times_come_only_from_the_leader_in_its_term() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.run_ms(100); // heartbeats: the followers hold echoes and safe times
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let other = (1..=3).find(|&id| id != leader && id != follower).expect("another");
+    let term = g.peer(leader).raw.raft.term;
+    let far = HybridTime::from_micros(g.now_us + 3_600_000_000);
+    let from_peer = |from: u64, to: u64| {
+        let mut msg = Message::default();
+        msg.set_msg_type(MessageType::MsgHeartbeatResponse);
+        (msg.from, msg.to, msg.term) = (from, to, term);
+        let safe = Some((1, far));
+        Envelope { from, to, ht: far, ht_lease: far, echo: None, safe, msg }
+    };
+    let held = |p: &Peer| (p.echo, p.propagated);
+    for (from, to) in [(other, follower), (follower, leader)] {
+        let before = held(g.peer(to));
+        let now = g.now_us;
+        g.peer(to).receive(from_peer(from, to), now).expect("a healthy peer");
+        assert_eq!(held(g.peer(to)), before, "from {from} to {to}");
+    }
+}
+
 /// A follower echoes a lease only to the leader that granted it, in that leader's term:
 /// once it stops hearing from its leader and campaigns, what it sends the other follower
 /// carries no echo.
