@@ -2,6 +2,7 @@
 //! a mutation run and tells survivors the README explains from new ones. (The scripts that
 //! run cargo-mutants are exercised by running them; this one decides what the nightly says.)
 
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -50,11 +51,14 @@ fn shards(root: &Path) {
     }
 }
 
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/mutants-score")
+}
+
 /// `.ci/mutants-score ARGS`: its exit code and output (it must print nothing on stderr).
-fn run(args: &[&std::ffi::OsStr]) -> (i32, String) {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/mutants-score");
+fn run(args: &[OsString]) -> (i32, String) {
     let out = Command::new("python3")
-        .arg(script)
+        .arg(script())
         .args(args)
         .output()
         .expect("python3 runs .ci/mutants-score");
@@ -64,7 +68,7 @@ fn run(args: &[&std::ffi::OsStr]) -> (i32, String) {
 }
 
 /// A fresh directory holding the readme above and the two shards, and `--readme` naming it.
-fn setup(name: &str) -> (PathBuf, Vec<std::ffi::OsString>) {
+fn setup(name: &str) -> (PathBuf, Vec<OsString>) {
     let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(name);
     let _ = fs::remove_dir_all(&root);
     fs::create_dir_all(&root).unwrap();
@@ -79,7 +83,7 @@ fn score(name: &str, args: &[&str]) -> (i32, String) {
     let (root, mut argv) = setup(name);
     argv.extend(args.iter().map(Into::into));
     argv.extend([root.join("a").into_os_string(), root.join("b").into_os_string()]);
-    run(&argv.iter().map(AsRef::as_ref).collect::<Vec<_>>())
+    run(&argv)
 }
 
 #[test]
@@ -114,7 +118,7 @@ fn all_explained(name: &str, goal: &str) -> (i32, String) {
     fs::write(root.join("b/caught.txt"), caught).unwrap();
     argv.extend(["--measure", "torture", "--goal", goal].map(Into::into));
     argv.extend([root.join("a").into_os_string(), root.join("b").into_os_string()]);
-    run(&argv.iter().map(AsRef::as_ref).collect::<Vec<_>>())
+    run(&argv)
 }
 
 #[test]
@@ -142,13 +146,12 @@ fn nothing_measured_meets_no_goal() {
     let (root, mut argv) = setup("nothing");
     fs::create_dir_all(root.join("empty")).unwrap();
     argv.push(root.join("empty").into_os_string());
-    let (code, out) = run(&argv.iter().map(AsRef::as_ref).collect::<Vec<_>>());
+    let (code, out) = run(&argv);
     assert_eq!((code, out.as_str()), (0, "no viable mutants\n"), "no goal: a report");
     argv.extend(["--goal", "95"].map(Into::into));
-    let (code, _) = run(&argv.iter().map(AsRef::as_ref).collect::<Vec<_>>());
+    let (code, _) = run(&argv);
     assert_eq!(code, 1, "a goal");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../.ci/mutants-score");
-    let missing = Command::new("python3").arg(script).arg(root.join("gone")).output().unwrap();
+    let missing = Command::new("python3").arg(script()).arg(root.join("gone")).output().unwrap();
     let stderr = String::from_utf8_lossy(&missing.stderr);
     assert_eq!(missing.status.code(), Some(1));
     assert!(stderr.ends_with("gone: no such output directory\n"), "{stderr}");
@@ -159,7 +162,7 @@ fn the_recheck_regex_names_exactly_the_measures_own_list_at_any_position() {
     let regex = |measure: &str| {
         let (_, mut argv) = setup(&format!("explained-re-{measure}"));
         argv.extend(["--measure", measure, "--explained-re"].map(Into::into));
-        let (code, out) = run(&argv.iter().map(AsRef::as_ref).collect::<Vec<_>>());
+        let (code, out) = run(&argv);
         assert_eq!(code, 0);
         out
     };
@@ -189,7 +192,7 @@ fn an_entry_with_a_fragment_explains_only_the_survivor_on_that_code() {
     let missed = [name(2), name(3), name(9)].join("\n");
     fs::write(shard.join("missed.txt"), missed).unwrap();
     argv.push(shard.into_os_string());
-    let (code, out) = run(&argv.iter().map(AsRef::as_ref).collect::<Vec<_>>());
+    let (code, out) = run(&argv);
     assert_eq!(code, 0);
     let expected = format!(
         "survivors (1 explained in the README, 2 new):\n\
