@@ -88,6 +88,17 @@ impl Group {
         (group, leader)
     }
 
+    /// An elected group with one follower just cut and restarted (quiet for `quiet_us`
+    /// from now): the group, the leader, the restarted follower and the other one.
+    fn elected_then_restarted() -> (Group, u64, u64, u64) {
+        let (mut g, leader) = Group::elected(Plants::NONE);
+        let restarted = (1..=3).find(|&id| id != leader).expect("a follower");
+        let other = (1..=3).find(|&id| id != leader && id != restarted).expect("another");
+        g.crash(restarted);
+        g.restart(restarted);
+        (g, leader, restarted, other)
+    }
+
     /// A fourth replica, outside the group until a membership change adds it: its id.
     fn add_spare(&mut self) -> u64 {
         self.disks.push(SimDisk::new(3, FaultConfig::default()));
@@ -204,6 +215,15 @@ impl Group {
             (1..=3).map(|id| self.peer(id).dump().expect("a dump")).collect();
         dumps.windows(2).all(|w| w[0] == w[1])
     }
+}
+
+/// A `kind` message of `term` from `from` to `to`, sent at `ht` (which is its lease too),
+/// with no echo and no safe time.
+fn envelope(kind: MessageType, (from, to): (u64, u64), term: u64, ht: HybridTime) -> Envelope {
+    let mut msg = Message::default();
+    msg.set_msg_type(kind);
+    (msg.from, msg.to, msg.term) = (from, to, term);
+    Envelope { from, to, ht, ht_lease: ht, echo: None, safe: None, msg }
 }
 
 fn int(v: i64) -> Option<Document> {
@@ -366,11 +386,7 @@ fn a_restarted_peer_keeps_its_term_and_vote() {
 /// entries meanwhile.
 #[test]
 fn a_restarted_peer_takes_entries_but_gives_no_vote_while_quiet() {
-    let (mut g, leader) = Group::elected(Plants::NONE);
-    let quiet = (1..=3).find(|&id| id != leader).expect("a follower");
-    let other = (1..=3).find(|&id| id != leader && id != quiet).expect("another");
-    g.crash(quiet);
-    g.restart(quiet); // quiet for 300 ms from now
+    let (mut g, leader, quiet, other) = Group::elected_then_restarted(); // quiet for 300 ms
     let op = g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
     assert!(g.peer(quiet).is_applied(op), "entries are taken while quiet");
@@ -397,12 +413,9 @@ fn echoes_and_safe_times_come_only_from_the_leader_in_its_term() {
     let other = (1..=3).find(|&id| id != leader && id != follower).expect("another");
     let term = g.peer(leader).raw.raft.term;
     let far = HybridTime::from_micros(g.now_us + 3_600_000_000);
-    let from_peer = |from: u64, to: u64| {
-        let mut msg = Message::default();
-        msg.set_msg_type(MessageType::MsgHeartbeatResponse);
-        (msg.from, msg.to, msg.term) = (from, to, term);
-        let safe = Some((1, far));
-        Envelope { from, to, ht: far, ht_lease: far, echo: None, safe, msg }
+    let from_peer = |from: u64, to: u64| Envelope {
+        safe: Some((1, far)),
+        ..envelope(MessageType::MsgHeartbeatResponse, (from, to), term, far)
     };
     let held = |p: &Peer| (p.echo, p.propagated);
     for (from, to) in [(other, follower), (follower, leader)] {
@@ -483,20 +496,13 @@ fn a_replica_that_only_voted_is_quiet_after_a_restart() {
 /// the restarted replica knows of no leader and the candidate's log is as new as its own).
 #[test]
 fn the_quiet_period_ends_exactly_at_its_deadline() {
-    let (mut g, leader) = Group::elected(Plants::NONE);
-    let quiet = (1..=3).find(|&id| id != leader).expect("a follower");
-    let candidate = (1..=3).find(|&id| id != leader && id != quiet).expect("another");
-    g.crash(quiet);
-    g.restart(quiet);
+    let (mut g, _, quiet, candidate) = Group::elected_then_restarted();
     let quiet_until_us = g.peer(quiet).quiet_until_us;
-    let raft = &g.peer(quiet).raw.raft;
-    let mut msg = Message::default();
-    msg.set_msg_type(MessageType::MsgRequestVote);
-    (msg.from, msg.to, msg.term) = (candidate, quiet, raft.term + 1);
-    (msg.log_term, msg.index) = (raft.raft_log.last_term(), raft.raft_log.last_index());
     let ht = HybridTime::from_micros(g.now_us);
-    let request =
-        Envelope { from: candidate, to: quiet, ht, ht_lease: ht, echo: None, safe: None, msg };
+    let raft = &g.peer(quiet).raw.raft;
+    let mut request = envelope(MessageType::MsgRequestVote, (candidate, quiet), raft.term + 1, ht);
+    let msg = &mut request.msg;
+    (msg.log_term, msg.index) = (raft.raft_log.last_term(), raft.raft_log.last_index());
     let answers = |g: &mut Group, now_us: u64| -> Vec<bool> {
         let out = g.peer(quiet).receive(request.clone(), now_us).expect("a healthy peer");
         let votes =
