@@ -1399,9 +1399,15 @@ mod needed_at_tests {
 
     /// Which of `keys` (given in RocksDB order) a read at `read_us` keeps.
     fn kept(keys: &[Vec<u8>], read_us: u64) -> Vec<bool> {
+        let entries: Vec<(Vec<u8>, &[u8])> = keys.iter().map(|k| (k.clone(), &b"{"[..])).collect();
+        kept_values(&entries, read_us)
+    }
+
+    /// Which of `entries` (keys with their values, in RocksDB order) a read keeps.
+    fn kept_values(entries: &[(Vec<u8>, &[u8])], read_us: u64) -> Vec<bool> {
         let doc_len = doc().encode().len();
         let mut needed = NeededAt::new(HybridTime::new(read_us, 0));
-        keys.iter().map(|k| needed.needed(k, b"{", doc_len).expect("well-formed")).collect()
+        entries.iter().map(|(k, v)| needed.needed(k, v, doc_len).expect("well-formed")).collect()
     }
 
     #[test]
@@ -1440,8 +1446,6 @@ mod needed_at_tests {
     /// where nothing is above; the filter's rule holds at any level.)
     #[test]
     fn an_overwritten_version_beneath_a_ttl_only_record_hides_its_children_still() {
-        let doc_len = doc().encode().len();
-        let mut needed = NeededAt::new(HybridTime::new(40, 0));
         let ttl_only: &[u8] = &[crate::encoding::tag::VALUE_MERGE_FLAGS];
         let entries: [(Vec<u8>, &[u8]); 4] = [
             (key(&[], 20), b"{"),
@@ -1449,11 +1453,7 @@ mod needed_at_tests {
             (key(&["a"], 10), b"{"), // beneath the record, overwritten by the root at 20
             (key(&["a", "b"], 15), b"{"), // overwritten by the root at 20 too
         ];
-        let kept: Vec<bool> = entries
-            .iter()
-            .map(|(k, v)| needed.needed(k, v, doc_len).expect("well-formed"))
-            .collect();
-        assert_eq!(kept, [true, true, true, false]);
+        assert_eq!(kept_values(&entries, 40), [true, true, true, false]);
     }
 
     #[test]
