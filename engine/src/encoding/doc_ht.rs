@@ -22,9 +22,15 @@ pub fn encode(dht: DocHybridTime, out: &mut Vec<u8>) {
     varint::encode_signed(YUGABYTE_EPOCH_US - physical_us, out);
     varint::encode_signed(-i64::from(dht.ht.logical()), out);
     varint::encode_signed(-((i64::from(dht.write_id) + 1) << 5), out);
-    let len = out.len() - start;
-    let last = out.last_mut().expect("just written");
-    *last = (*last & !0x1F) | len as u8;
+    stamp_length(&mut out[start..]);
+}
+
+/// Replace the low 5 bits of `encoded`'s last byte, the write-id field's lowest, which are
+/// always 0 (the field is `(write_id + 1) << 5`, negated), by the length of `encoded`.
+fn stamp_length(encoded: &mut [u8]) {
+    let len = encoded.len();
+    debug_assert!(len < 1 << 5, "a DocHybridTime of {len} bytes");
+    encoded[len - 1] = (encoded[len - 1] & !0x1F) | len as u8;
 }
 
 /// Encodes the DocHybridTimes of one write batch: the hybrid-time fields are encoded once,
@@ -55,7 +61,7 @@ impl BatchTimeEncoder {
         let (field, field_len) = varint::signed_bytes(-((i64::from(write_id) + 1) << 5));
         out[self.prefix_len..][..field_len].copy_from_slice(&field[..field_len]);
         let len = self.prefix_len + field_len;
-        out[len - 1] = (out[len - 1] & !0x1F) | len as u8;
+        stamp_length(&mut out[..len]);
         (out, len)
     }
 }
@@ -149,6 +155,33 @@ mod tests {
                 assert_eq!(&a[..len], &b[..]);
             }
         }
+    }
+
+    #[test]
+    fn errors_name_their_offset_in_the_key() {
+        let error = |bytes: &[u8]| {
+            let e = decode(bytes, 5).unwrap_err();
+            (e.offset, e.reason)
+        };
+        // Longer than YugabyteDB's own bound (`kMaxBytesPerEncodedHybridTime`,
+        // doc_hybrid_time.h): refused before any field is read.
+        assert_eq!(error(&[0x80; 31]), (5, "31 bytes, at most 30".to_string()));
+        // The bound itself is read field by field: 30 bytes (fields of 10, 10, 9 and 1)
+        // whose generation is not 0.
+        let mut at_bound = Vec::new();
+        for field in [i64::MAX, i64::MAX, 1 << 60, -32] {
+            varint::encode_signed(field, &mut at_bound);
+        }
+        stamp_length(&mut at_bound);
+        assert_eq!(at_bound.len(), MAX_ENCODED_LEN);
+        let generation = format!("generation {}, expected 0", i64::MAX);
+        assert_eq!(error(&at_bound), (5, generation));
+        // Bytes after the write-id field: named where they begin.
+        let mut trailing = Vec::new();
+        encode(DocHybridTime::new(HybridTime::new(7, 3), 0), &mut trailing);
+        let end = trailing.len();
+        trailing.push(0x80);
+        assert_eq!(error(&trailing), (5 + end, "1 trailing bytes".to_string()));
     }
 
     #[test]
