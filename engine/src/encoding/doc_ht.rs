@@ -180,8 +180,8 @@ mod tests {
         let mut trailing = Vec::new();
         encode(DocHybridTime::new(HybridTime::new(7, 3), 0), &mut trailing);
         let end = trailing.len();
-        trailing.push(0x80);
-        assert_eq!(error(&trailing), (5 + end, "1 trailing bytes".to_string()));
+        trailing.extend([0x80, 0x80]);
+        assert_eq!(error(&trailing), (5 + end, "2 trailing bytes".to_string()));
     }
 
     #[test]

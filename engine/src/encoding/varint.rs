@@ -111,13 +111,21 @@ mod tests {
         assert_eq!(enc(i64::MIN).len(), 10);
     }
 
+    /// Each malformed input is refused for its own reason, named at its offset.
     #[test]
     fn rejects_garbage() {
-        assert!(decode_signed(&[], 0).is_err());
-        assert!(decode_signed(&[0xC0], 0).is_err()); // truncated
-        assert!(decode_signed(&[0x7F], 0).is_err()); // negative zero
-        assert!(decode_signed(&[0xFF; 12], 0).is_err()); // overlong
-        assert!(decode_signed(&[0xC0, 0x01], 0).is_err()); // non-minimal
+        let error = |input: &[u8]| {
+            let e = decode_signed(input, 0).unwrap_err();
+            (e.offset, e.reason)
+        };
+        let said = |offset: usize, reason: &str| (offset, reason.to_string());
+        assert_eq!(error(&[]), said(0, "unexpected end of input"));
+        assert_eq!(error(&[0xC0]), said(1, "truncated: 2 bytes needed"));
+        assert_eq!(error(&[0x7F]), said(0, "negative zero"));
+        assert_eq!(error(&[0xFF; 12]), said(0, "length prefix longer than 10 bytes"));
+        assert_eq!(error(&[0x00; 12]), said(0, "length prefix longer than 10 bytes"));
+        assert_eq!(error(&[0xC0, 0x01]), said(0, "non-minimal encoding"));
+        assert_eq!(error(&[0x3F, 0xFE]), said(0, "non-minimal encoding"));
     }
 
     /// The ends of the range decode; one past either end is refused, by name. (The
@@ -131,10 +139,10 @@ mod tests {
         let mut below_min = enc(i64::MIN);
         *below_min.last_mut().expect("10 bytes") ^= 1;
         let error = decode_signed(&below_min, 0).unwrap_err().to_string();
-        assert!(error.contains("below i64::MIN"), "{error}");
+        assert_eq!(error, "malformed signed varint at byte 0: value below i64::MIN");
         let above_max: Vec<u8> = enc(i64::MIN).iter().map(|b| !b).collect();
         let error = decode_signed(&above_max, 0).unwrap_err().to_string();
-        assert!(error.contains("above i64::MAX"), "{error}");
+        assert_eq!(error, "malformed signed varint at byte 0: value above i64::MAX");
     }
 
     /// An error names its offset in the whole buffer: `base`, plus where in `input`.
@@ -210,7 +218,10 @@ mod unsigned_tests {
         for v in [0, 1, 127, 128, 300, 0x3fff, 0x4000, u32::MAX as u64, (1 << 56) - 1] {
             assert_eq!(decode_unsigned(&enc(v), 0), Ok((v, enc(v).len())), "{v}");
         }
-        assert!(decode_unsigned(&[0xc0, 0x40], 0).is_err(), "cut short");
-        assert!(decode_unsigned(&[0xff, 0, 0, 0, 0, 0, 0, 0, 0], 0).is_err(), "9 bytes");
+        let error = |input: &[u8]| decode_unsigned(input, 4).unwrap_err().to_string();
+        let said = |reason: &str| format!("malformed unsigned varint at byte 4: {reason}");
+        assert_eq!(error(&[]), said("unexpected end of input"));
+        assert_eq!(error(&[0xc0, 0x40]), said("cut short"));
+        assert_eq!(error(&[0xff; 9]), said("a 9- or 10-byte form, beyond docsim's range"));
     }
 }
