@@ -112,13 +112,38 @@ mod tests {
     #[test]
     fn damaged_snapshots_are_refused_never_a_panic() {
         let bytes = sample().encode();
+        let refused = |bytes: &[u8]| SnapshotData::decode(bytes).unwrap_err();
         for cut in 0..bytes.len() {
-            assert!(SnapshotData::decode(&bytes[..cut]).is_err(), "cut at {cut}");
+            let reason = if cut < 4 { "shorter than its checksum" } else { "checksum mismatch" };
+            assert_eq!(refused(&bytes[..cut]), reason, "cut at {cut}");
         }
         for i in 0..bytes.len() {
             let mut flipped = bytes.clone();
             flipped[i] ^= 0x04;
-            assert!(SnapshotData::decode(&flipped).is_err(), "flip at {i}");
+            assert_eq!(refused(&flipped), "checksum mismatch", "flip at {i}");
         }
+    }
+
+    /// Behind a good checksum the body is read with care too: a snapshot written wrong
+    /// (not damaged on the way) is refused, by what is wrong with it.
+    #[test]
+    fn a_sealed_but_malformed_body_is_refused_by_name() {
+        let encoded = sample().encode();
+        let body = &encoded[..encoded.len() - 4];
+        // magic 0..8, applied 8..16, cutoff 16..24, count 24..32, then the first key's
+        // length at 32 and its bytes at 36, its value's length at 38...
+        let sealed = |body: &[u8]| [body, &crc32c::crc32c(body).to_le_bytes()].concat();
+        let refused = |body: &[u8]| SnapshotData::decode(&sealed(body)).unwrap_err();
+        assert_eq!(SnapshotData::decode(&sealed(body)), Ok(sample()));
+        assert_eq!(refused(&[b"docsnap2", &body[8..]].concat()), "not a docsim snapshot");
+        assert_eq!(refused(&body[..30]), "cut short at byte 24");
+        assert_eq!(refused(&body[..37]), "cut short at byte 36");
+        let mut one_pair_more = body.to_vec();
+        one_pair_more[31] += 1;
+        assert_eq!(refused(&one_pair_more), format!("cut short at byte {}", body.len()));
+        assert_eq!(refused(&[body, b"xy"].concat()), "2 bytes after the last pair");
+        let mut huge_key = body.to_vec();
+        huge_key[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert_eq!(refused(&huge_key), "cut short at byte 36");
     }
 }

@@ -135,7 +135,7 @@ mod tests {
         assert_eq!(storage.first_index().unwrap(), 4);
         assert_eq!(storage.term(3).unwrap(), 2, "raft-rs matches logs against it");
         assert_eq!(storage.term(4).unwrap(), 2);
-        assert!(storage.term(2).is_err(), "collected");
+        assert_eq!(storage.term(2), Err(raft::Error::Store(raft::StorageError::Compacted)));
     }
 
     #[test]
