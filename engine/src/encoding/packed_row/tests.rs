@@ -79,7 +79,8 @@ fn a_tombstone_in_a_slot_reads_as_null_and_unknown_versions_are_refused() {
     assert!(row.columns.iter().all(|(_, v)| v.value.is_none()));
     let err = decode_packed_row(&bytes, |_| None).expect_err("no packing for version 3");
     assert!(err.to_string().contains("no packing for schema version 3"), "{err}");
-    assert!(SchemaPacking::new(1, vec![4, 5, 4]).is_err(), "a column packed twice");
+    let twice = SchemaPacking::new(1, vec![4, 5, 4]).unwrap_err();
+    assert_eq!(twice, "schema version 1 packs column 4 twice");
 }
 
 /// A column repacking folded in keeps its own write time, before its value.
@@ -95,8 +96,13 @@ fn a_folded_column_keeps_its_write_time() {
     let row = decode_packed_row(&bytes, |_| Some(&p)).expect("decodes");
     assert_eq!(row.columns[0].1, slot);
     assert_eq!(row.columns[2].1.written, None);
-    let cut = [&bytes[..15], &[0; 3]].concat(); // `u`, then a write time cut short
-    assert!(decode_packed_row(&cut, |_| Some(&p)).is_err());
+    // The first column's slot made 4 bytes long (the others empty): `u`, then 3 bytes
+    // of its 12-byte write time. (`z` 0, the schema version 1, the three columns' ends
+    // 2..14 as u32le, their bytes from 14.)
+    let four = 4u32.to_le_bytes();
+    let cut = [&bytes[..2], &four, &four, &four, &bytes[14..18]].concat();
+    let err = decode_packed_row(&cut, |_| Some(&p)).unwrap_err().to_string();
+    assert_eq!(err, "malformed packed column at byte 15: write time cut short");
 }
 
 fn column() -> impl Strategy<Value = Slot> {
@@ -148,7 +154,9 @@ proptest! {
         let body = p.body_of_slots(&columns);
         let bytes = Value { ttl: Ttl::Ms(9), kind: ValueKind::PackedRow(body) }.encode();
         let cut = cut % bytes.len();
-        prop_assert!(decode_packed_row(&bytes[..cut], |_| Some(&p)).is_err(), "cut at {}", cut);
+        // Refused, naming a byte it was given (or the end it stopped at).
+        let error = decode_packed_row(&bytes[..cut], |_| Some(&p)).unwrap_err();
+        prop_assert!(error.offset <= cut, "cut at {}: {}", cut, error);
         let mut flipped = bytes.clone();
         let flip = flip % bytes.len();
         flipped[flip] ^= 0x5a;
