@@ -537,13 +537,16 @@ mod tests {
         let d = SimDisk::new(1, config);
         d.create("f").unwrap();
         d.append("f", b"0123456789").unwrap();
-        let err = d.append("f", b"x").unwrap_err().to_string();
-        assert!(err.contains("disk full"), "{err}");
+        let err = d.append("f", b"x").unwrap_err();
+        let full = Error::DiskFull { file: "f".into(), bytes: 1, capacity: 10 };
+        assert_eq!(err, full);
         assert_eq!(d.read("f").unwrap(), b"0123456789");
         d.set_faults(FaultConfig { write_error_per_mille: 1000, ..FaultConfig::default() });
-        assert!(d.append("f", b"y").is_err());
+        let err = d.append("f", b"y").unwrap_err();
+        assert_eq!(err, Error::Io("I/O error writing f (injected)".into()));
         assert_eq!(d.read("f").unwrap(), b"0123456789");
-        assert_eq!(d.ledger().len(), 2);
+        let faults = [Fault::DiskFull { file: "f".into() }, Fault::WriteError { file: "f".into() }];
+        assert_eq!(d.ledger(), faults);
     }
 
     #[test]
