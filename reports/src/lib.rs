@@ -184,15 +184,20 @@ impl CampaignReport {
     /// Merge shard reports into one campaign (runs sorted by seed, probes unioned).
     pub fn merge(shards: Vec<CampaignReport>) -> Result<CampaignReport, String> {
         let mut merged = CampaignReport::default();
-        for shard in shards {
-            if !merged.commit.is_empty() && merged.commit != shard.commit {
+        for (i, shard) in shards.into_iter().enumerate() {
+            if i > 0 && merged.commit != shard.commit {
                 return Err(format!(
                     "shards of different commits: {} and {}",
                     merged.commit, shard.commit
                 ));
             }
+            if i > 0 && merged.plant != shard.plant {
+                let name = |plant: &Option<String>| plant.clone().unwrap_or("no plant".into());
+                let (a, b) = (name(&merged.plant), name(&shard.plant));
+                return Err(format!("shards of different plants: {a} and {b}"));
+            }
             merged.commit = shard.commit;
-            merged.plant = merged.plant.or(shard.plant);
+            merged.plant = shard.plant;
             merged.shards.extend(shard.shards);
             for probe in shard.known_probes {
                 if !merged.known_probes.contains(&probe) {

@@ -42,7 +42,8 @@ fn merge_sums_and_sorts() {
     assert_eq!((t.seeds, t.ops, t.failures), (4, 400, 1));
     assert_eq!(merged.probes_never_hit(), ["read.snapshot_too_old"]);
     assert_eq!(merged.probe_totals()["gc.dropped"], 6);
-    assert!(CampaignReport::merge(vec![shard(0, &[1]), shard(1, &[1])]).is_err());
+    let twice = CampaignReport::merge(vec![shard(0, &[1]), shard(1, &[1])]).unwrap_err();
+    assert_eq!(twice, "seed 1 appears in two shards");
     assert_eq!(t.step_time["read"].steps, 40);
     assert!((t.step_time["flush"].seconds - 0.008).abs() < 1e-12);
     let json = merged.to_json();
@@ -88,4 +89,21 @@ fn replication_charts_appear_only_for_replicated_runs() {
     assert!(!with.contains(">max_lag<"), "lag is charted by seed, not summed as an event");
     let without = page(vec![run(2, false)]);
     assert!(!without.contains("id=\"leaders\""));
+}
+
+/// Shards merge only into the campaign they belong to: one commit, one plant (or none).
+#[test]
+fn merge_refuses_shards_of_different_campaigns() {
+    let planted = |plant: &str| CampaignReport { plant: Some(plant.into()), ..shard(1, &[1]) };
+    let other_commit = CampaignReport { commit: "def".into(), ..shard(1, &[1]) };
+    let refused = |b| CampaignReport::merge(vec![shard(0, &[0]), b]).unwrap_err();
+    assert_eq!(refused(other_commit), "shards of different commits: abc and def");
+    assert_eq!(
+        refused(planted("gc-ignores-cutoff")),
+        "shards of different plants: no plant and gc-ignores-cutoff"
+    );
+    let both = vec![planted("a"), CampaignReport { plant: Some("a".into()), ..shard(0, &[0]) }];
+    assert_eq!(CampaignReport::merge(both).unwrap().plant.as_deref(), Some("a"));
+    let mixed = CampaignReport::merge(vec![planted("a"), planted("b")]);
+    assert_eq!(mixed.unwrap_err(), "shards of different plants: a and b");
 }
