@@ -72,12 +72,13 @@ pub fn decode(input: &[u8], base: usize) -> Result<DocHybridTime, DecodeError> {
     if input.len() > MAX_ENCODED_LEN {
         return Err(err(0, format!("{} bytes, at most {MAX_ENCODED_LEN}", input.len())));
     }
-    let mut pos = 0;
-    let generation = read_field(input, &mut pos, base, false)?;
-    let physical = read_field(input, &mut pos, base, false)?;
-    let logical = read_field(input, &mut pos, base, false)?;
-    let logical_at = pos;
-    let write_field = read_field(input, &mut pos, base, true)?;
+    // Each field's offset in `input`, and its value.
+    let (mut field_at, mut field, mut pos) = ([0; 4], [0; 4], 0);
+    for (i, (at, value)) in field_at.iter_mut().zip(&mut field).enumerate() {
+        *at = pos;
+        *value = read_field(input, &mut pos, base, i == 3)?;
+    }
+    let [generation, physical, logical, write_field] = field;
     if generation != 0 {
         return Err(err(0, format!("generation {generation}, expected 0")));
     }
@@ -91,16 +92,18 @@ pub fn decode(input: &[u8], base: usize) -> Result<DocHybridTime, DecodeError> {
     let physical_us = YUGABYTE_EPOCH_US
         .checked_sub(physical)
         .filter(|p| (0..=HybridTime::PHYSICAL_MAX_US as i64).contains(p))
-        .ok_or_else(|| err(0, format!("physical time field {physical} out of range")))?;
-    let logical = u16::try_from(-logical)
-        .ok()
+        .ok_or_else(|| err(field_at[1], format!("physical time field {physical} out of range")))?;
+    let logical = logical
+        .checked_neg()
+        .and_then(|l| u16::try_from(l).ok())
         .filter(|l| *l <= LOGICAL_MAX)
-        .ok_or_else(|| err(logical_at, format!("logical field {logical} out of range")))?;
-    let shifted = -write_field;
-    if shifted < (1 << 5) || shifted & 0x1F != 0 || (shifted >> 5) - 1 > i64::from(u32::MAX) {
-        return Err(err(logical_at, format!("write id field {write_field} invalid")));
-    }
-    let write_id = ((shifted >> 5) - 1) as u32;
+        .ok_or_else(|| err(field_at[2], format!("logical field {logical} out of range")))?;
+    // The field is -((write_id + 1) << 5).
+    let write_id = write_field
+        .checked_neg()
+        .filter(|shifted| shifted & 0x1F == 0)
+        .and_then(|shifted| u32::try_from((shifted >> 5) - 1).ok())
+        .ok_or_else(|| err(field_at[3], format!("write id field {write_field} invalid")))?;
     Ok(DocHybridTime::new(HybridTime::new(physical_us as u64, logical), write_id))
 }
 
@@ -125,6 +128,7 @@ fn read_field(input: &[u8], pos: &mut usize, base: usize, last: bool) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn hex(dht: DocHybridTime) -> String {
         let mut out = Vec::new();
@@ -182,6 +186,112 @@ mod tests {
         let end = trailing.len();
         trailing.extend([0x80, 0x80]);
         assert_eq!(error(&trailing), (5 + end, "2 trailing bytes".to_string()));
+    }
+
+    /// Four fields encoded as given, the last stamped with the length: (bytes, each field's
+    /// offset).
+    fn fields(values: [i64; 4]) -> (Vec<u8>, [usize; 4]) {
+        let (mut out, mut at) = (Vec::new(), [0; 4]);
+        for (value, at) in values.into_iter().zip(&mut at) {
+            *at = out.len();
+            varint::encode_signed(value, &mut out);
+        }
+        stamp_length(&mut out);
+        (out, at)
+    }
+
+    /// Each field out of its range is refused by name, at the field's offset in the key,
+    /// never a panic (a negated i64::MIN would overflow).
+    #[test]
+    fn fields_out_of_range_are_named_where_they_are() {
+        let physical = YUGABYTE_EPOCH_US - 1000; // 1000 µs
+        let refused = |values| {
+            let (bytes, at) = fields(values);
+            let e = decode(&bytes, 5).unwrap_err();
+            (e.offset - 5, e.reason, at)
+        };
+        let expect = |field: usize, reason: &str, values| {
+            let (offset, said, at) = refused(values);
+            assert_eq!((offset, said.as_str()), (at[field], reason), "{values:?}");
+        };
+        let before_epoch = YUGABYTE_EPOCH_US + 1;
+        let out_of_range = format!("physical time field {before_epoch} out of range");
+        expect(1, &out_of_range, [0, before_epoch, 0, -32]);
+        expect(2, "logical field -4096 out of range", [0, physical, -4096, -32]);
+        expect(2, "logical field 1 out of range", [0, physical, 1, -32]);
+        let min = format!("logical field {} out of range", i64::MIN);
+        expect(2, &min, [0, physical, i64::MIN, -32]);
+        let min = format!("write id field {} invalid", i64::MIN);
+        expect(3, &min, [0, physical, 0, i64::MIN]);
+        // One past the largest write id, u32::MAX.
+        let over = -((i64::from(u32::MAX) + 2) << 5);
+        expect(3, &format!("write id field {over} invalid"), [0, physical, 0, over]);
+        // A non-negative field reads with its low five bits set: 31.
+        expect(3, "write id field 31 invalid", [0, physical, 0, 0]);
+        let largest =
+            fields([0, physical, -i64::from(LOGICAL_MAX), -((i64::from(u32::MAX) + 1) << 5)]);
+        let ht = HybridTime::new(1000, LOGICAL_MAX);
+        assert_eq!(decode(&largest.0, 5), Ok(DocHybridTime::new(ht, u32::MAX)));
+    }
+
+    /// A malformed varint inside a field is named at its offset in the key too.
+    #[test]
+    fn a_malformed_field_is_named_in_the_key() {
+        let non_minimal = [0xC0, 0x01]; // 1 in two bytes
+        let (good, at) = fields([0, YUGABYTE_EPOCH_US - 1000, 0, -32]);
+        let physical = [&good[..at[1]], &non_minimal, &good[at[2]..]].concat();
+        let e = decode(&physical, 5).unwrap_err();
+        assert_eq!(
+            (e.what, e.offset, e.reason.as_str()),
+            ("signed varint", 6, "non-minimal encoding")
+        );
+        // The write-id field, last: its low five bits (the length) read as ones.
+        let mut write_id = [&good[..at[3]], &non_minimal].concat();
+        stamp_length(&mut write_id);
+        let e = decode(&write_id, 5).unwrap_err();
+        let at_write_id = 5 + at[3];
+        assert_eq!(
+            (e.what, e.offset, e.reason.as_str()),
+            ("signed varint", at_write_id, "non-minimal encoding")
+        );
+    }
+
+    /// A field: mostly in its range (`valid`), else anything, the ends of i64 included.
+    fn field(valid: impl Strategy<Value = i64> + 'static) -> impl Strategy<Value = i64> {
+        let any = prop_oneof![any::<i64>(), Just(i64::MIN), Just(i64::MAX), -100i64..100];
+        prop_oneof![3 => valid, 1 => any]
+    }
+
+    fn four_fields() -> impl Strategy<Value = [i64; 4]> {
+        let physical_min = YUGABYTE_EPOCH_US - HybridTime::PHYSICAL_MAX_US as i64;
+        let write_id = (0..=i64::from(u32::MAX)).prop_map(|w| -((w + 1) << 5));
+        [
+            field(Just(0).boxed()).boxed(),
+            field(physical_min..=YUGABYTE_EPOCH_US).boxed(),
+            field(-i64::from(LOGICAL_MAX)..=0).boxed(),
+            field(write_id).boxed(),
+        ]
+    }
+
+    proptest! {
+        /// Any four fields decode to a DocHybridTime that encodes back to the same bytes,
+        /// or are refused: never a panic, never two encodings of one time.
+        #[test]
+        fn any_fields_decode_canonically_or_are_refused(values in four_fields()) {
+            let len: usize = values.iter().map(|v| varint::signed_bytes(*v).1).sum();
+            prop_assume!(len <= MAX_ENCODED_LEN);
+            let (bytes, _) = fields(values);
+            if let Ok(dht) = decode(&bytes, 0) {
+                let mut again = Vec::new();
+                encode(dht, &mut again);
+                prop_assert_eq!(again, bytes);
+            }
+        }
+
+        #[test]
+        fn any_bytes_decode_or_are_refused(bytes in prop::collection::vec(any::<u8>(), 0..32)) {
+            let _ = decode(&bytes, 0);
+        }
     }
 
     #[test]
