@@ -123,14 +123,12 @@ fn value() -> impl Strategy<Value = Value> {
 #[test]
 fn malformed_ttl_only_records_are_named() {
     let error = |bytes: &[u8]| Value::decode(bytes).unwrap_err().to_string();
-    assert!(
-        error(b"k\x02t\x81{").contains("unknown merge flags byte 0x02"),
-        "{}",
-        error(b"k\x02t\x81{")
-    );
-    assert!(error(b"k\x01{").contains("without a TTL"));
-    assert!(error(b"k\x01t\x81X").contains("holds `{` or an empty string"));
-    assert!(error(b"k").contains("missing merge flags"));
+    let said = |at: usize, reason: &str| format!("malformed value at byte {at}: {reason}");
+    assert_eq!(error(b"k\x02t\x81{"), said(1, "unknown merge flags byte 0x02"));
+    assert_eq!(error(b"k\x01{"), said(2, "a TTL-only record without a TTL"));
+    let holds = "a TTL-only record holds `{` or an empty string";
+    assert_eq!(error(b"k\x01t\x81X"), said(4, holds));
+    assert_eq!(error(b"k"), said(1, "missing merge flags"));
     let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: false } };
     assert_eq!(record.encode(), b"k\x01t\x81S");
 }

@@ -302,7 +302,13 @@ mod tests {
         let cutoff = HybridTime::from_micros(2000);
         let err = db.compact(cutoff, CompactionKind::Full, None, None).expect_err("undecodable");
         let text = err.to_string();
-        assert!(text.contains("no packing for schema version 7"), "{text}");
+        let key = "4880000001212380ff05543df729bc18804b";
+        let first = "malformed packed row at byte 0: no packing for schema version 7";
+        let said = format!(
+            "corruption: malformed compacted entry at byte 0: compaction kept 1 undecodable \
+             entries; first: corruption: {first} (key {key})"
+        );
+        assert_eq!(text, said);
         assert_eq!(db.dump().expect("dump").len(), 1, "the row is kept");
         drop(db);
         let _ = std::fs::remove_dir_all(&dir);
