@@ -47,7 +47,7 @@ pub fn len_from_header(input: &[u8]) -> Option<usize> {
     let first = *input.first()?;
     let flip = |b: u8| if first & 0x80 == 0 { !b } else { b };
     // Count the run of ones after the sign bit, across at most two bytes.
-    let header = (u16::from(flip(first)) << 8) | u16::from(input.get(1).map_or(0, |&b| flip(b)));
+    let header = u16::from_be_bytes([flip(first), input.get(1).map_or(0, |&b| flip(b))]);
     Some((header << 1).leading_ones() as usize + 1)
 }
 
@@ -66,10 +66,11 @@ pub fn decode_signed(input: &[u8], base: usize) -> Result<(i64, usize), DecodeEr
     if input.len() < len {
         return Err(err(input.len(), &format!("truncated: {len} bytes needed")));
     }
-    let mut word: u128 = 0;
-    for &b in &input[..len] {
-        word = (word << 8) | u128::from(flip(b));
+    let mut be_bytes = [0; 16];
+    for (to, &b) in be_bytes[16 - len..].iter_mut().zip(&input[..len]) {
+        *to = flip(b);
     }
+    let word = u128::from_be_bytes(be_bytes);
     let payload_bits = 8 * len - (len + 1);
     let magnitude = word & ((1u128 << payload_bits) - 1);
     if len > 1 && magnitude >> (7 * (len - 1) - 1) == 0 {
