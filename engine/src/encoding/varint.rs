@@ -44,11 +44,16 @@ fn encoded_len(magnitude: u64) -> usize {
 
 /// The length of the varint starting `input`, read from its header bits alone.
 pub fn len_from_header(input: &[u8]) -> Option<usize> {
-    let first = *input.first()?;
+    input.first().map(|&first| header_len(first, input.get(1).copied()))
+}
+
+/// The length a header gives: one more than the run of ones after the sign bit (of the
+/// complement, for a negative value), counted across the first two bytes (`second`:
+/// `None` past the end of the input).
+fn header_len(first: u8, second: Option<u8>) -> usize {
     let flip = |b: u8| if first & 0x80 == 0 { !b } else { b };
-    // Count the run of ones after the sign bit, across at most two bytes.
-    let header = u16::from_be_bytes([flip(first), input.get(1).map_or(0, |&b| flip(b))]);
-    Some((header << 1).leading_ones() as usize + 1)
+    let header = u16::from_be_bytes([flip(first), second.map_or(0, flip)]);
+    (header << 1).leading_ones() as usize + 1
 }
 
 /// Decode a signed varint at the start of `input`; returns the value and its length.
@@ -59,7 +64,7 @@ pub fn decode_signed(input: &[u8], base: usize) -> Result<(i64, usize), DecodeEr
     let first = *input.first().ok_or_else(|| err(0, "unexpected end of input"))?;
     let negative = first & 0x80 == 0;
     let flip = |b: u8| if negative { !b } else { b };
-    let len = len_from_header(input).unwrap_or(MAX_LEN + 1);
+    let len = header_len(first, input.get(1).copied());
     if len > MAX_LEN {
         return Err(err(0, "length prefix longer than 10 bytes"));
     }
