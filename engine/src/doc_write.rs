@@ -220,7 +220,8 @@ impl Pending<'_> {
     /// `DocWriteBatch::DoSetPrimitive` and `SetPrimitiveInternal` do: seek the document,
     /// then each ancestor level (`seek`); below a level that does not exist, write `{}`
     /// markers down to the entry, with no more seeks; refuse to go below a level whose
-    /// entry is not an object. A set reads no further than its parent; a delete also
+    /// entry is not an object. A set reads no further than its parent, and a set of a
+    /// whole document reads nothing (`num_subkeys > 0 || is_deletion`); a delete also
     /// seeks the path itself and writes nothing unless every level exists.
     fn place(&mut self, path: &DocPath, value: Value) -> Result<()> {
         let deletion = value.kind == ValueKind::Tombstone;
@@ -295,6 +296,8 @@ impl Pending<'_> {
         if let Some(cached) = self.cached(&encoded, parent) {
             return Ok(Some(cached));
         }
+        // YugabyteDB counts these too (`DocWriteBatch::num_rocksdb_seeks_`).
+        crate::probe::hit("write.marker_seek");
         let stored = self.stored.newest_entries(self.db, doc_key, self.ht)?;
         // A document's scan starts with its table's tombstone, which no seek sees (a table
         // key's own entries are all marked as the table key's).

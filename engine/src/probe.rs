@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 26] = [
+pub const KNOWN: [&str; 27] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -28,6 +28,7 @@ pub const KNOWN: [&str; 26] = [
     "read.snapshot_too_old",
     "read.table_tombstone",
     "write.del_missing_skipped",
+    "write.marker_seek",
     "write.marker_seek_descendant",
     "write.marker_seek_expired",
     "write.marker_seek_overwritten",

@@ -374,3 +374,29 @@ get doc("d";) @T6000
     let out = String::from_utf8(out).expect("UTF-8");
     assert!(out.ends_with("=> {\"c\": 3}\n"), "{out}");
 }
+
+/// The seeks a required-marker write makes (the probe `write.marker_seek`), as
+/// YugabyteDB's `DocWriteBatch::SetPrimitiveInternal` makes them: none to overwrite a whole
+/// document, then one per level down to the entry's parent, none below a level that is
+/// missing (markers are written there blind), and for a delete one at the path itself.
+#[test]
+fn required_marker_writes_seek_only_what_they_must() {
+    let seeks = |commands: &str| {
+        let dir = scratch_dir("marker-seeks");
+        let script = format!("markers required\n{commands}\n");
+        let _ = crate::probe::take();
+        let mut out = Vec::new();
+        let outcome =
+            crate::script::run_script(&script, &dir, crate::canary::Plants::NONE, &mut out);
+        let probes = crate::probe::take();
+        let _ = std::fs::remove_dir_all(&dir);
+        assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
+        probes.get("write.marker_seek").copied().unwrap_or(0)
+    };
+    assert_eq!(seeks(r#"set doc("d";) = 1 @T1000"#), 0, "a whole document");
+    assert_eq!(seeks(r#"obj doc("d";) @T1000"#), 0, "a whole document's marker");
+    assert_eq!(seeks(r#"set doc("d";)."a"."b" = 1 @T1000"#), 1, "no document");
+    let two_levels = "obj doc(\"d\";) @T1000\nset doc(\"d\";).\"a\".\"b\" = 1 @T2000";
+    assert_eq!(seeks(two_levels), 2, "the document, then the missing \"a\"");
+    assert_eq!(seeks(r#"del doc("d";) @T1000"#), 1, "a delete of a missing document");
+}
