@@ -399,4 +399,8 @@ fn required_marker_writes_seek_only_what_they_must() {
     let two_levels = "obj doc(\"d\";) @T1000\nset doc(\"d\";).\"a\".\"b\" = 1 @T2000";
     assert_eq!(seeks(two_levels), 2, "the document, then the missing \"a\"");
     assert_eq!(seeks(r#"del doc("d";) @T1000"#), 1, "a delete of a missing document");
+    // Below an existing document: a set reads its parent, a delete the path itself too.
+    let below = |command: &str| seeks(&format!("obj doc(\"d\";) @T1000\n{command}"));
+    assert_eq!(below(r#"set doc("d";)."a" = 1 @T2000"#), 1, "the document");
+    assert_eq!(below(r#"del doc("d";)."a" @T2000"#), 2, "the document, then \"a\"");
 }
