@@ -293,11 +293,12 @@ impl GcFeed {
     }
 
     /// Whether the entry just entered is the version beneath a TTL-only record: the
-    /// version of its path just newer than it is one.
+    /// version of its path just newer than it is one. (A packed row also hides nothing,
+    /// but gives nothing beneath it a TTL: a row tombstone there goes like any other.)
     fn beneath_ttl_only(&self) -> bool {
         let Some(own) = self.levels.payloads().last() else { return false };
         let newer = &own.versions[..own.versions.len().saturating_sub(1)];
-        newer.last().is_some_and(|v| v.hides_nothing)
+        newer.last().is_some_and(|v| v.hides_nothing && !v.packed)
     }
 
     /// Whether the entry just entered has a TTL-only record above it at its own level or
