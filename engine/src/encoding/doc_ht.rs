@@ -25,8 +25,9 @@ pub fn encode(dht: DocHybridTime, out: &mut Vec<u8>) {
     stamp_length(&mut out[start..]);
 }
 
-/// Replace the low 5 bits of `encoded`'s last byte, the write-id field's lowest, which are
-/// always 0 (the field is `(write_id + 1) << 5`, negated), by the length of `encoded`.
+/// Replace the low 5 bits of `encoded`'s last byte, the write-id field's lowest, by the
+/// length of `encoded`. They are always ones: the field is `-((write_id + 1) << 5)`, and a
+/// negative varint is the complement of its magnitude's, whose low 5 bits are zeros.
 fn stamp_length(encoded: &mut [u8]) {
     let len = encoded.len();
     debug_assert!(len < 1 << 5, "a DocHybridTime of {len} bytes");
@@ -72,13 +73,14 @@ pub fn decode(input: &[u8], base: usize) -> Result<DocHybridTime, DecodeError> {
     if input.len() > MAX_ENCODED_LEN {
         return Err(err(0, format!("{} bytes, at most {MAX_ENCODED_LEN}", input.len())));
     }
-    // Each field's offset in `input`, and its value.
-    let (mut field_at, mut field, mut pos) = ([0; 4], [0; 4], 0);
-    for (i, (at, value)) in field_at.iter_mut().zip(&mut field).enumerate() {
-        *at = pos;
-        *value = read_field(input, &mut pos, base, i == 3)?;
-    }
-    let [generation, physical, logical, write_field] = field;
+    let mut pos = 0;
+    let generation = read_field(input, &mut pos, base)?;
+    let physical_at = pos;
+    let physical = read_field(input, &mut pos, base)?;
+    let logical_at = pos;
+    let logical = read_field(input, &mut pos, base)?;
+    let write_id_at = pos;
+    let write_field = read_write_id_field(input, &mut pos, base)?;
     if generation != 0 {
         return Err(err(0, format!("generation {generation}, expected 0")));
     }
@@ -92,37 +94,41 @@ pub fn decode(input: &[u8], base: usize) -> Result<DocHybridTime, DecodeError> {
     let physical_us = YUGABYTE_EPOCH_US
         .checked_sub(physical)
         .filter(|p| (0..=HybridTime::PHYSICAL_MAX_US as i64).contains(p))
-        .ok_or_else(|| err(field_at[1], format!("physical time field {physical} out of range")))?;
+        .ok_or_else(|| err(physical_at, format!("physical time field {physical} out of range")))?;
     let logical = logical
         .checked_neg()
         .and_then(|l| u16::try_from(l).ok())
         .filter(|l| *l <= LOGICAL_MAX)
-        .ok_or_else(|| err(field_at[2], format!("logical field {logical} out of range")))?;
+        .ok_or_else(|| err(logical_at, format!("logical field {logical} out of range")))?;
     // The field is -((write_id + 1) << 5).
     let write_id = write_field
         .checked_neg()
         .filter(|shifted| shifted & 0x1F == 0)
         .and_then(|shifted| u32::try_from((shifted >> 5) - 1).ok())
-        .ok_or_else(|| err(field_at[3], format!("write id field {write_field} invalid")))?;
+        .ok_or_else(|| err(write_id_at, format!("write id field {write_field} invalid")))?;
     Ok(DocHybridTime::new(HybridTime::new(physical_us as u64, logical), write_id))
 }
 
-/// Read one varint field at `*pos`. The write-id field is the last: its low 5 bits hold
-/// the length instead, so they are restored to the complement bits before decoding.
-fn read_field(input: &[u8], pos: &mut usize, base: usize, last: bool) -> Result<i64, DecodeError> {
+/// Read one varint field at `*pos`, and move past it.
+fn read_field(input: &[u8], pos: &mut usize, base: usize) -> Result<i64, DecodeError> {
+    let (value, len) = varint::decode_signed(&input[*pos..], base + *pos)?;
+    *pos += len;
+    Ok(value)
+}
+
+/// [`read_field`] for the write-id field, the last: the low 5 bits of its last byte hold
+/// the DocHybridTime's length, so they are set back to ones (see [`stamp_length`]) first.
+fn read_write_id_field(input: &[u8], pos: &mut usize, base: usize) -> Result<i64, DecodeError> {
     let rest = &input[*pos..];
-    let (v, n) = if last {
-        let mut field: Vec<u8> = rest.iter().take(varint::MAX_LEN).copied().collect();
-        let len = varint::len_from_header(&field).unwrap_or(0);
-        if let Some(b) = field.get_mut(len.wrapping_sub(1)) {
-            *b |= 0x1F;
-        }
-        varint::decode_signed(&field, base + *pos)?
-    } else {
-        varint::decode_signed(rest, base + *pos)?
-    };
-    *pos += n;
-    Ok(v)
+    let mut field = [0; varint::MAX_LEN];
+    let field = &mut field[..rest.len().min(varint::MAX_LEN)];
+    field.copy_from_slice(&rest[..field.len()]);
+    if let Some(last) = varint::len_from_header(field).and_then(|len| field.get_mut(len - 1)) {
+        *last |= 0x1F;
+    }
+    let (value, len) = varint::decode_signed(field, base + *pos)?;
+    *pos += len;
+    Ok(value)
 }
 
 #[cfg(test)]
@@ -273,15 +279,35 @@ mod tests {
         ]
     }
 
+    /// The time four field values stand for, from the format's definition alone (`None`:
+    /// none). The write-id field is read with its low five bits set back to the ones the
+    /// length stamp replaced: in the magnitude of a negative field, five zeros.
+    fn meant([generation, physical, logical, write]: [i64; 4]) -> Option<DocHybridTime> {
+        let physical_us = i128::from(YUGABYTE_EPOCH_US) - i128::from(physical);
+        let physical_us = u64::try_from(physical_us).ok()?;
+        let logical = u16::try_from(-i128::from(logical)).ok()?;
+        let write = match write {
+            w if w < 0 => -i128::from(w.unsigned_abs() & !0x1F),
+            w => i128::from(w | 0x1F),
+        };
+        let write_id = u32::try_from((-write >> 5) - 1).ok()?;
+        let in_range = physical_us <= HybridTime::PHYSICAL_MAX_US && logical <= LOGICAL_MAX;
+        let ht = || HybridTime::new(physical_us, logical);
+        (generation == 0 && write < 0 && in_range).then(|| DocHybridTime::new(ht(), write_id))
+    }
+
     proptest! {
-        /// Any four fields decode to a DocHybridTime that encodes back to the same bytes,
-        /// or are refused: never a panic, never two encodings of one time.
+        /// Any four fields decode to the time they stand for, which encodes back to the
+        /// same bytes, or are refused when they stand for none: never a panic, never two
+        /// encodings of one time.
         #[test]
         fn any_fields_decode_canonically_or_are_refused(values in four_fields()) {
             let len: usize = values.iter().map(|v| varint::signed_bytes(*v).1).sum();
             prop_assume!(len <= MAX_ENCODED_LEN);
             let (bytes, _) = fields(values);
-            if let Ok(dht) = decode(&bytes, 0) {
+            let decoded = decode(&bytes, 0).ok();
+            prop_assert_eq!(decoded, meant(values), "{:?}", values);
+            if let Some(dht) = decoded {
                 let mut again = Vec::new();
                 encode(dht, &mut again);
                 prop_assert_eq!(again, bytes);
