@@ -281,8 +281,10 @@ impl Pending<'_> {
     /// level up found): the cache, else the first stored entry at or below the path as of
     /// the batch — its newest version at or before `ht` — checked against its *own* TTL
     /// only. A level counts as missing when nothing is there, when that entry is a
-    /// tombstone or expired, or when `parent` was found at its own path and is newer (it
-    /// overwrote the level). Results are cached (an expired entry as a tombstone), except
+    /// tombstone or expired, or when `parent` was found at its own path and is newer or as
+    /// new (it overwrote the level: a child must be strictly newer, as the reader rules; a
+    /// tie takes two batches at one hybrid time, which only a script writes). Results are
+    /// cached (an expired entry as a tombstone), except
     /// when nothing is found or the parent overwrote the level.
     fn seek(
         &mut self,
@@ -342,7 +344,7 @@ impl Pending<'_> {
             crate::probe::hit("write.marker_seek_expired");
             found.kind = ValueKind::Tombstone;
         } else if let Some(parent) = parent {
-            if parent.exact && parent.written > found.written {
+            if parent.exact && parent.written >= found.written {
                 crate::probe::hit("write.marker_seek_overwritten");
                 found.kind = ValueKind::Tombstone;
                 return Ok(Some(found));
@@ -360,7 +362,7 @@ impl Pending<'_> {
     /// as it is (README; `--plant yb-batch-cache-keeps-overwritten`).
     fn cached(&self, encoded: &[u8], parent: Option<&Found>) -> Option<Found> {
         let mut found = self.cache.get(encoded)?.clone();
-        let overwritten = parent.is_some_and(|p| p.exact && p.written > found.written);
+        let overwritten = parent.is_some_and(|p| p.exact && p.written >= found.written);
         let plant = crate::canary::Plant::YbBatchCacheKeepsOverwritten;
         if overwritten && !self.db.plants().contains(plant) {
             crate::probe::hit("write.marker_seek_overwritten");
