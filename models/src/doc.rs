@@ -471,10 +471,11 @@ impl Batch<'_> {
     /// saw or wrote there before, else the first path at or below `path`, in DocDB's key
     /// order, with a version at or before the batch's time, and that path's newest such
     /// version. It counts as a tombstone when its own TTL has run out, or when `parent`
-    /// is at its own path and newer (that is not remembered).
+    /// is at its own path and newer or as new (that is not remembered): a reader shows a
+    /// child only when it is strictly newer than its parent.
     fn seek(&mut self, doc: &DocId, path: &[Key], parent: Option<&Seen>) -> Option<Seen> {
         let id = (doc.clone(), path.to_vec());
-        let overwritten = |seen: &Seen| parent.is_some_and(|p| p.exact && p.when > seen.when);
+        let overwritten = |seen: &Seen| parent.is_some_and(|p| p.exact && p.when >= seen.when);
         if let Some(seen) = self.seen.get(&id) {
             let mut seen = seen.clone();
             if overwritten(&seen) {

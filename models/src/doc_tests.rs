@@ -152,6 +152,22 @@ fn required_markers_refuse_writing_under_a_primitive() {
     assert_eq!(m.read(&doc, &[], t(3)).unwrap(), Some(leaf(5)));
 }
 
+/// A level written at its parent's own time (two batches at one time) reads as gone, so a
+/// required-marker write below it finds it missing and writes a marker there.
+#[test]
+fn required_markers_see_a_level_as_old_as_its_parent_as_missing() {
+    let mut m = Model::new();
+    let doc = d("p");
+    let blind = |write: Write, path: Vec<Key>| [(doc.clone(), path, write, Ttl::Inherit)];
+    m.write_batch(t(1), Markers::Optional, &blind(Write::Obj, vec![])).unwrap();
+    m.write_batch(t(1), Markers::Optional, &blind(Write::Set(leaf(5)), vec![k("a")])).unwrap();
+    assert_eq!(m.read(&doc, &[], t(1)).unwrap(), Some(obj(&[])));
+    let below = blind(Write::Set(leaf(1)), vec![k("a"), k("b")]);
+    m.write_batch(t(2), Markers::Required, &below).unwrap();
+    let read = m.read(&doc, &[], t(2)).unwrap();
+    assert_eq!(read, Some(obj(&[("a", obj(&[("b", leaf(1))]))])));
+}
+
 /// Doubles as clustering keys order numerically: negative ones first (ascending), and a
 /// range condition compares numbers, not bit patterns.
 #[test]
