@@ -222,11 +222,11 @@ impl Walk<'_> {
         }
         let out = &mut self.out;
         match &entry.value.kind {
-            _ if expired => {
-                crate::probe::hit("read.expired_hides_older");
-                remove(out, rel)
-            }
-            ValueKind::Tombstone => remove(out, rel),
+            // Nothing is in the output at its path yet (entries come in key order, a
+            // path's newest version before its descendants, and only that version counts):
+            // it shapes what follows through `levels` alone.
+            _ if expired => crate::probe::hit("read.expired_hides_older"),
+            ValueKind::Tombstone => {}
             ValueKind::Object => put(out, rel, Document::empty_object()),
             ValueKind::Primitive(p) => put(out, rel, Document::Primitive(p.clone())),
             ValueKind::TtlOnly { .. } => unreachable!("TTL-only records are merged"),
@@ -342,23 +342,5 @@ fn object_mut(doc: &mut Document) -> &mut BTreeMap<KeyEntry, Document> {
     match doc {
         Document::Object(map) => map,
         Document::Primitive(_) => unreachable!("just made an object"),
-    }
-}
-
-/// Remove whatever is at `rel`.
-fn remove(root: &mut Option<Document>, rel: &[KeyEntry]) {
-    let Some((last, parents)) = rel.split_last() else {
-        *root = None;
-        return;
-    };
-    let mut node = root.as_mut();
-    for key in parents {
-        node = match node {
-            Some(Document::Object(map)) => map.get_mut(key),
-            _ => return,
-        };
-    }
-    if let Some(Document::Object(map)) = node {
-        map.remove(last);
     }
 }
