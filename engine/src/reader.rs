@@ -204,7 +204,9 @@ impl Walk<'_> {
     ) {
         let ReadConfig { read_ht, table_ttl_ms, plants } = self.read;
         let depth = self.levels_of.levels(entry.table_key, &entry.subkeys);
-        self.levels.align(shared.min(depth - 1), depth, |_| None);
+        // Only a path's newest version is applied: the entry is never the last one's path.
+        assert!(shared < depth, "{entry:?} applied twice, or below itself");
+        self.levels.align(shared, depth, |_| None);
         let ttl_from = merged_ttl.unwrap_or((entry.doc_ht.ht, entry.value.ttl));
         let exp = visible_by_time(&mut self.levels, entry.doc_ht, ttl_from, plants);
         let (true, Some(exp)) = (in_subtree, exp) else {
