@@ -346,3 +346,40 @@ fn object_mut(doc: &mut Document) -> &mut BTreeMap<KeyEntry, Document> {
         Document::Primitive(_) => unreachable!("just made an object"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::{DocKey, Primitive};
+
+    /// Only a tombstone at a colocated table's own key is an ancestor of the table's
+    /// documents (YugabyteDB's `GetTableTombstoneTime`, doc_reader.cc): the reader passes
+    /// over any other entry there, whoever feeds it one (the database's scans feed only
+    /// the tombstone).
+    #[test]
+    fn only_a_tombstone_at_the_table_key_hides_the_tables_documents() {
+        let at = |us| DocHybridTime::new(HybridTime::from_micros(us), 0);
+        let v = KeyEntry::asc(Primitive::Int64(0));
+        let table_key = |kind| DocEntry {
+            table_key: true,
+            subkeys: vec![],
+            doc_ht: at(2000),
+            value: Value::new(kind),
+        };
+        let one = ValueKind::Primitive(Primitive::Int64(1));
+        let field = DocEntry {
+            table_key: false,
+            subkeys: vec![v.clone()],
+            doc_ht: at(1000),
+            value: Value::new(one),
+        };
+        let doc = DocKey { colocation_id: Some(7), ..DocKey::new(vec![], vec![v.clone()]) };
+        let target = DocPath::new(doc, vec![]);
+        let read = ReadConfig { read_ht: at(3000).ht, table_ttl_ms: None, plants: Plants::NONE };
+        let read_under = |kind| read_subdocument([table_key(kind), field.clone()], &target, read);
+        let shown = Document::Object([(v, Document::Primitive(Primitive::Int64(1)))].into());
+        assert_eq!(read_under(ValueKind::Object), Some(shown.clone()));
+        assert_eq!(read_under(ValueKind::Primitive(Primitive::Int64(9))), Some(shown));
+        assert_eq!(read_under(ValueKind::Tombstone), None);
+    }
+}
