@@ -282,9 +282,11 @@ impl Pending<'_> {
     /// the batch — its newest version at or before `ht` — checked against its *own* TTL
     /// only. A level counts as missing when nothing is there, when that entry is a
     /// tombstone or expired, or when `parent` was found at its own path and is newer or as
-    /// new (it overwrote the level: a child must be strictly newer, as the reader rules; a
-    /// tie takes two batches at one hybrid time, which only a script writes). Results are
-    /// cached (an expired entry as a tombstone), except
+    /// new (it overwrote the level). The tie is ours: YugabyteDB's `SeekToKeyPrefix`
+    /// (docdb/doc_write_batch.cc) counts the level overwritten only when the parent is
+    /// strictly newer, while its reader hides a child as old as its parent; docsim's writes
+    /// follow the reader (a tie takes two batches at one hybrid time, which only a script
+    /// writes). Results are cached (an expired entry as a tombstone), except
     /// when nothing is found or the parent overwrote the level.
     fn seek(
         &mut self,

@@ -15,8 +15,9 @@
 //! 3. at or below H (inclusive):
 //!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
 //!      in the same compaction) — unless an older packed row of its row stays, which it
-//!      may hide a value of (`decide_packed_row`); a minor compaction keeps it (older data
-//!      may live outside);
+//!      may hide a value of (`decide_packed_row`), or it lies just beneath a packed row,
+//!      which may hold a column folded in with an older write time (`beneath_ttl_only`);
+//!      a minor compaction keeps it (older data may live outside);
 //!    - expired at H through a TTL it inherits (or the table's): full compaction **drops**
 //!      it; a minor one **keeps** it (`KeepInherited`): an ancestor's version in a file
 //!      outside the compaction may carry the TTL it really inherits (`0`: never expires),
@@ -192,8 +193,8 @@ impl GcFeed {
         }
         self.levels.record(dht);
         if self.beneath_ttl_only() {
-            // The version a TTL-only record stands on, whatever it is: without it the
-            // record would read as a tombstone at its own time (`reader.rs`).
+            // The version a TTL-only record or a packed row stands on, whatever it is
+            // (see `beneath_ttl_only`).
             return Ok(Verdict::Keep);
         }
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
@@ -292,13 +293,16 @@ impl GcFeed {
         self.levels.ancestors().any(|level| level.versions.iter().any(older_packed))
     }
 
-    /// Whether the entry just entered is the version beneath a TTL-only record: the
-    /// version of its path just newer than it is one. (A packed row also hides nothing,
-    /// but gives nothing beneath it a TTL: a row tombstone there goes like any other.)
+    /// Whether the entry just entered is the version beneath a TTL-only record or a
+    /// packed row: the version of its path just newer than it hides nothing. It stays:
+    /// without it the record would read as a tombstone at its own time, and a packed row
+    /// may hold a column folded in with its own write time, older than a row tombstone
+    /// beneath the row, which only that tombstone hides (golden
+    /// `packed_tombstone_beneath_folded_column.ds`).
     fn beneath_ttl_only(&self) -> bool {
         let Some(own) = self.levels.payloads().last() else { return false };
         let newer = &own.versions[..own.versions.len().saturating_sub(1)];
-        newer.last().is_some_and(|v| v.hides_nothing && !v.packed)
+        newer.last().is_some_and(|v| v.hides_nothing)
     }
 
     /// Whether the entry just entered has a TTL-only record above it at its own level or

@@ -472,7 +472,8 @@ impl Batch<'_> {
     /// order, with a version at or before the batch's time, and that path's newest such
     /// version. It counts as a tombstone when its own TTL has run out, or when `parent`
     /// is at its own path and newer or as new (that is not remembered): a reader shows a
-    /// child only when it is strictly newer than its parent.
+    /// child only when it is strictly newer than its parent. (The tie is docsim's rule:
+    /// YugabyteDB's write batch counts only a strictly newer parent.)
     fn seek(&mut self, doc: &DocId, path: &[Key], parent: Option<&Seen>) -> Option<Seen> {
         let id = (doc.clone(), path.to_vec());
         let overwritten = |seen: &Seen| parent.is_some_and(|p| p.exact && p.when >= seen.when);
