@@ -381,7 +381,7 @@ get doc("d";) @T6000
 /// missing (markers are written there blind), and for a delete one at the path itself.
 #[test]
 fn required_marker_writes_seek_only_what_they_must() {
-    let seeks = |commands: &str| {
+    let probes_of = |commands: &str| {
         let dir = scratch_dir("marker-seeks");
         let script = format!("markers required\n{commands}\n");
         let _ = crate::probe::take();
@@ -391,8 +391,10 @@ fn required_marker_writes_seek_only_what_they_must() {
         let probes = crate::probe::take();
         let _ = std::fs::remove_dir_all(&dir);
         assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
-        probes.get("write.marker_seek").copied().unwrap_or(0)
+        probes
     };
+    let seeks = |commands: &str| probes_of(commands).get("write.marker_seek").copied();
+    let seeks = |commands: &str| seeks(commands).unwrap_or(0);
     assert_eq!(seeks(r#"set doc("d";) = 1 @T1000"#), 0, "a whole document");
     assert_eq!(seeks(r#"obj doc("d";) @T1000"#), 0, "a whole document's marker");
     assert_eq!(seeks(r#"set doc("d";)."a"."b" = 1 @T1000"#), 1, "no document");
@@ -403,4 +405,14 @@ fn required_marker_writes_seek_only_what_they_must() {
     let below = |command: &str| seeks(&format!("obj doc(\"d\";) @T1000\n{command}"));
     assert_eq!(below(r#"set doc("d";)."a" = 1 @T2000"#), 1, "the document");
     assert_eq!(below(r#"del doc("d";)."a" @T2000"#), 2, "the document, then \"a\"");
+    // A level with no entry of its own, found through its first descendant (a marker:
+    // a primitive there would count as the level's own), exists.
+    let blind = "markers optional\nobj doc(\"d\";).\"a\".\"x\" @T1000\nmarkers required";
+    let probes = probes_of(&format!("{blind}\nset doc(\"d\";).\"a\".\"y\" = 2 @T2000"));
+    let count = |name: &str| probes.get(name).copied();
+    assert_eq!(
+        (count("write.marker_seek"), count("write.marker_seek_descendant")),
+        (Some(2), Some(2))
+    );
+    assert_eq!(count("write.required_marker"), None, "no marker: both levels exist");
 }
