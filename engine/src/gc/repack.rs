@@ -166,8 +166,8 @@ fn fold(entry: &DocEntry, row_ttl: Ttl) -> Option<Slot> {
 fn dropped_columns(entries: &[DocEntry], packings: &Packings, cutoff_ht: HybridTime) -> Vec<usize> {
     let newest = packings.newest().map(|p| p.column_ids().to_vec()).unwrap_or_default();
     let dropped = |e: &DocEntry| match e.subkeys.first().map(|k| &k.value) {
-        Some(&Primitive::ColumnId(id)) if id >= 0 => {
-            !newest.contains(&(id as u32)) && packings.packs_ever(id as u32)
+        Some(&Primitive::ColumnId(id)) => {
+            u32::try_from(id).is_ok_and(|id| !newest.contains(&id) && packings.packs_ever(id))
         }
         _ => false,
     };
