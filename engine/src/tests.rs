@@ -416,3 +416,27 @@ fn required_marker_writes_seek_only_what_they_must() {
     );
     assert_eq!(count("write.required_marker"), None, "no marker: both levels exist");
 }
+
+/// A restart counts what it replayed in the probes campaign reports sum
+/// (`raft.entry_replayed`, and `raft.restart_nothing_to_replay` when an open replayed
+/// nothing), agreeing with its own `restart:` line.
+#[test]
+fn restarts_count_their_replay_in_the_probes() {
+    let dir = scratch_dir("restart-probes");
+    let script = "set doc(; \"a\") = 1 @T1000\nset doc(; \"b\") = 2 @T2000\ncrash\nrestart\n\
+                  flush\ncrash\nrestart\n";
+    let _ = crate::probe::take();
+    let mut out = Vec::new();
+    let outcome = crate::script::run_script(script, &dir, crate::canary::Plants::NONE, &mut out);
+    let probes = crate::probe::take();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
+    let out = String::from_utf8(out).expect("UTF-8");
+    let lines =
+        "restart: flushed=0.0 replayed=2 from=1.2 to=1.3\nrestart: flushed=1.3 replayed=0\n";
+    assert_eq!(out, lines);
+    let count = |name: &str| probes.get(name).copied();
+    let restarts = (count("raft.entry_replayed"), count("raft.restart_nothing_to_replay"));
+    // Nothing to replay: the script's first open, and the restart after the flush.
+    assert_eq!(restarts, (Some(2), Some(2)), "{probes:?}");
+}
