@@ -265,12 +265,6 @@ impl Tablet {
         self.db.set_packings(packings, entity_rows);
     }
 
-    /// Flush memtables, then delete the log segments below the new flushed frontier.
-    pub fn flush(&mut self) -> Result<()> {
-        self.flush_data()?;
-        self.gc_log()
-    }
-
     /// Flush memtables; the flushed frontier advances to the last applied entry.
     pub fn flush_data(&mut self) -> Result<()> {
         self.check_up()?;
@@ -302,12 +296,6 @@ impl Tablet {
     pub fn files(&self) -> Result<Vec<crate::sst_files::SstFile>> {
         self.check_up()?;
         Ok(self.db.files())
-    }
-
-    /// Flush, compact with history cutoff `cutoff_ht`, then GC the log.
-    pub fn compact(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
-        self.compact_data(cutoff_ht, kind)?;
-        self.gc_log()
     }
 
     /// Delete the log segments wholly below min(flushed frontier, last committed) + 1.
