@@ -17,6 +17,20 @@ pub(crate) fn scratch_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// Run a docscript that must pass, in a scratch directory `name`: its output, and the
+/// probes it hit.
+fn run_with_probes(name: &str, script: &str) -> (String, std::collections::BTreeMap<String, u64>) {
+    let dir = scratch_dir(name);
+    let _ = crate::probe::take();
+    let mut out = Vec::new();
+    let outcome = crate::script::run_script(script, &dir, crate::canary::Plants::NONE, &mut out);
+    let probes = crate::probe::take();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = String::from_utf8(out).expect("UTF-8");
+    assert!(outcome.expect("run").ok(), "{out}");
+    (out, probes)
+}
+
 fn primitive() -> impl Strategy<Value = Primitive> {
     prop_oneof![
         Just(Primitive::Null),
@@ -357,21 +371,14 @@ fn document_literal_orders_keys_like_storage() {
 /// README glossary's TTL expiry), not one that carries its own TTL.
 #[test]
 fn born_expired_counts_children_without_a_ttl_of_their_own() {
-    let dir = scratch_dir("born-expired");
     let script = r#"obj doc("d";) @T1000 ttl=1ms
 set doc("d";)."a" = 1 @T5000
 set doc("d";)."b" = 2 @T5000
 set doc("d";)."c" = 3 @T5000 ttl=10s
 get doc("d";) @T6000
 "#;
-    let _ = crate::probe::take();
-    let mut out = Vec::new();
-    let outcome = crate::script::run_script(script, &dir, crate::canary::Plants::NONE, &mut out);
-    let probes = crate::probe::take();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
+    let (out, probes) = run_with_probes("born-expired", script);
     assert_eq!(probes.get("read.born_expired"), Some(&2), "{probes:?}");
-    let out = String::from_utf8(out).expect("UTF-8");
     assert!(out.ends_with("=> {\"c\": 3}\n"), "{out}");
 }
 
@@ -382,19 +389,9 @@ get doc("d";) @T6000
 #[test]
 fn required_marker_writes_seek_only_what_they_must() {
     let probes_of = |commands: &str| {
-        let dir = scratch_dir("marker-seeks");
-        let script = format!("markers required\n{commands}\n");
-        let _ = crate::probe::take();
-        let mut out = Vec::new();
-        let outcome =
-            crate::script::run_script(&script, &dir, crate::canary::Plants::NONE, &mut out);
-        let probes = crate::probe::take();
-        let _ = std::fs::remove_dir_all(&dir);
-        assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
-        probes
+        run_with_probes("marker-seeks", &format!("markers required\n{commands}\n")).1
     };
-    let seeks = |commands: &str| probes_of(commands).get("write.marker_seek").copied();
-    let seeks = |commands: &str| seeks(commands).unwrap_or(0);
+    let seeks = |commands: &str| probes_of(commands).get("write.marker_seek").copied().unwrap_or(0);
     assert_eq!(seeks(r#"set doc("d";) = 1 @T1000"#), 0, "a whole document");
     assert_eq!(seeks(r#"obj doc("d";) @T1000"#), 0, "a whole document's marker");
     assert_eq!(seeks(r#"set doc("d";)."a"."b" = 1 @T1000"#), 1, "no document");
@@ -422,16 +419,9 @@ fn required_marker_writes_seek_only_what_they_must() {
 /// nothing), agreeing with its own `restart:` line.
 #[test]
 fn restarts_count_their_replay_in_the_probes() {
-    let dir = scratch_dir("restart-probes");
     let script = "set doc(; \"a\") = 1 @T1000\nset doc(; \"b\") = 2 @T2000\ncrash\nrestart\n\
                   flush\ncrash\nrestart\n";
-    let _ = crate::probe::take();
-    let mut out = Vec::new();
-    let outcome = crate::script::run_script(script, &dir, crate::canary::Plants::NONE, &mut out);
-    let probes = crate::probe::take();
-    let _ = std::fs::remove_dir_all(&dir);
-    assert!(outcome.expect("run").ok(), "{}", String::from_utf8_lossy(&out));
-    let out = String::from_utf8(out).expect("UTF-8");
+    let (out, probes) = run_with_probes("restart-probes", script);
     let lines =
         "restart: flushed=0.0 replayed=2 from=1.2 to=1.3\nrestart: flushed=1.3 replayed=0\n";
     assert_eq!(out, lines);
