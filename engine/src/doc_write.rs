@@ -213,6 +213,12 @@ impl Found {
     fn exists(&self) -> bool {
         self.kind != ValueKind::Tombstone
     }
+
+    /// Whether this level, found at its own path, overwrote `below`, what a seek one
+    /// level down found: it is newer or as new (see [`Pending::seek`] for the tie).
+    fn overwrote(&self, below: &Found) -> bool {
+        self.exact && self.written >= below.written
+    }
 }
 
 impl Pending<'_> {
@@ -346,7 +352,7 @@ impl Pending<'_> {
             crate::probe::hit("write.marker_seek_expired");
             found.kind = ValueKind::Tombstone;
         } else if let Some(parent) = parent {
-            if parent.exact && parent.written >= found.written {
+            if parent.overwrote(&found) {
                 crate::probe::hit("write.marker_seek_overwritten");
                 found.kind = ValueKind::Tombstone;
                 return Ok(Some(found));
@@ -364,7 +370,7 @@ impl Pending<'_> {
     /// as it is (README; `--plant yb-batch-cache-keeps-overwritten`).
     fn cached(&self, encoded: &[u8], parent: Option<&Found>) -> Option<Found> {
         let mut found = self.cache.get(encoded)?.clone();
-        let overwritten = parent.is_some_and(|p| p.exact && p.written >= found.written);
+        let overwritten = parent.is_some_and(|p| p.overwrote(&found));
         let plant = crate::canary::Plant::YbBatchCacheKeepsOverwritten;
         if overwritten && !self.db.plants().contains(plant) {
             crate::probe::hit("write.marker_seek_overwritten");
