@@ -196,7 +196,7 @@ mod tests {
 
     /// Four fields encoded as given, the last stamped with the length: (bytes, each field's
     /// offset).
-    fn fields(values: [i64; 4]) -> (Vec<u8>, [usize; 4]) {
+    fn encoded_fields(values: [i64; 4]) -> (Vec<u8>, [usize; 4]) {
         let (mut out, mut at) = (Vec::new(), [0; 4]);
         for (value, at) in values.into_iter().zip(&mut at) {
             *at = out.len();
@@ -211,40 +211,41 @@ mod tests {
     #[test]
     fn fields_out_of_range_are_named_where_they_are() {
         let physical = YUGABYTE_EPOCH_US - 1000; // 1000 µs
-        let refused = |values| {
-            let (bytes, at) = fields(values);
+                                                 // Field `field` of `values` is refused with `reason`, named at its offset.
+        let refused_at = |field: usize, reason: &str, values| {
+            let (bytes, at) = encoded_fields(values);
             let e = decode(&bytes, 5).unwrap_err();
-            (e.offset - 5, e.reason, at)
-        };
-        let expect = |field: usize, reason: &str, values| {
-            let (offset, said, at) = refused(values);
-            assert_eq!((offset, said.as_str()), (at[field], reason), "{values:?}");
+            assert_eq!((e.offset, e.reason.as_str()), (5 + at[field], reason), "{values:?}");
         };
         let before_epoch = YUGABYTE_EPOCH_US + 1;
         let out_of_range = format!("physical time field {before_epoch} out of range");
-        expect(1, &out_of_range, [0, before_epoch, 0, -32]);
-        expect(2, "logical field -4096 out of range", [0, physical, -4096, -32]);
-        expect(2, "logical field 1 out of range", [0, physical, 1, -32]);
+        refused_at(1, &out_of_range, [0, before_epoch, 0, -32]);
+        refused_at(2, "logical field -4096 out of range", [0, physical, -4096, -32]);
+        refused_at(2, "logical field 1 out of range", [0, physical, 1, -32]);
         let min = format!("logical field {} out of range", i64::MIN);
-        expect(2, &min, [0, physical, i64::MIN, -32]);
+        refused_at(2, &min, [0, physical, i64::MIN, -32]);
         let min = format!("write id field {} invalid", i64::MIN);
-        expect(3, &min, [0, physical, 0, i64::MIN]);
+        refused_at(3, &min, [0, physical, 0, i64::MIN]);
         // One past the largest write id, u32::MAX.
         let over = -((i64::from(u32::MAX) + 2) << 5);
-        expect(3, &format!("write id field {over} invalid"), [0, physical, 0, over]);
+        refused_at(3, &format!("write id field {over} invalid"), [0, physical, 0, over]);
         // A non-negative field reads with its low five bits set: 31.
-        expect(3, "write id field 31 invalid", [0, physical, 0, 0]);
-        let largest =
-            fields([0, physical, -i64::from(LOGICAL_MAX), -((i64::from(u32::MAX) + 1) << 5)]);
+        refused_at(3, "write id field 31 invalid", [0, physical, 0, 0]);
+        let (largest, _) = encoded_fields([
+            0,
+            physical,
+            -i64::from(LOGICAL_MAX),
+            -((i64::from(u32::MAX) + 1) << 5),
+        ]);
         let ht = HybridTime::new(1000, LOGICAL_MAX);
-        assert_eq!(decode(&largest.0, 5), Ok(DocHybridTime::new(ht, u32::MAX)));
+        assert_eq!(decode(&largest, 5), Ok(DocHybridTime::new(ht, u32::MAX)));
     }
 
     /// A malformed varint inside a field is named at its offset in the key too.
     #[test]
     fn a_malformed_field_is_named_in_the_key() {
         let non_minimal = [0xC0, 0x01]; // 1 in two bytes
-        let (good, at) = fields([0, YUGABYTE_EPOCH_US - 1000, 0, -32]);
+        let (good, at) = encoded_fields([0, YUGABYTE_EPOCH_US - 1000, 0, -32]);
         let physical = [&good[..at[1]], &non_minimal, &good[at[2]..]].concat();
         let e = decode(&physical, 5).unwrap_err();
         assert_eq!(
@@ -263,7 +264,7 @@ mod tests {
     }
 
     /// A field: mostly in its range (`valid`), else anything, the ends of i64 included.
-    fn field(valid: impl Strategy<Value = i64> + 'static) -> impl Strategy<Value = i64> {
+    fn field_value(valid: impl Strategy<Value = i64> + 'static) -> impl Strategy<Value = i64> {
         let any = prop_oneof![any::<i64>(), Just(i64::MIN), Just(i64::MAX), -100i64..100];
         prop_oneof![3 => valid, 1 => any]
     }
@@ -272,10 +273,10 @@ mod tests {
         let physical_min = YUGABYTE_EPOCH_US - HybridTime::PHYSICAL_MAX_US as i64;
         let write_id = (0..=i64::from(u32::MAX)).prop_map(|w| -((w + 1) << 5));
         [
-            field(Just(0).boxed()).boxed(),
-            field(physical_min..=YUGABYTE_EPOCH_US).boxed(),
-            field(-i64::from(LOGICAL_MAX)..=0).boxed(),
-            field(write_id).boxed(),
+            field_value(Just(0).boxed()).boxed(),
+            field_value(physical_min..=YUGABYTE_EPOCH_US).boxed(),
+            field_value(-i64::from(LOGICAL_MAX)..=0).boxed(),
+            field_value(write_id).boxed(),
         ]
     }
 
@@ -304,7 +305,7 @@ mod tests {
         fn any_fields_decode_canonically_or_are_refused(values in four_fields()) {
             let len: usize = values.iter().map(|v| varint::signed_bytes(*v).1).sum();
             prop_assume!(len <= MAX_ENCODED_LEN);
-            let (bytes, _) = fields(values);
+            let (bytes, _) = encoded_fields(values);
             let decoded = decode(&bytes, 0).ok();
             prop_assert_eq!(decoded, meant(values), "{:?}", values);
             if let Some(dht) = decoded {
