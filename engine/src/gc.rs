@@ -16,7 +16,7 @@
 //!    - a tombstone: full compaction **drops** it (everything it hides is dropped by rule 1
 //!      in the same compaction) — unless an older packed row of its row stays, which it
 //!      may hide a value of (`decide_packed_row`), or it lies just beneath a packed row,
-//!      which may hold a column folded in with an older write time (`beneath_ttl_only`);
+//!      which may hold a column folded in with an older write time (`beneath_hiding_nothing`);
 //!      a minor compaction keeps it (older data may live outside);
 //!    - expired at H through a TTL it inherits (or the table's): full compaction **drops**
 //!      it; a minor one **keeps** it (`KeepInherited`): an ancestor's version in a file
@@ -192,9 +192,9 @@ impl GcFeed {
             return Ok(Verdict::Keep);
         }
         self.levels.record(dht);
-        if self.beneath_ttl_only() {
+        if self.beneath_hiding_nothing() {
             // The version a TTL-only record or a packed row stands on, whatever it is
-            // (see `beneath_ttl_only`).
+            // (see `beneath_hiding_nothing`).
             return Ok(Verdict::Keep);
         }
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
@@ -299,7 +299,7 @@ impl GcFeed {
     /// may hold a column folded in with its own write time, older than a row tombstone
     /// beneath the row, which only that tombstone hides (golden
     /// `packed_tombstone_beneath_folded_column.ds`).
-    fn beneath_ttl_only(&self) -> bool {
+    fn beneath_hiding_nothing(&self) -> bool {
         let Some(own) = self.levels.payloads().last() else { return false };
         let newer = &own.versions[..own.versions.len().saturating_sub(1)];
         newer.last().is_some_and(|v| v.hides_nothing)
