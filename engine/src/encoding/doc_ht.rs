@@ -211,11 +211,13 @@ mod tests {
     #[test]
     fn fields_out_of_range_are_named_where_they_are() {
         let physical = YUGABYTE_EPOCH_US - 1000; // 1000 µs
-                                                 // Field `field` of `values` is refused with `reason`, named at its offset.
+
+        // Field `field` of `values` is refused with `reason`, named at its offset.
         let refused_at = |field: usize, reason: &str, values| {
             let (bytes, at) = encoded_fields(values);
             let e = decode(&bytes, 5).unwrap_err();
-            assert_eq!((e.offset, e.reason.as_str()), (5 + at[field], reason), "{values:?}");
+            let said = (e.offset, e.reason.as_str());
+            assert_eq!(said, (5 + at[field], reason), "{values:?}");
         };
         let before_epoch = YUGABYTE_EPOCH_US + 1;
         let out_of_range = format!("physical time field {before_epoch} out of range");
