@@ -8,11 +8,11 @@
 //! **Bootstrap** ([`Tablet::open_with_log`]): open RocksDB and read the flushed frontier
 //! F stored with the data; open the log from the segment holding F+1; re-apply exactly
 //! the committed entries above F ([`crate::replay::plan_replay`]); then start Raft. After
-//! a flush, log segments wholly below min(F, last committed) + 1 are deleted.
+//! a flush, and after a write that leaves the log more than two segments, log segments
+//! wholly below min(F, last committed) + 1 are deleted.
 
 use crate::canary::{Plant, Plants};
 use crate::db::{DocDb, Frontier, RawEntry};
-use crate::disk::{FaultConfig, SimDisk};
 use crate::document::Document;
 use crate::encoding::DocPath;
 use crate::error::{Error, Result};
@@ -95,15 +95,6 @@ impl fmt::Display for RestartReport {
 }
 
 impl Tablet {
-    /// Open (or create) a tablet in `dir` with a fresh log on its own fault-free
-    /// simulated disk (benchmarks, tests).
-    pub fn open(dir: &Path) -> Result<Tablet> {
-        let disk = SimDisk::new(0, FaultConfig::default());
-        let log = LogConfig { disk, dir: "log".into(), segment_bytes: 8 << 20 };
-        let rows = (crate::encoding::Packings::default(), false);
-        Ok(Tablet::open_with_log(dir, None, &log, Plants::NONE, (Default::default(), rows))?.0)
-    }
-
     /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
     /// real file system when `env` is `None`), with its log as `log` says and the bugs in
     /// `plants` planted ([`Plants::NONE`]: none), and bootstrap. `rows`: the packings of
@@ -240,7 +231,9 @@ impl Tablet {
     /// statements in one microsecond thus never collide; YugabyteDB's `ExtendList` takes
     /// list indexes from the tablet's monotonic counter for the same reason.
     pub(crate) fn list_index_floor(&self, ht: HybridTime) -> i64 {
-        let by_time = i64::try_from(ht.physical_us()).unwrap_or(i64::MAX / 1000) * 1000;
+        // A physical time has 52 bits (`HybridTime::PHYSICAL_MAX_US`): ×1000 fits an i64.
+        let physical_us = i64::try_from(ht.physical_us()).expect("52 bits fit an i64");
+        let by_time = physical_us * 1000;
         by_time.max(self.next_list_index)
     }
 
