@@ -188,9 +188,12 @@ impl Log {
             }
             let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };
             let (bytes, lowest) = log.read_segment(name, synced, &mut recovery)?;
-            // The last entry read, if this segment added one (else its header's prev).
-            let last = recovery.entries.last().filter(|e| e.op_id.index > prev.index);
-            let last = last.map_or(prev, |e| e.op_id);
+            // The segment's last entry if it holds one, else its header's prev. (Not "the
+            // last entry if above prev": a new leader's overwrite may end at or below it.)
+            let last = match recovery.entries.last() {
+                Some(entry) if lowest != u64::MAX => entry.op_id,
+                _ => prev,
+            };
             let name = name.clone();
             log.segments.push(SegmentInfo { seq, name, prev, last, bytes, lowest });
         }

@@ -296,6 +296,27 @@ fn a_reset_cut_short_before_the_old_segments_went_is_finished_at_open() {
 }
 
 #[test]
+fn reopening_keeps_the_term_of_an_overwrite_that_ends_at_its_segments_prev() {
+    let d = disk();
+    let mut log = filled(&d, 12, 200);
+    let mut last = 12;
+    while log.segments().last().unwrap().bytes < 200 {
+        last += 1;
+        log.append(&[entry(1, last, b"old")], None).unwrap();
+    }
+    // The active segment is full: a new leader's entry at its last index rolls it, and the
+    // new segment's header names the entry it replaces.
+    let hs = HardState { term: 2, vote: 2, commit: last };
+    log.append(&[entry(2, last, b"new")], Some(hs)).unwrap();
+    log.sync().unwrap();
+    let active = log.segments().last().unwrap();
+    assert_eq!((active.prev, active.last), (OpId::new(1, last), OpId::new(2, last)));
+    let (reopened, _) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
+    assert_eq!(reopened.last_op_id(), OpId::new(2, last));
+    assert_eq!(reopened.segments(), log.segments());
+}
+
+#[test]
 fn gc_keeps_a_segment_whose_tail_a_newer_segment_overwrote() {
     let d = disk();
     let mut log = filled(&d, 12, 200);
@@ -307,9 +328,10 @@ fn gc_keeps_a_segment_whose_tail_a_newer_segment_overwrote() {
     log.gc(start + 1).unwrap();
     let kept = log.segments().len();
     assert!(kept >= 2, "the overwritten segment stays: {:?}", log.segments());
-    let (_, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
+    let (reopened, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
     let last = recovery.entries.last().unwrap().op_id;
     assert_eq!(last, OpId::new(2, start + 1));
+    assert_eq!(reopened.segments(), log.segments(), "reopening rebuilds the segment table");
     let at = |index: u64| recovery.entries.iter().find(|e| e.op_id.index == index).unwrap().op_id;
     assert_eq!(at(start - 1), OpId::new(2, start - 1), "the overwrite is read in place");
     assert!(recovery.prev.index < start - 1, "read from before the overwrite: {:?}", recovery.prev);
