@@ -446,7 +446,8 @@ impl Recovery {
                     );
                     return Err(corrupt(segment, offset, &why));
                 }
-                if index > last.index + 1 {
+                if index - 1 > last.index {
+                    // (`index` is above `prev`'s, so at least 1: no overflow either way.)
                     let why = format!("entry {} follows {last}: the log has a gap", entry.op_id);
                     return Err(corrupt(segment, offset, &why));
                 }

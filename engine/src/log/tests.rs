@@ -336,3 +336,33 @@ fn gc_keeps_a_segment_whose_tail_a_newer_segment_overwrote() {
     assert_eq!(at(start - 1), OpId::new(2, start - 1), "the overwrite is read in place");
     assert!(recovery.prev.index < start - 1, "read from before the overwrite: {:?}", recovery.prev);
 }
+
+/// Each record a segment may not hold where it stands, refused with the segment, the
+/// offset and the reason; and the entries at the highest index taken, not overflowed.
+#[test]
+fn recovery_refuses_records_out_of_place_exactly() {
+    let refused = |record: Record, offset: usize| {
+        let mut recovery = Recovery { prev: OpId::new(1, 5), ..Recovery::default() };
+        recovery.add(Record::Entry(entry(1, 6, b"a")), "t/wal-00000002", 40).unwrap();
+        match recovery.add(record, "t/wal-00000002", offset) {
+            Err(Error::LogCorruption { segment, offset, reason }) => {
+                assert_eq!(segment, "t/wal-00000002");
+                (offset, reason)
+            }
+            other => panic!("not refused as corruption: {other:?}"),
+        }
+    };
+    let header = Record::Header { seq: 2, prev: OpId::new(1, 5), hard_state: HardState::default() };
+    assert_eq!(refused(header, 90), (90, "a header mid-segment".to_owned()));
+    let first = (0, "a reset mark first".to_owned());
+    assert_eq!(refused(Record::Snapshot(OpId::new(1, 6)), 0), first);
+    let before = "entry 2.5 replaces one before where the log starts (1.5)".to_owned();
+    assert_eq!(refused(Record::Entry(entry(2, 5, b"b")), 70), (70, before));
+    let gap = "entry 1.8 follows 1.6: the log has a gap".to_owned();
+    assert_eq!(refused(Record::Entry(entry(1, 8, b"b")), 80), (80, gap));
+
+    let mut recovery = Recovery { prev: OpId::new(1, u64::MAX - 1), ..Recovery::default() };
+    recovery.add(Record::Entry(entry(1, u64::MAX, b"a")), "t/wal-00000002", 40).unwrap();
+    recovery.add(Record::Entry(entry(2, u64::MAX, b"b")), "t/wal-00000002", 80).unwrap();
+    assert_eq!(recovery.entries, [entry(2, u64::MAX, b"b")]);
+}
