@@ -47,7 +47,7 @@ impl SyncMark {
     }
 
     /// `None` for an empty slot (never written, or its rewrite lost in a crash).
-    fn decode(bytes: &[u8], name: &str) -> Result<Option<SyncMark>> {
+    pub(super) fn decode(bytes: &[u8], name: &str) -> Result<Option<SyncMark>> {
         if bytes.is_empty() {
             return Ok(None);
         }

@@ -61,12 +61,23 @@ fn a_bad_checksum_in_the_synced_log_is_an_error_naming_segment_and_offset() {
     let name = d.list("t/wal-")[0].clone();
     let mut bytes = d.read(&name).unwrap();
     let mid = bytes.len() / 2;
+    // The record holding byte `mid` starts at the last record boundary at or below it.
+    let mut starts = vec![0];
+    while let Ok((_, next)) = Record::decode(&bytes, *starts.last().unwrap()) {
+        starts.push(next);
+    }
+    let record = starts.into_iter().filter(|&start| start <= mid).max().unwrap();
     bytes[mid] ^= 0x10;
     d.remove(&name).unwrap();
     d.create(&name).unwrap();
     d.append(&name, &bytes).unwrap();
-    let err = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).err().expect("corruption").to_string();
-    assert!(err.contains("log corruption in t/wal-00000001 at byte"), "{err}");
+    match Log::open(&d, "t", 1 << 20, 0, Plants::NONE).map(|_| ()) {
+        Err(Error::LogCorruption { segment, offset, reason }) => {
+            assert_eq!((segment.as_str(), offset), ("t/wal-00000001", record));
+            assert!(reason.starts_with("checksum mismatch (stored "), "{reason}");
+        }
+        other => panic!("not refused as corruption: {other:?}"),
+    }
 }
 
 #[test]
@@ -160,6 +171,10 @@ fn a_sync_mark_lost_mid_rewrite_falls_back_to_the_other_slot() {
     let mut mark = SyncMark::read(&d, "t").unwrap(); // as opening the log does
     mark.write(&d, "t", 1, 100).unwrap();
     mark.write(&d, "t", 1, 200).unwrap();
+    // The marks alternate slots: the first in b, the second in a.
+    let slot = |name: &str| SyncMark::decode(&d.read(name).unwrap(), name).unwrap();
+    assert_eq!(slot("t/synced-b"), Some(SyncMark { counter: 1, seq: 1, len: 100 }));
+    assert_eq!(slot("t/synced-a"), Some(SyncMark { counter: 2, seq: 1, len: 200 }));
     // The power goes while the third mark rewrites slot b: the slot is emptied.
     d.truncate("t/synced-b", 0).unwrap();
     d.crash(Tear::None);
@@ -175,8 +190,39 @@ fn a_damaged_sync_mark_is_corruption() {
     bytes[17] ^= 4;
     d.truncate("t/synced-b", 0).unwrap();
     d.append("t/synced-b", &bytes).unwrap();
-    let err = SyncMark::read(&d, "t").unwrap_err();
-    assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
+    let reason = "sync mark checksum mismatch".to_owned();
+    let damaged = Error::LogCorruption { segment: "t/synced-b".into(), offset: 0, reason };
+    assert_eq!(SyncMark::read(&d, "t").unwrap_err(), damaged);
+    d.append("t/synced-b", &[0]).unwrap(); // one byte too many
+    let reason = "a sync mark of the wrong size".to_owned();
+    let long = Error::LogCorruption { segment: "t/synced-b".into(), offset: 0, reason };
+    assert_eq!(SyncMark::read(&d, "t").unwrap_err(), long);
+}
+
+/// A mark is recorded only once it is durable: a write that fails leaves the previous
+/// mark, and the retry goes to the same slot, never the one holding the only durable mark.
+#[test]
+fn a_failed_sync_mark_write_keeps_the_previous_mark_and_its_slot() {
+    let d = disk();
+    let mut mark = SyncMark::read(&d, "t").unwrap();
+    mark.write(&d, "t", 1, 100).unwrap();
+    d.arm_io_error(crate::disk::IoTarget::NextSync);
+    assert_eq!(mark.write(&d, "t", 1, 200).unwrap_err().kind(), crate::ErrorKind::Io);
+    assert_eq!(mark, SyncMark { counter: 1, seq: 1, len: 100 });
+    mark.write(&d, "t", 1, 300).unwrap();
+    let slot = |name: &str| SyncMark::decode(&d.read(name).unwrap(), name).unwrap();
+    assert_eq!(slot("t/synced-b"), Some(SyncMark { counter: 1, seq: 1, len: 100 }));
+    assert_eq!(slot("t/synced-a"), Some(SyncMark { counter: 2, seq: 1, len: 300 }));
+}
+
+#[test]
+fn a_sync_mark_naming_a_segment_that_is_gone_is_corruption() {
+    let mark = SyncMark { counter: 7, seq: 3, len: 512 };
+    let reason = "the sync mark names it (synced to 512 bytes), but it is gone".to_owned();
+    let gone = Error::LogCorruption { segment: "t/wal-00000003".into(), offset: 0, reason };
+    assert_eq!(mark.synced_len("t", 2).unwrap_err(), gone);
+    assert_eq!(mark.synced_len("t", 3).unwrap(), 512);
+    assert_eq!(mark.synced_len("t", 4).unwrap(), 0, "a mark from before segment 4 existed");
 }
 
 #[test]
@@ -191,7 +237,8 @@ fn a_flipped_length_below_the_sync_mark_is_corruption_not_a_torn_tail() {
     d.append(&name, &bytes).unwrap();
     d.sync(&name).unwrap();
     let err = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).map(|_| ()).unwrap_err();
-    assert_eq!(err.kind(), crate::ErrorKind::LogCorruption, "{err}");
+    let reason = "the record is cut short".to_owned();
+    assert_eq!(err, Error::LogCorruption { segment: name, offset: last_record, reason });
 }
 
 /// A length no record can have is corruption even past the sync mark, where a record cut
