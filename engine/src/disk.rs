@@ -4,7 +4,8 @@
 //! write cache:
 //!
 //! - An append lands in the cache: readers see it at once, but it is **volatile** until
-//!   `sync` of that file. A new file's name, and a removal, are volatile until `sync_dir`.
+//!   `sync` of that file. A new file's name, and a removal, are volatile until `sync_dir`
+//!   of its directory.
 //! - A **crash** drops everything volatile: unsynced appends vanish, files created since
 //!   the last directory sync vanish, files removed since then come back (with their synced
 //!   contents). The last unsynced write of a file may instead be **torn** at sector
@@ -136,7 +137,7 @@ impl SimDisk {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Create an empty file (volatile until [`SimDisk::sync_dir`]).
+    /// Create an empty file (volatile until [`SimDisk::sync_dir`] of its directory).
     pub fn create(&self, name: &str) -> Result<()> {
         let mut s = self.state();
         if s.files.contains_key(name) {
@@ -182,15 +183,27 @@ impl SimDisk {
         Ok(())
     }
 
-    /// Make every creation and removal so far durable.
-    pub fn sync_dir(&self) -> Result<()> {
+    /// Make every creation and removal so far in directory `dir` durable (its own entries:
+    /// `dir/name`, not those of a directory inside it; `""` is the top directory), as a
+    /// directory's fsync does. Other directories' entries stay as they were: each owner
+    /// syncs its own.
+    pub fn sync_dir(&self, dir: &str) -> Result<()> {
         let mut s = self.state();
-        s.durable_names = s.files.keys().cloned().collect();
-        s.removed.clear();
+        let in_dir = |name: &str| {
+            let entry = match dir {
+                "" => Some(name),
+                _ => name.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')),
+            };
+            entry.is_some_and(|entry| !entry.contains('/'))
+        };
+        let present: Vec<String> = s.files.keys().filter(|n| in_dir(n)).cloned().collect();
+        s.durable_names.retain(|name| !in_dir(name));
+        s.durable_names.extend(present);
+        s.removed.retain(|name, _| !in_dir(name));
         Ok(())
     }
 
-    /// Remove `name` (the removal is volatile until [`SimDisk::sync_dir`]).
+    /// Remove `name` (the removal is volatile until [`SimDisk::sync_dir`] of its directory).
     pub fn remove(&self, name: &str) -> Result<()> {
         let mut s = self.state();
         let file = s.files.remove(name);
@@ -396,7 +409,7 @@ mod tests {
         d.crash(Tear::None);
         assert!(d.list("").is_empty(), "a file whose name was never dir-synced is gone");
         d.create("a").unwrap();
-        d.sync_dir().unwrap();
+        d.sync_dir("").unwrap();
         d.append("a", b"synced").unwrap();
         d.sync("a").unwrap();
         d.append("a", b"volatile").unwrap();
@@ -411,14 +424,36 @@ mod tests {
         d.create("seg").unwrap();
         d.append("seg", b"x").unwrap();
         d.sync("seg").unwrap();
-        d.sync_dir().unwrap();
+        d.sync_dir("").unwrap();
         d.remove("seg").unwrap();
         d.crash(Tear::None);
         assert_eq!(d.read("seg").unwrap(), b"x");
         d.remove("seg").unwrap();
-        d.sync_dir().unwrap();
+        d.sync_dir("").unwrap();
         d.crash(Tear::None);
         assert!(d.list("").is_empty());
+    }
+
+    /// A directory's sync makes its own entries durable, no other directory's: not a
+    /// sibling's, not one inside it.
+    #[test]
+    fn a_directory_sync_makes_only_its_own_entries_durable() {
+        let d = disk();
+        for name in ["x/a", "x/b", "y/a", "x/y/a", "xx/a"] {
+            d.create(name).unwrap();
+        }
+        d.sync_dir("x").unwrap();
+        d.crash(Tear::None);
+        assert_eq!(d.list(""), ["x/a", "x/b"]);
+        d.remove("x/a").unwrap();
+        d.create("y/a").unwrap();
+        d.sync_dir("y").unwrap();
+        d.crash(Tear::None);
+        assert_eq!(d.list(""), ["x/a", "x/b", "y/a"], "x's removal was not synced");
+        d.remove("x/a").unwrap();
+        d.sync_dir("x").unwrap();
+        d.crash(Tear::None);
+        assert_eq!(d.list(""), ["x/b", "y/a"]);
     }
 
     /// A bit flip lands only in synced data, on a real bit: anything else is refused with
@@ -445,7 +480,7 @@ mod tests {
     /// File `f`, durable: 100 bytes synced, then 2,000 unsynced across sector boundaries.
     fn synced_100_then_2000_unsynced(d: &SimDisk) {
         d.create("f").unwrap();
-        d.sync_dir().unwrap();
+        d.sync_dir("").unwrap();
         d.append("f", &[1; 100]).unwrap();
         d.sync("f").unwrap();
         d.append("f", &[2; 2000]).unwrap();
@@ -556,7 +591,7 @@ mod tests {
                 FaultConfig { torn_write_percent: 50, bit_flip_percent: 50, ..Default::default() };
             let d = SimDisk::new(seed, config);
             d.create("f").unwrap();
-            d.sync_dir().unwrap();
+            d.sync_dir("").unwrap();
             for i in 0..20u8 {
                 d.append("f", &[i; 700]).unwrap();
                 if i % 3 == 0 {

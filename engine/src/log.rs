@@ -154,15 +154,7 @@ impl Log {
         for name in &names {
             headers.push(log.read_header(name)?);
         }
-        // The newest reset supersedes every older segment: a crash cut the reset short
-        // before they were removed. They go unread (their unsynced tails may be torn).
-        if let Some(reset) = headers.iter().rposition(|h| h.3).filter(|&i| i > 0) {
-            for name in names.drain(..reset) {
-                disk.remove(&name)?;
-            }
-            disk.sync_dir()?;
-            headers.drain(..reset);
-        }
+        log.remove_before_reset(&mut names, &mut headers)?;
         let prevs: Vec<OpId> = headers.iter().map(|h| h.1).collect();
         let start = first_segment_to_read(&prevs, from_index);
         let mut recovery = Recovery {
@@ -199,6 +191,23 @@ impl Log {
         }
         log.hard_state = recovery.hard_state;
         Ok((log, recovery))
+    }
+
+    /// The newest reset supersedes every older segment: a crash cut the reset short before
+    /// they were removed. They go, unread (their unsynced tails may be torn), durably.
+    fn remove_before_reset(
+        &self,
+        names: &mut Vec<String>,
+        headers: &mut Vec<(u64, OpId, HardState, bool)>,
+    ) -> Result<()> {
+        if let Some(reset) = headers.iter().rposition(|h| h.3).filter(|&i| i > 0) {
+            for name in names.drain(..reset) {
+                self.disk.remove(&name)?;
+            }
+            self.disk.sync_dir(&self.dir)?;
+            headers.drain(..reset);
+        }
+        Ok(())
     }
 
     /// Take a segment bootstrap skips: its entries are all at or below the frontier, so
@@ -346,7 +355,7 @@ impl Log {
             self.disk.remove(&segment.name)?;
         }
         if count > 0 {
-            self.disk.sync_dir()?;
+            self.disk.sync_dir(&self.dir)?;
         }
         Ok(())
     }
@@ -401,7 +410,7 @@ impl Log {
             .disk
             .append(&name, &header)
             .and_then(|()| self.disk.sync(&name))
-            .and_then(|()| self.disk.sync_dir());
+            .and_then(|()| self.disk.sync_dir(&self.dir));
         if let Err(e) = durable {
             // Never leave a segment without its header: opening would take it for
             // corruption. (Removing a file whose name never became durable is volatile

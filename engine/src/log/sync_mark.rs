@@ -84,7 +84,7 @@ impl SyncMark {
             }
         }
         if created {
-            disk.sync_dir()?;
+            disk.sync_dir(dir)?;
         }
         Ok(newest)
     }

@@ -334,7 +334,7 @@ fn a_reset_cut_short_before_the_old_segments_went_is_finished_at_open() {
         d.append(name, bytes).unwrap();
         d.sync(name).unwrap();
     }
-    d.sync_dir().unwrap();
+    d.sync_dir("t").unwrap();
     let (log, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
     assert_eq!((recovery.prev, indexes(&recovery)), (OpId::new(2, 5), vec![]));
     assert_eq!(recovery.hard_state, HardState { term: 2, vote: 1, commit: 5 });
