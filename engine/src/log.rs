@@ -200,14 +200,15 @@ impl Log {
         names: &mut Vec<String>,
         headers: &mut Vec<(u64, OpId, HardState, bool)>,
     ) -> Result<()> {
-        if let Some(reset) = headers.iter().rposition(|h| h.3).filter(|&i| i > 0) {
-            for name in names.drain(..reset) {
-                self.disk.remove(&name)?;
-            }
-            self.disk.sync_dir(&self.dir)?;
-            headers.drain(..reset);
+        let reset = headers.iter().rposition(|h| h.3).unwrap_or(0);
+        if reset == 0 {
+            return Ok(()); // no reset, or nothing older than it
         }
-        Ok(())
+        for name in names.drain(..reset) {
+            self.disk.remove(&name)?;
+        }
+        headers.drain(..reset);
+        self.disk.sync_dir(&self.dir)
     }
 
     /// Take a segment bootstrap skips: its entries are all at or below the frontier, so
@@ -351,13 +352,13 @@ impl Log {
 
     /// Remove the `count` oldest segments, durably.
     fn remove_oldest(&mut self, count: usize) -> Result<()> {
+        if count == 0 {
+            return Ok(());
+        }
         for segment in self.segments.drain(..count) {
             self.disk.remove(&segment.name)?;
         }
-        if count > 0 {
-            self.disk.sync_dir(&self.dir)?;
-        }
-        Ok(())
+        self.disk.sync_dir(&self.dir)
     }
 
     /// Start the log over after a snapshot of the state at `snapshot`: a new segment whose

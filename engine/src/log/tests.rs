@@ -413,3 +413,25 @@ fn recovery_refuses_records_out_of_place_exactly() {
     recovery.add(Record::Entry(entry(2, u64::MAX, b"b")), "t/wal-00000002", 80).unwrap();
     assert_eq!(recovery.entries, [entry(2, u64::MAX, b"b")]);
 }
+
+/// A tear that ends inside a record's header past the sync mark (its length, checksum or
+/// kind cut short) is a torn tail like any other: cut off, never corruption.
+#[test]
+fn a_tear_inside_a_record_header_is_a_torn_tail() {
+    let sector = crate::disk::SECTOR_BYTES;
+    for header_kept in 1..record::HEADER_BYTES {
+        let d = disk();
+        let mut log = filled(&d, 2, 1 << 20);
+        let (name, synced) = (log.segments()[0].name.clone(), log.segments()[0].bytes);
+        // Entry 3 ends `header_kept` bytes before the first sector boundary; entry 4 spans it.
+        let data_len = sector - header_kept - synced - record::HEADER_BYTES - 16;
+        log.append(&[entry(1, 3, &vec![3; data_len])], None).unwrap();
+        log.append(&[entry(1, 4, &[4; 600])], None).unwrap();
+        d.crash(Tear::Sector(0));
+        let (_, recovery) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
+        assert_eq!(indexes(&recovery), [1, 2, 3], "{header_kept} header bytes kept");
+        let offset = sector - header_kept;
+        let cut = Truncation { segment: name, offset, dropped_bytes: header_kept };
+        assert_eq!(recovery.truncated, Some(cut));
+    }
+}
