@@ -473,6 +473,9 @@ impl Recovery {
 /// The index of the segment bootstrap starts reading at: the newest one whose first entry
 /// is at or below `from_index + 1` (every entry it skips is at or below `from_index`), or
 /// the oldest when none qualifies. `prevs[i]` is the op id before segment `i`'s first entry.
+/// (It cannot see a new leader's overwrite reaching back into older segments, which
+/// reading would then refuse as "replaces one before where the log starts": only one-voter
+/// replicas open from a frontier, and they never overwrite; peers read from the start.)
 pub fn first_segment_to_read(prevs: &[OpId], from_index: u64) -> usize {
     prevs.iter().rposition(|prev| prev.index <= from_index).unwrap_or(0)
 }
