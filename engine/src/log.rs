@@ -147,6 +147,7 @@ impl Log {
         };
         let mut names = disk.list(&format!("{dir}/wal-"));
         if names.is_empty() {
+            log.mark.synced_len(dir, 0)?; // a mark naming a segment: it is gone
             log.new_segment(1, OpId::default())?;
             return Ok((log, Recovery::default()));
         }
@@ -155,6 +156,7 @@ impl Log {
             headers.push(log.read_header(name)?);
         }
         log.remove_before_reset(&mut names, &mut headers)?;
+        check_unbroken(&names, &headers)?;
         let prevs: Vec<OpId> = headers.iter().map(|h| h.1).collect();
         let start = first_segment_to_read(&prevs, from_index);
         let mut recovery = Recovery {
@@ -237,6 +239,9 @@ impl Log {
     fn read_header(&self, name: &str) -> Result<(u64, OpId, HardState, bool)> {
         let bytes = self.disk.read(name)?;
         match Record::decode(&bytes, 0) {
+            Ok((Record::Header { seq, .. }, _)) if *name != segment_name(&self.dir, seq) => {
+                Err(corrupt(name, 0, &format!("its header names segment {seq}")))
+            }
             Ok((Record::Header { seq, prev, hard_state }, next)) => {
                 let reset = matches!(Record::decode(&bytes, next), Ok((Record::Snapshot(_), _)));
                 Ok((seq, prev, hard_state, reset))
@@ -402,7 +407,7 @@ impl Log {
 
     /// Create segment `seq` durably with the records `first` after its header.
     fn create_segment(&mut self, seq: u64, prev: OpId, first: &[Record]) -> Result<()> {
-        let name = format!("{}/wal-{seq:08}", self.dir);
+        let name = segment_name(&self.dir, seq);
         let mut header = Vec::new();
         Record::Header { seq, prev, hard_state: self.hard_state }.encode(&mut header);
         first.iter().for_each(|record| record.encode(&mut header));
@@ -478,6 +483,24 @@ impl Recovery {
 /// replicas open from a frontier, and they never overwrite; peers read from the start.)
 pub fn first_segment_to_read(prevs: &[OpId], from_index: u64) -> usize {
     prevs.iter().rposition(|prev| prev.index <= from_index).unwrap_or(0)
+}
+
+/// The file of segment `seq` of the log in `dir`.
+fn segment_name(dir: &str, seq: u64) -> String {
+    format!("{dir}/wal-{seq:08}")
+}
+
+/// The segments (`names`, their `headers`) must follow one another: a segment missing
+/// between two others is corruption. (Only the oldest go, by GC or a reset.)
+fn check_unbroken(names: &[String], headers: &[(u64, OpId, HardState, bool)]) -> Result<()> {
+    for (i, pair) in headers.windows(2).enumerate() {
+        let (before, after) = (pair[0].0, pair[1].0);
+        if before.checked_add(1) != Some(after) {
+            let why = format!("segment {after} follows segment {before}: one between is gone");
+            return Err(corrupt(&names[i + 1], 0, &why));
+        }
+    }
+    Ok(())
 }
 
 fn corrupt(segment: &str, offset: usize, why: &str) -> Error {

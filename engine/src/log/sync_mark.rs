@@ -120,7 +120,7 @@ impl SyncMark {
     pub fn synced_len(&self, dir: &str, seq: u64) -> Result<usize> {
         if self.seq > seq {
             return Err(Error::LogCorruption {
-                segment: format!("{dir}/wal-{:08}", self.seq),
+                segment: super::segment_name(dir, self.seq),
                 offset: 0,
                 reason: format!(
                     "the sync mark names it (synced to {} bytes), but it is gone",

@@ -435,3 +435,35 @@ fn a_tear_inside_a_record_header_is_a_torn_tail() {
         assert_eq!(recovery.truncated, Some(cut));
     }
 }
+
+/// Segments that are not where their headers say, or not all there, are corruption:
+/// a header naming another segment, a segment missing between two others, and every
+/// segment gone while the sync mark names one.
+#[test]
+fn missing_or_misplaced_segments_are_corruption() {
+    let refused = |d: &SimDisk| match Log::open(d, "t", 200, 0, Plants::NONE).map(|_| ()) {
+        Err(Error::LogCorruption { segment, offset: 0, reason }) => (segment, reason),
+        other => panic!("not refused as corruption at byte 0: {other:?}"),
+    };
+    let d = disk();
+    let log = filled(&d, 20, 200);
+    let names: Vec<String> = log.segments().iter().map(|s| s.name.clone()).collect();
+    assert!(names.len() >= 4, "{names:?}");
+    let bytes = d.read(&names[1]).unwrap();
+    d.remove(&names[1]).unwrap();
+    d.sync_dir("t").unwrap();
+    let gap = (names[2].clone(), "segment 3 follows segment 1: one between is gone".to_owned());
+    assert_eq!(refused(&d), gap);
+    d.create("t/wal-00000099").unwrap(); // segment 2's bytes under another name
+    d.append("t/wal-00000099", &bytes).unwrap();
+    d.remove(&names[0]).unwrap();
+    for name in &names[2..] {
+        d.remove(name).unwrap();
+    }
+    let misnamed = ("t/wal-00000099".to_owned(), "its header names segment 2".to_owned());
+    assert_eq!(refused(&d), misnamed);
+    d.remove("t/wal-00000099").unwrap();
+    let mark = SyncMark::read(&d, "t").unwrap();
+    let gone = format!("the sync mark names it (synced to {} bytes), but it is gone", mark.len);
+    assert_eq!(refused(&d), (names.last().unwrap().clone(), gone));
+}
