@@ -355,9 +355,16 @@ impl DiskState {
                 Some((first + k as usize) * SECTOR_BYTES)
             }
             Tear::Sector(_) => Some(len),
-            Tear::Random if boundaries == 0 => None,
-            Tear::Random => (chance > 0 && self.rng.random_range(0..100) < chance)
-                .then(|| (first + self.rng.random_range(0..boundaries)) * SECTOR_BYTES),
+            // A tear keeps the prefix up to one of the boundaries, or (one choice more)
+            // the whole write.
+            Tear::Random => (chance > 0 && self.rng.random_range(0..100) < chance).then(|| {
+                let k = self.rng.random_range(0..=boundaries);
+                if k < boundaries {
+                    (first + k) * SECTOR_BYTES
+                } else {
+                    len
+                }
+            }),
         };
         let kept_len = kept.unwrap_or(synced);
         if kept.is_some() {
@@ -548,6 +555,25 @@ mod tests {
             let spread = expected / 2 + 3;
             assert!(torn.abs_diff(expected) <= spread, "{percent}%: {torn} of 4,000");
         }
+    }
+
+    /// A random tear keeps a prefix of whole sectors, or the whole unsynced write: over
+    /// 400 crashes that always tear, each of the tail's 4 boundaries and the whole tail
+    /// come up, and nothing else does.
+    #[test]
+    fn a_random_tear_keeps_whole_sectors_or_the_whole_write() {
+        let config = FaultConfig { torn_write_percent: 100, ..FaultConfig::default() };
+        let d = SimDisk::new(7, config);
+        synced_100_then_2000_unsynced(&d);
+        let mut kept = BTreeMap::new();
+        for _ in 0..400 {
+            d.crash(Tear::Random);
+            *kept.entry(d.read("f").unwrap().len()).or_insert(0) += 1;
+            d.truncate("f", 100).unwrap();
+            d.append("f", &[2; 2000]).unwrap();
+        }
+        let lens: Vec<usize> = kept.keys().copied().collect();
+        assert_eq!(lens, [512, 1024, 1536, 2048, 2100], "{kept:?}");
     }
 
     /// A crash with tears and flips off draws nothing from the disk's stream: the faults
