@@ -14,6 +14,7 @@ const MAGIC: &[u8; 8] = b"docsimlg";
 /// Larger lengths are corruption, not a torn tail (no record is this big).
 pub(super) const MAX_PAYLOAD_BYTES: usize = 64 << 20;
 
+#[derive(Debug, PartialEq, Eq)]
 pub(super) enum Record {
     Header {
         seq: u64,
