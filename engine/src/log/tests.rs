@@ -206,7 +206,8 @@ proptest::proptest! {
         for (i, &start) in starts.iter().enumerate().take(damaged) {
             proptest::prop_assert_eq!(offset, start);
             let (record, next) = Record::decode(&bytes, offset).unwrap();
-            proptest::prop_assert_eq!(record, Record::Entry(entry(1, i as u64 + 1, &vec![i as u8; lens[i]])));
+            let written = entry(1, i as u64 + 1, &vec![i as u8; lens[i]]);
+            proptest::prop_assert_eq!(record, Record::Entry(written));
             offset = next;
         }
         match (Record::decode(&bytes, offset), flip) {
