@@ -339,18 +339,18 @@ impl Log {
         } else {
             keep_index
         };
-        let mut removable = self.segments[..self.segments.len() - 1]
+        let wholly_below = self.segments[..self.segments.len() - 1]
             .iter()
             .take_while(|s| s.last.index < below)
             .count();
         // The first segment kept must start below every entry kept (a newer segment's
         // overwrite may reach back into older ones): reading starts after its `prev`.
-        let lowest_kept = |from: usize| self.segments[from..].iter().map(|s| s.lowest).min();
-        while removable > 0
-            && lowest_kept(removable).is_some_and(|l| l <= self.segments[removable].prev.index)
-        {
-            removable -= 1;
-        }
+        // (None reaches below the oldest segment's `prev`: removing none always does.)
+        let reaches_back = |from: usize| {
+            let lowest_kept = self.segments[from..].iter().map(|s| s.lowest).min();
+            lowest_kept.is_some_and(|lowest| lowest <= self.segments[from].prev.index)
+        };
+        let removable = (1..=wholly_below).rev().find(|&n| !reaches_back(n)).unwrap_or(0);
         self.remove_oldest(removable)?;
         Ok(removable)
     }

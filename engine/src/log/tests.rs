@@ -439,6 +439,14 @@ fn reopening_keeps_the_term_of_an_overwrite_that_ends_at_its_segments_prev() {
     let (reopened, _) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
     assert_eq!(reopened.last_op_id(), OpId::new(2, last));
     assert_eq!(reopened.segments(), log.segments());
+    // Log GC keeps the segment holding 1.last: reading the new one starts after its
+    // `prev`, 1.last, which 2.last replaces.
+    let before = log.segments().len();
+    log.gc(last + 1).unwrap();
+    assert_eq!(log.segments()[log.segments().len() - 2].last, OpId::new(1, last));
+    assert!(log.segments().len() < before, "the older segments go: {:?}", log.segments());
+    let (_, recovery) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
+    assert_eq!(recovery.entries.last().map(|e| e.op_id), Some(OpId::new(2, last)));
 }
 
 #[test]
