@@ -32,14 +32,17 @@ pub fn plan_replay(
     }
     let commit_index = commit_index.min(last_index);
     let first_needed = frontier.index + 1;
-    if first_needed > commit_index {
-        return Ok(entries.len()..entries.len());
-    }
+    // Checked even when nothing is to be replayed: entries above the frontier the log no
+    // longer holds may have committed since the commit index was last made durable (and
+    // raft-rs refuses a commit index below where its log starts).
     if prev.index + 1 > first_needed {
         return Err(format!(
             "the log starts after {prev} but bootstrap needs entries from index {first_needed} \
              (flushed frontier {frontier}): log GC removed entries that were not flushed"
         ));
+    }
+    if first_needed > commit_index {
+        return Ok(entries.len()..entries.len());
     }
     let position = |index: u64| (index - prev.index - 1) as usize;
     for (i, op) in entries.iter().enumerate() {
@@ -127,6 +130,11 @@ mod tests {
             "the log starts after 1.5 but bootstrap needs entries from index 5 (flushed \
              frontier 1.4): log GC removed entries that were not flushed"
         );
+        // Even with nothing known committed above the frontier: the missing entries may
+        // have committed since the commit index was last made durable.
+        let none_committed = plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 3), 3);
+        let first = plan_replay(OpId::new(1, 5), &entries, OpId::new(1, 3), 9);
+        assert_eq!(none_committed.unwrap_err(), first.unwrap_err());
     }
 
     #[test]
