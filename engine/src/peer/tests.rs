@@ -381,6 +381,31 @@ fn a_restarted_peer_keeps_its_term_and_vote() {
     }
 }
 
+/// A vote is durable before its answer leaves, even when no entry comes with it: a
+/// follower that only voted (every append lost) and loses power keeps its term and vote.
+/// The planted `vote-not-synced` syncs them only with entries, and the vote is lost.
+#[test]
+fn a_vote_alone_survives_a_power_cut() {
+    for plants in [Plants::NONE, Plants::of(Some(Plant::VoteNotSynced))] {
+        let mut g = Group::new(plants);
+        g.lost = vec![MessageType::MsgAppend]; // a leader is elected; no entry reaches the others
+        g.run_ms(300);
+        let leader = g.leader();
+        let voter = (1..=3).find(|&id| id != leader && g.peer(id).raw.raft.vote == leader);
+        let voter = voter.expect("a follower voted");
+        assert_eq!(g.peer(voter).raw.raft.raft_log.last_index(), 0, "no entry");
+        let voted = (g.peer(voter).raw.raft.term, leader);
+        g.crash(voter);
+        g.restart(voter);
+        let kept = (g.peer(voter).raw.raft.term, g.peer(voter).raw.raft.vote);
+        if plants == Plants::NONE {
+            assert_eq!(kept, voted);
+        } else {
+            assert_ne!(kept, voted, "the planted bug loses the vote");
+        }
+    }
+}
+
 /// A restarted replica neither votes nor campaigns for `quiet_us` (docsim's rule: any lease
 /// it echoed before the power cut must pass every clock first), but takes its leader's
 /// entries meanwhile.
