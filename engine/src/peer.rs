@@ -29,8 +29,8 @@
 //!   `quiet_us` after it starts (unless its disk shows it never ran): long enough for
 //!   any lease it echoed to be passed by every clock.
 //! - A follower serves reads at or below its *safe time*: the time of the last entry it
-//!   applied, or the leader's safe time propagated with the leader's commit index once
-//!   it has applied that far. Above: `safe_time_behind`. Each read moves the clock past
+//!   applied, or the leader's safe time propagated with the leader's applied index (at or
+//!   below its commit index) once it has applied that far. Above: `safe_time_behind`. Each read moves the clock past
 //!   its time, so a leader never writes below a read it served.
 //!
 //! **Bootstrap with peers** ([`Peer::open`]): entries up to the persisted commit index (or
@@ -151,7 +151,7 @@ pub struct Envelope {
     pub ht_lease: HybridTime,
     /// From a follower to its leader: the newest lease it received from it (this term).
     pub echo: Option<HybridTime>,
-    /// From a leader: its commit index and its safe time then.
+    /// From a leader: its applied index and its safe time then.
     pub safe: Option<(u64, HybridTime)>,
     pub msg: Message,
 }
@@ -279,7 +279,7 @@ pub struct Peer {
     led: Option<(u64, u64)>,
     /// As follower: (term, leader, newest lease received from it).
     echo: Option<(u64, u64, HybridTime)>,
-    /// As follower: the leader's newest (commit index, safe time).
+    /// As follower: the leader's newest (applied index, safe time).
     propagated: Option<(u64, HybridTime)>,
     /// No votes before this physical time.
     quiet_until_us: u64,
