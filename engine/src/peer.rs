@@ -8,6 +8,10 @@
 //! every tick. Each `Ready` is handled in the order raft-rs requires: messages a leader
 //! may send at once, a snapshot installed, committed entries applied, new entries and
 //! hard state appended and synced, then the messages that needed them persisted.
+//! (docsim's simplification: all of one call's messages are returned together, after its
+//! syncs, so a leader's appends never leave before its own sync, and a power cut during
+//! the call loses them all. A majority holding an entry its crashed leader lost, which a
+//! leader writing its log in parallel with sending allows, is never produced.)
 //!
 //! **Hybrid time across peers.** Every envelope carries the sender's hybrid time and the
 //! receiver's clock moves past it (YB's `propagated_hybrid_time`, handled by
