@@ -666,3 +666,27 @@ fn a_replica_restarted_inside_a_joint_configuration_leaves_it_with_the_group() {
     g.run_ms(300);
     assert_eq!(g.peer(kept).members(), members(&voters, &[]), "left with the group");
 }
+
+/// A follower's safe time is its last applied write's, or the leader's propagated safe
+/// time once the follower has applied up to the leader's applied index sent with it (an
+/// index it reached exactly counts).
+#[test]
+fn a_follower_takes_the_propagated_safe_time_once_applied_that_far() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let peer = g.peer(follower);
+    let (applied, applied_ht) = (peer.applied, peer.applied_ht);
+    let far = HybridTime::from_micros(applied_ht.physical_us() + 1_000_000);
+    let safe_with = |peer: &mut Peer, index: u64| {
+        peer.propagated = Some((index, far));
+        peer.safe_time()
+    };
+    assert_eq!(safe_with(peer, applied + 1), applied_ht, "not applied that far");
+    assert_eq!(safe_with(peer, applied), far, "applied exactly that far");
+    assert_eq!(safe_with(peer, applied - 1), far);
+    let near = HybridTime::from_raw(applied_ht.raw() - 1);
+    peer.propagated = Some((applied, near));
+    assert_eq!(peer.safe_time(), applied_ht, "never below its own applied write's");
+}
