@@ -34,8 +34,9 @@
 //!   any lease it echoed to be passed by every clock.
 //! - A follower serves reads at or below its *safe time*: the time of the last entry it
 //!   applied, or the leader's safe time propagated with the leader's applied index (at or
-//!   below its commit index) once it has applied that far. Above: `safe_time_behind`. Each read moves the clock past
-//!   its time, so a leader never writes below a read it served.
+//!   below its commit index) once it has applied that far. Above: `safe_time_behind`.
+//!   Each read moves the clock past its time, so a leader never writes below a read it
+//!   served.
 //!
 //! **Bootstrap with peers** ([`Peer::open`]): entries up to the persisted commit index (or
 //! the flushed frontier, if higher) are committed and re-applied above the frontier as
