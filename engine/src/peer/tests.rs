@@ -690,3 +690,38 @@ fn a_follower_takes_the_propagated_safe_time_once_applied_that_far() {
     peer.propagated = Some((applied, near));
     assert_eq!(peer.safe_time(), applied_ht, "never below its own applied write's");
 }
+
+/// A peer's clock moves past every hybrid time it sees in an envelope (YB's
+/// `propagated_hybrid_time`); the planted `ht-not-propagated` forgets it.
+#[test]
+fn a_peers_clock_moves_past_the_time_an_envelope_carries() {
+    for plants in [Plants::NONE, Plants::of(Some(Plant::HtNotPropagated))] {
+        let (mut g, leader) = Group::elected(plants);
+        let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+        let term = g.peer(leader).raw.raft.term;
+        let far = HybridTime::from_micros(g.now_us + 3_600_000_000);
+        let now = g.now_us;
+        let heartbeat = envelope(MessageType::MsgHeartbeat, (leader, follower), term, far);
+        g.peer(follower).receive(heartbeat, now).expect("a healthy peer");
+        let past = g.peer(follower).now_ht(now) > far;
+        assert_eq!(past, plants == Plants::NONE, "{plants:?}");
+    }
+}
+
+/// A leader serves no read at or above the time of an entry it appended but has not
+/// applied: its bound is just below that write's time until the entry applies.
+#[test]
+fn a_leader_reads_below_its_first_unapplied_write_only() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let now = g.now_us;
+    let (op, ht) = g.peer(leader).propose(&[set("doc(1i32;).\"a\"", 1)], now).expect("proposed");
+    let _held_back = g.peer(leader).process().expect("appended"); // never delivered
+    let below = HybridTime::from_raw(ht.raw() - 1);
+    let refused = g.get(leader, "doc(1i32;).\"a\"", ht).expect_err("not applied yet");
+    let behind = Error::SafeTimeBehind { read_ht: Some(ht), safe_ht: Some(below) };
+    assert_eq!(refused, behind);
+    assert_eq!(g.get(leader, "doc(1i32;).\"a\"", below).expect("below it"), None);
+    g.run_ms(50); // the heartbeats carry it on: it commits and applies
+    assert!(g.peer(leader).is_applied(op));
+    assert_eq!(g.get(leader, "doc(1i32;).\"a\"", ht).expect("applied"), int(1));
+}
