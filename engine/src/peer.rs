@@ -772,8 +772,8 @@ impl Peer {
             self.maybe_crash(PeerCrash::AfterCommit)?;
         }
         for entry in committed.iter().map(to_log_entry) {
-            if entry.op_id.index <= self.applied && self.plant(Plant::ApplyBeforeCommit) {
-                continue; // applied early
+            if self.planted_applied_early(&entry) {
+                continue;
             }
             assert_eq!(entry.op_id.index, self.applied + 1, "entries apply in order");
             if let Some(encoded) = conf_change_of(&entry) {
@@ -794,6 +794,11 @@ impl Peer {
             self.maybe_crash(PeerCrash::AfterApply)?;
         }
         Ok(())
+    }
+
+    /// The plant `apply-before-commit`: whether `entry` was applied as it arrived.
+    fn planted_applied_early(&self, entry: &LogEntry) -> bool {
+        self.plant(Plant::ApplyBeforeCommit) && entry.op_id.index <= self.applied
     }
 
     /// Install a snapshot from the leader: its documents durably in RocksDB, then the log
