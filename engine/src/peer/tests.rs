@@ -23,6 +23,8 @@ struct Group {
     cut: BTreeSet<(u64, u64)>,
     /// The kinds of message lost on the way, every one sent.
     lost: Vec<MessageType>,
+    /// Every envelope delivered: (from, to, kind, entries carried).
+    delivered: Vec<(u64, u64, MessageType, usize)>,
     now_us: u64,
     plants: Plants,
     /// The replicas' log segment size.
@@ -69,6 +71,7 @@ impl Group {
             queue: VecDeque::new(),
             cut: BTreeSet::new(),
             lost: vec![],
+            delivered: vec![],
             now_us: 1_000_000,
             plants,
             segment_bytes: 1 << 20,
@@ -127,6 +130,8 @@ impl Group {
             if self.cut.contains(&(from, to)) || lost {
                 continue;
             }
+            let kind = envelope.msg.get_msg_type();
+            self.delivered.push((from, to, kind, envelope.msg.entries.len()));
             let now = self.now_us;
             let Some(peer) = self.peers[to as usize - 1].as_mut() else { continue };
             match peer.receive(envelope, now) {
@@ -724,4 +729,71 @@ fn a_leader_reads_below_its_first_unapplied_write_only() {
     g.run_ms(50); // the heartbeats carry it on: it commits and applies
     assert!(g.peer(leader).is_applied(op));
     assert_eq!(g.get(leader, "doc(1i32;).\"a\"", ht).expect("applied"), int(1));
+}
+
+/// The leader heartbeats every `heartbeat_tick` ticks (3 here; raft-rs's default is 2).
+#[test]
+fn a_leader_heartbeats_every_heartbeat_tick() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.delivered.clear();
+    g.run_ms(300); // 30 ticks
+    let heartbeats = g
+        .delivered
+        .iter()
+        .filter(|&&(from, to, kind, _)| {
+            (from, to, kind) == (leader, follower, MessageType::MsgHeartbeat)
+        })
+        .count();
+    assert_eq!(heartbeats, 10);
+}
+
+/// A follower cut off campaigns without raising its term (pre-vote): back, it does not
+/// depose the leader, whose term stays.
+#[test]
+fn a_returning_follower_does_not_depose_the_leader() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let term = g.peer(leader).status().term;
+    g.isolate(follower);
+    g.run_ms(1_000); // many election timeouts
+    assert_eq!(g.peer(follower).status().term, term, "no term raised while cut off");
+    g.cut.clear();
+    g.run_ms(300);
+    assert_eq!(g.leader(), leader);
+    assert_eq!(g.peer(leader).status().term, term);
+}
+
+/// A leader cut off from every follower steps down within an election timeout
+/// (check-quorum), though no one told it.
+#[test]
+fn a_leader_cut_off_steps_down() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.isolate(leader);
+    g.run_ms(500);
+    assert!(!g.peer(leader).status().leader, "still leads, cut off for 500 ms");
+}
+
+/// A follower catching up takes many entries per append (up to 1 MiB of them), not one
+/// round trip per entry.
+#[test]
+fn a_follower_catches_up_many_entries_per_append() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.crash(follower);
+    for i in 0..20 {
+        g.write(leader, &[set("doc(1i32;).\"a\"", i)]);
+    }
+    g.restart(follower);
+    g.delivered.clear();
+    g.run_ms(300);
+    let most = g
+        .delivered
+        .iter()
+        .filter(|&&(from, to, kind, _)| {
+            (from, to, kind) == (leader, follower, MessageType::MsgAppend)
+        })
+        .map(|&(.., entries)| entries)
+        .max();
+    assert!(most >= Some(20), "the most entries one append carried: {most:?}");
 }
