@@ -129,11 +129,11 @@ mod tests {
     #[test]
     fn the_term_before_the_first_entry_held_survives_compaction() {
         let mem = MemStorage::new_with_conf_state(ConfState::from((vec![1], vec![])));
-        mem.wl().append(&[entry(1, 1), entry(2, 1), entry(3, 2), entry(4, 2)]).unwrap();
+        mem.wl().append(&[entry(1, 1), entry(2, 1), entry(3, 1), entry(4, 2)]).unwrap();
         let storage = PeerStorage::new(mem);
         storage.compact(4).unwrap();
         assert_eq!(storage.first_index().unwrap(), 4);
-        assert_eq!(storage.term(3).unwrap(), 2, "raft-rs matches logs against it");
+        assert_eq!(storage.term(3).unwrap(), 1, "raft-rs matches logs against it");
         assert_eq!(storage.term(4).unwrap(), 2);
         assert_eq!(storage.term(2), Err(raft::Error::Store(raft::StorageError::Compacted)));
     }

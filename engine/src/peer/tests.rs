@@ -797,3 +797,17 @@ fn a_follower_catches_up_many_entries_per_append() {
         .max();
     assert!(most >= Some(20), "the most entries one append carried: {most:?}");
 }
+
+/// Each write costs every replica one log sync (the simulator holds a slow disk's output
+/// back by the count); heartbeats cost none.
+#[test]
+fn a_write_costs_each_replica_one_sync() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let syncs = |g: &mut Group| (1..=3).map(|id| g.peer(id).syncs()).collect::<Vec<_>>();
+    let before = syncs(&mut g);
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(100);
+    let after = syncs(&mut g);
+    let each: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
+    assert_eq!(each, [1, 1, 1], "{before:?} then {after:?}");
+}
