@@ -521,6 +521,22 @@ fn a_replica_that_only_voted_is_quiet_after_a_restart() {
     assert_eq!(g.peer(voter).quiet_until_us, quiet_until_us);
 }
 
+/// A replica whose disk holds an entry but no term ran all the same (a new replica's
+/// first append, the hard state written after it torn away): restarted, it is quiet.
+#[test]
+fn a_replica_with_an_entry_but_no_term_is_quiet_after_a_restart() {
+    let mut g = Group::new(Plants::NONE);
+    g.crash(3);
+    let (mut log, _) = Log::open(&g.disks[2], "log", g.segment_bytes, 0, Plants::NONE)
+        .expect("an empty log opens");
+    log.append(&[LogEntry { op_id: OpId::new(1, 1), data: vec![] }], None).expect("appended");
+    log.sync().expect("synced");
+    drop(log);
+    g.restart(3);
+    let quiet_until_us = g.now_us + options(3, Plants::NONE).quiet_us;
+    assert_eq!(g.peer(3).quiet_until_us, quiet_until_us);
+}
+
 /// The quiet period ends exactly at `quiet_until_us`: a vote request that arrives a
 /// microsecond before gets no answer; one that arrives then is answered (and granted, as
 /// the restarted replica knows of no leader and the candidate's log is as new as its own).
