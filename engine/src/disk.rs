@@ -592,6 +592,61 @@ mod tests {
         assert_eq!(errors_after(true), errors_after(false));
     }
 
+    /// An append with write errors off draws nothing from the disk's stream: the sync
+    /// errors after it are the ones a disk that never appended injects.
+    #[test]
+    fn an_append_with_errors_off_leaves_the_fault_stream_alone() {
+        let errors_after = |appends: usize| {
+            let d = SimDisk::new(3, FaultConfig::default());
+            d.create("f").unwrap();
+            for _ in 0..appends {
+                d.append("f", b"x").unwrap();
+            }
+            d.set_faults(FaultConfig { sync_error_per_mille: 500, ..FaultConfig::default() });
+            (0..64).map(|_| d.sync("f").is_err()).collect::<Vec<bool>>()
+        };
+        assert_eq!(errors_after(10), errors_after(0));
+    }
+
+    /// A flip chance of 99% flips a bit of synced data at about 99 in a hundred crashes:
+    /// not at all of them (seeded, so the count is fixed).
+    #[test]
+    fn a_flip_chance_of_99_percent_spares_some_crashes() {
+        let config = FaultConfig { bit_flip_percent: 99, ..FaultConfig::default() };
+        let d = SimDisk::new(7, config);
+        synced_100_then_2000_unsynced(&d);
+        for _ in 0..1000 {
+            d.crash(Tear::None);
+        }
+        let flips = d.ledger().iter().filter(|f| matches!(f, Fault::BitFlip { .. })).count();
+        assert!((975..1000).contains(&flips), "{flips} flips in 1,000 crashes");
+    }
+
+    /// What the disk reports of itself: bytes held (volatile ones too), bytes synced per
+    /// file, the ledger's length and its tail; a disk left `n` bytes free fills up at what
+    /// it held plus `n`; a flipped set bit clears.
+    #[test]
+    fn the_disk_reports_its_bytes_and_faults() {
+        let d = disk();
+        synced_100_then_2000_unsynced(&d);
+        d.create("g").unwrap();
+        d.append("g", b"abc").unwrap();
+        assert_eq!(d.used_bytes(), 2103);
+        let synced = ["f", "g", "h"].map(|name| d.synced_len(name));
+        assert_eq!(synced, [Some(100), Some(0), None]);
+        d.set_free_bytes(Some(5));
+        d.append("g", b"12345").unwrap();
+        let full = Error::DiskFull { file: "g".into(), bytes: 1, capacity: 2108 };
+        assert_eq!(d.append("g", b"x"), Err(full));
+        d.flip("f", 0, 0).unwrap();
+        assert_eq!(d.read("f").unwrap()[0], 0, "byte 0 held 1");
+        assert_eq!(d.ledger_len(), 2);
+        let flip = Fault::BitFlip { file: "f".into(), offset: 0, bit: 0 };
+        assert_eq!(d.ledger_since(1), [flip]);
+        assert_eq!(d.ledger_since(2), []);
+        assert_eq!(d.ledger_since(3), [], "past the end");
+    }
+
     #[test]
     fn injected_errors_and_a_full_disk_fail_without_changing_data() {
         let config = FaultConfig { capacity_bytes: Some(10), ..FaultConfig::default() };
