@@ -253,14 +253,23 @@ fn three_peers_elect_replicate_and_agree() {
     assert_eq!(g.get_now(leader, "doc(1i32;).\"a\"").expect("a leased leader read"), int(7));
 }
 
+/// A write or a membership change sent to a follower is refused naming the leader, or
+/// none while no leader is known.
 #[test]
 fn a_write_to_a_follower_names_the_leader() {
-    let (mut g, leader) = Group::elected(Plants::NONE);
+    let refusals = |g: &mut Group, id: u64| {
+        let now = g.now_us;
+        let write = g.peer(id).propose(&[set("doc(1i32;).\"a\"", 1)], now);
+        let change = g.peer(id).propose_membership(&[Membership::AddLearner(4)], now);
+        [write.map(|_| ()).expect_err("a follower"), change.expect_err("a follower")]
+    };
+    let mut g = Group::new(Plants::NONE);
+    assert_eq!(refusals(&mut g, 1), [(), ()].map(|_| Error::NotLeader { leader: None }));
+    g.run_ms(300);
+    let leader = g.leader();
     let follower = (1..=3).find(|&id| id != leader).expect("a follower");
-    let now = g.now_us;
-    let refused =
-        g.peer(follower).propose(&[set("doc(1i32;).\"a\"", 1)], now).expect_err("a follower");
-    assert_eq!(refused, Error::NotLeader { leader: Some(leader) });
+    let named = Error::NotLeader { leader: Some(leader) };
+    assert_eq!(refusals(&mut g, follower), [named.clone(), named]);
 }
 
 #[test]
@@ -826,4 +835,36 @@ fn a_write_costs_each_replica_one_sync() {
     let after = syncs(&mut g);
     let each: Vec<u64> = after.iter().zip(&before).map(|(a, b)| a - b).collect();
     assert_eq!(each, [1, 1, 1], "{before:?} then {after:?}");
+}
+
+/// A power cut armed for after an append fires at the first entries the replica
+/// appends, not at a ready that carries none (a heartbeat's).
+#[test]
+fn a_power_cut_after_append_waits_for_entries() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    g.peer(follower).arm_crash(Some(PeerCrash::AfterAppend));
+    g.run_ms(100);
+    assert!(g.peers[follower as usize - 1].is_some(), "heartbeats append nothing");
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    assert!(g.peers[follower as usize - 1].is_none(), "the cut fired at the entry");
+}
+
+/// A follower's clock moves past every entry it appends, even one carried by an
+/// envelope stamped earlier than the entry.
+#[test]
+fn a_followers_clock_moves_past_the_entries_it_appends() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let (now, ahead) = (g.now_us, g.now_us + 1_000_000);
+    let writes = [set("doc(1i32;).\"a\"", 1)];
+    let (_, entry_ht) = g.peer(leader).propose(&writes, ahead).expect("the leader proposes");
+    let out = g.peer(leader).process().expect("the leader persists");
+    let is_append =
+        |e: &Envelope| e.to == follower && e.msg.get_msg_type() == MessageType::MsgAppend;
+    let mut append = out.into_iter().find(is_append).expect("an append to the follower");
+    append.ht = HybridTime::from_micros(now);
+    append.ht_lease = append.ht;
+    g.peer(follower).receive(append, now).expect("a healthy peer");
+    assert!(g.peer(follower).now_ht(now) > entry_ht);
 }
