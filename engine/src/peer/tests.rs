@@ -868,3 +868,33 @@ fn a_followers_clock_moves_past_the_entries_it_appends() {
     g.peer(follower).receive(append, now).expect("a healthy peer");
     assert!(g.peer(follower).now_ht(now) > entry_ht);
 }
+
+/// A power cut armed after a send fires once something was sent; one armed after a vote,
+/// once a granted vote was (a refused one does not count); an unarmed peer never cuts.
+/// Fired, the peer is powered off.
+#[test]
+fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let ht = HybridTime::from_micros(g.now_us);
+    let vote = |granted: bool| {
+        let mut e = envelope(MessageType::MsgRequestVoteResponse, (follower, leader), 9, ht);
+        e.msg.reject = !granted;
+        e
+    };
+    let heartbeat = envelope(MessageType::MsgHeartbeat, (follower, leader), 9, ht);
+    let peer = g.peer(follower);
+    assert!(!peer.crash_after_send(&[vote(true)]), "not armed");
+    peer.arm_crash(Some(PeerCrash::AfterSend));
+    assert!(!peer.crash_after_send(&[]), "nothing sent");
+    assert!(!peer.powered_off());
+    assert!(peer.crash_after_send(&[heartbeat.clone()]));
+    assert!(peer.powered_off());
+    g.crash(follower);
+    g.restart(follower);
+    let peer = g.peer(follower);
+    peer.arm_crash(Some(PeerCrash::AfterVote));
+    assert!(!peer.crash_after_send(&[heartbeat, vote(false)]), "no vote granted");
+    assert!(peer.crash_after_send(&[vote(true)]));
+    assert!(peer.powered_off());
+}
