@@ -581,6 +581,7 @@ fn a_power_cut_after_commit_leaves_the_entry_to_raft_on_restart() {
     assert!(g.peers[follower as usize - 1].is_none(), "the cut fired");
     let report = g.restart(follower);
     assert_eq!(report.uncommitted, 1, "{report}");
+    assert_eq!(g.peer(follower).last_op_id(), op_id, "the entry is in its log");
     assert!(g.peer(follower).status().applied < op_id.index);
     g.run_ms(400);
     assert!(g.peer(follower).is_applied(op_id));
