@@ -345,7 +345,8 @@ impl DiskState {
         // Sector boundaries strictly inside the unsynced tail.
         let first = synced / SECTOR_BYTES + 1;
         let last = len.saturating_sub(1) / SECTOR_BYTES;
-        let boundaries = if len > synced && first <= last { last - first + 1 } else { 0 };
+        // (None when nothing is unsynced: then `first` is past `last`.)
+        let boundaries = if first <= last { last - first + 1 } else { 0 };
         // The bytes kept: a prefix of whole sectors, or (a tear past the last boundary)
         // the whole unsynced write, which reached the platter though never synced.
         let kept = match tear {
@@ -377,11 +378,8 @@ impl DiskState {
     }
 
     fn flip_one_bit(&mut self, names: &[String]) {
-        let sizes: Vec<(String, usize)> = names
-            .iter()
-            .map(|n| (n.clone(), self.files[n].data.len()))
-            .filter(|(_, len)| *len > 0)
-            .collect();
+        let sizes: Vec<(String, usize)> =
+            names.iter().map(|n| (n.clone(), self.files[n].data.len())).collect();
         let total: usize = sizes.iter().map(|(_, len)| len).sum();
         if total == 0 {
             return;
@@ -574,6 +572,35 @@ mod tests {
         }
         let lens: Vec<usize> = kept.keys().copied().collect();
         assert_eq!(lens, [512, 1024, 1536, 2048, 2100], "{kept:?}");
+        let torn: BTreeSet<(usize, usize)> = d
+            .ledger()
+            .iter()
+            .filter_map(|f| match f {
+                Fault::Torn { kept_bytes, unsynced_bytes, .. } => {
+                    Some((*kept_bytes, *unsynced_bytes))
+                }
+                _ => None,
+            })
+            .collect();
+        let each = [412, 924, 1436, 1948, 2000].map(|kept_bytes| (kept_bytes, 2000));
+        assert_eq!(torn, BTreeSet::from(each), "the ledger names what each tear kept");
+    }
+
+    /// A crash tears nothing of a file whose bytes are all synced: no tear, whichever
+    /// asked for, and none in the ledger.
+    #[test]
+    fn a_crash_tears_nothing_that_was_synced() {
+        let config = FaultConfig { torn_write_percent: 100, ..FaultConfig::default() };
+        let d = SimDisk::new(7, config);
+        d.create("f").unwrap();
+        d.sync_dir("").unwrap();
+        d.append("f", &[1; 1000]).unwrap();
+        d.sync("f").unwrap();
+        for tear in [Tear::Sector(0), Tear::Sector(5), Tear::Random] {
+            d.crash(tear);
+            assert_eq!(d.read("f").unwrap(), [1; 1000], "{tear:?}");
+        }
+        assert_eq!(d.ledger(), []);
     }
 
     /// A crash with tears and flips off draws nothing from the disk's stream: the faults
