@@ -889,7 +889,7 @@ fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
     peer.arm_crash(Some(PeerCrash::AfterSend));
     assert!(!peer.crash_after_send(&[]), "nothing sent");
     assert!(!peer.powered_off());
-    assert!(peer.crash_after_send(&[heartbeat.clone()]));
+    assert!(peer.crash_after_send(std::slice::from_ref(&heartbeat)));
     assert!(peer.powered_off());
     g.crash(follower);
     g.restart(follower);
