@@ -649,6 +649,31 @@ mod tests {
         assert!((975..1000).contains(&flips), "{flips} flips in 1,000 crashes");
     }
 
+    /// A crash's random flip lands anywhere in the disk's bytes: over 400 crashes with two
+    /// files of 100 bytes, on both, at offsets across each.
+    #[test]
+    fn random_flips_land_across_every_file() {
+        let config = FaultConfig { bit_flip_percent: 100, ..FaultConfig::default() };
+        let d = SimDisk::new(7, config);
+        for name in ["f", "g"] {
+            d.create(name).unwrap();
+            d.append(name, &[0; 100]).unwrap();
+            d.sync(name).unwrap();
+        }
+        d.sync_dir("").unwrap();
+        for _ in 0..400 {
+            d.crash(Tear::None);
+        }
+        let mut offsets: BTreeMap<String, BTreeSet<usize>> = BTreeMap::new();
+        for fault in d.ledger() {
+            let Fault::BitFlip { file, offset, .. } = fault else { panic!("{fault:?}") };
+            offsets.entry(file).or_default().insert(offset);
+        }
+        let spread: Vec<(&str, usize)> =
+            offsets.iter().map(|(file, at)| (file.as_str(), at.len())).collect();
+        assert!(spread.len() == 2 && spread.iter().all(|&(_, n)| n > 50), "{spread:?}");
+    }
+
     /// What the disk reports of itself: bytes held (volatile ones too), bytes synced per
     /// file, the ledger's length and its tail; a disk left `n` bytes free fills up at what
     /// it held plus `n`; a flipped set bit clears.
