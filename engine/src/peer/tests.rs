@@ -891,6 +891,11 @@ fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
     assert!(!peer.powered_off());
     assert!(peer.crash_after_send(std::slice::from_ref(&heartbeat)));
     assert!(peer.powered_off());
+    let now = g.now_us;
+    let peer = g.peer(follower);
+    let refusals = [peer.tick(now).map(|_| ()), peer.flush().map(|_| ()), peer.dump().map(|_| ())];
+    let down = Error::Down { cause: Some(Box::new(Error::Down { cause: None })) };
+    assert_eq!(refusals, [(), (), ()].map(|_| Err(down.clone())), "powered off, it refuses all");
     g.crash(follower);
     g.restart(follower);
     let peer = g.peer(follower);
