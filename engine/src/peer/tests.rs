@@ -904,3 +904,20 @@ fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
     assert!(peer.crash_after_send(&[vote(true)]));
     assert!(peer.powered_off());
 }
+
+/// With two voters a lease needs both: the leader cut off from the other voter refuses
+/// reads once its lease runs out, its own lease alone being no majority.
+#[test]
+fn a_two_voter_leader_needs_the_other_voter_for_its_lease() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let others: Vec<u64> = (1..=3).filter(|&id| id != leader).collect();
+    g.change_membership(leader, &[Membership::Remove(others[1])]);
+    g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(100);
+    assert_eq!(g.peer(leader).members().voters.len(), 2);
+    g.isolate(leader);
+    assert_eq!(g.get_now(leader, "doc(1i32;).\"a\"").expect("inside its lease"), int(1));
+    g.now_us += 250_000; // past the lease, no tick: it still leads
+    let refused = g.get_now(leader, "doc(1i32;).\"a\"").expect_err("past its lease");
+    assert_eq!(refused.kind(), ErrorKind::LeaseExpired, "{refused}");
+}
