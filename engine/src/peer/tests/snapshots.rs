@@ -1,6 +1,7 @@
 //! Log GC while peers run, and the snapshots that replace collected entries.
 
 use super::*;
+use raft::Storage;
 
 /// Three elected peers with logs of small segments, so a flush lets GC remove some.
 fn small_segments() -> (Group, u64) {
@@ -161,4 +162,19 @@ fn no_snapshot_is_built_unless_raft_asks() {
     for id in 1..=3 {
         assert!(g.peer(id).raw.store().cache().ready.is_none(), "replica {id} built one");
     }
+}
+
+/// After log GC, raft-rs's copy of the log starts where the disk's does (its first entry
+/// the first one the disk still holds), and knows the term of the entry just before it.
+#[test]
+fn raft_rs_forgets_exactly_the_entries_log_gc_removed() {
+    let (mut g, leader) = small_segments();
+    fill(&mut g, leader, 40);
+    g.run_ms(50);
+    let peer = g.peer(leader);
+    assert!(peer.flush().expect("a flush") > 0, "log GC removed segments");
+    let prev = peer.log.segments()[0].prev;
+    let store = peer.raw.store();
+    assert_eq!(store.first_index().expect("held"), prev.index + 1);
+    assert_eq!(store.term(prev.index).expect("remembered"), prev.term);
 }
