@@ -921,3 +921,15 @@ fn a_two_voter_leader_needs_the_other_voter_for_its_lease() {
     let refused = g.get_now(leader, "doc(1i32;).\"a\"").expect_err("past its lease");
     assert_eq!(refused.kind(), ErrorKind::LeaseExpired, "{refused}");
 }
+
+/// A leader's progress report (for a liveness failure's message) names each replica's
+/// replication state, matched index and next index.
+#[test]
+fn a_leaders_progress_names_each_replica() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let op = g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
+    g.run_ms(50);
+    let (last, next) = (op.index, op.index + 1);
+    let each = (1..=3).map(|id| format!("{id}: Replicate matched={last} next={next}"));
+    assert_eq!(g.peer(leader).progress(), each.collect::<Vec<_>>().join(", "));
+}
