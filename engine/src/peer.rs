@@ -642,7 +642,12 @@ impl Peer {
 
     fn handle_ready(&mut self) -> Result<Vec<Envelope>> {
         let mut out = Vec::new();
+        let mut rounds = 0;
         while self.raw.has_ready() {
+            // A few rounds settle any input; raft-rs readying forever is a livelock (e.g.
+            // committed entries its storage never hands over), and a bug.
+            rounds += 1;
+            assert!(rounds <= 1_000, "replica {}: raft-rs's Ready never settles", self.options.id);
             self.note_leadership();
             let mut ready = self.raw.ready();
             let now = ready.take_messages();

@@ -122,9 +122,13 @@ impl Group {
         self.peers[id as usize - 1].as_mut().expect("the peer is up")
     }
 
-    /// Deliver queued envelopes (and what they cause) until none is left.
+    /// Deliver queued envelopes (and what they cause) until none is left; a conversation
+    /// that never ends (100,000 envelopes) is a livelock, and fails.
     fn deliver(&mut self) {
+        let mut count = 0;
         while let Some(envelope) = self.queue.pop_front() {
+            count += 1;
+            assert!(count <= 100_000, "a livelock: {:?} still in flight", envelope.msg);
             let (from, to) = (envelope.from, envelope.to);
             let lost = self.lost.contains(&envelope.msg.get_msg_type());
             if self.cut.contains(&(from, to)) || lost {
