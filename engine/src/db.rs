@@ -377,7 +377,7 @@ impl DocDb {
     /// Refuse reads below the history cutoff.
     pub fn check_read_time(&self, read_ht: HybridTime) -> Result<()> {
         let refused = if self.plants.contains(Plant::ExclusiveCutoff) {
-            read_ht <= self.history_cutoff_ht && self.history_cutoff_ht > HybridTime::MIN
+            self.planted_refuses_at_the_cutoff(read_ht)
         } else {
             read_ht < self.history_cutoff_ht
         };
@@ -385,14 +385,17 @@ impl DocDb {
             crate::probe::hit("read.snapshot_too_old");
             let cutoff_ht = self.history_cutoff_ht;
             if self.plants.contains(Plant::SnapshotErrorMislabelled) {
-                let why = format!(
-                    "snapshot too old: read at {read_ht} is below the history cutoff {cutoff_ht}"
-                );
-                return Err(Error::Storage(why));
+                return Err(planted_mislabelled(read_ht, cutoff_ht));
             }
             return Err(Error::SnapshotTooOld { read_ht, cutoff_ht });
         }
         Ok(())
+    }
+
+    /// The plant `exclusive-cutoff`: a read exactly at the history cutoff is refused too.
+    /// (Code only a plant runs is named `planted_`: the mutation measures leave it out.)
+    fn planted_refuses_at_the_cutoff(&self, read_ht: HybridTime) -> bool {
+        read_ht <= self.history_cutoff_ht && self.history_cutoff_ht > HybridTime::MIN
     }
 
     /// The entries of `doc_key`'s document that a read at `read_ht` needs, in key order,
@@ -1132,6 +1135,14 @@ fn new_gc_filter(gc: &Arc<Mutex<GcState>>) -> GcFilter {
     let unbounded = planted_unbounded_feed(params, plants);
     let (feed, gc, counts) = (params.map(GcFeed::new), gc.clone(), [0; 4]);
     GcFilter { feed, unbounded, gc, counts, plants, repack, packings }
+}
+
+/// The plant `snapshot-error-mislabelled`: a read below the cutoff is refused with a
+/// storage error's kind, not `snapshot_too_old`.
+fn planted_mislabelled(read_ht: HybridTime, cutoff_ht: HybridTime) -> Error {
+    let why =
+        format!("snapshot too old: read at {read_ht} is below the history cutoff {cutoff_ht}");
+    Error::Storage(why)
 }
 
 /// With [`Plant::GcIgnoresCutoff`] planted, the filter's second feed: no history cutoff,
