@@ -937,3 +937,23 @@ fn a_leaders_progress_names_each_replica() {
     let each = (1..=3).map(|id| format!("{id}: Replicate matched={last} next={next}"));
     assert_eq!(g.peer(leader).progress(), each.collect::<Vec<_>>().join(", "));
 }
+
+/// A follower that hears from a new leader in a new term echoes that leader's lease,
+/// even when the old leader's (from a clock further ahead) was later: a lease is one
+/// leader's, in one term.
+#[test]
+fn a_new_leaders_echo_does_not_inherit_the_old_leaders_lease() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    g.run_ms(100); // heartbeats: the followers echo the leader's lease
+    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let other = (1..=3).find(|&id| id != leader && id != follower).expect("another");
+    let term = g.peer(follower).raw.raft.term;
+    let (echoed_term, echoed_leader, old_lease) = g.peer(follower).echo.expect("an echo");
+    assert_eq!((echoed_term, echoed_leader), (term, leader));
+    let low = HybridTime::from_micros(g.now_us);
+    assert!(low < old_lease);
+    let heartbeat = envelope(MessageType::MsgHeartbeat, (other, follower), term + 1, low);
+    let now = g.now_us;
+    g.peer(follower).receive(heartbeat, now).expect("a healthy peer");
+    assert_eq!(g.peer(follower).echo, Some((term + 1, other, low)));
+}
