@@ -1520,3 +1520,47 @@ mod needed_at_tests {
         assert!(inside.starts_with(&doc) && inside < bound && doc < bound);
     }
 }
+
+#[cfg(test)]
+mod storage_tests {
+    use super::StorageConfig;
+
+    /// The metamorphic set as reports name it: block size, bloom filters, codec, layout
+    /// and a memtable other than RocksDB's default.
+    #[test]
+    fn the_storage_configurations_name_themselves() {
+        let names = StorageConfig::SET.map(|config| config.to_string());
+        let expected = [
+            "block=32KiB bloom snappy",
+            "block=1KiB bloom snappy",
+            "block=32KiB no-bloom snappy",
+            "block=4KiB no-bloom uncompressed",
+            "block=32KiB bloom snappy packed",
+            "block=32KiB bloom snappy entity",
+            "block=32KiB bloom snappy memtable=256MiB",
+        ];
+        assert_eq!(names, expected);
+        assert_eq!(StorageConfig::SET[1].block_bytes, 1024);
+    }
+
+    /// A small write from the log leaves the frontier to the flush (it rides inline only
+    /// once half the memtable is written: `db/frontier.rs`), and the flush stores it.
+    #[test]
+    fn a_small_write_leaves_the_frontier_to_the_flush() {
+        use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Value, ValueKind};
+        use crate::{hybrid_time::HybridTime, log::OpId, write_batch::DocWriteBatch};
+        let dir = crate::tests::scratch_dir("frontier-waits");
+        let db = super::DocDb::open(&dir).expect("open");
+        let mut batch = DocWriteBatch::new();
+        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
+        let value = Value::new(ValueKind::Primitive(Primitive::Int32(1)));
+        batch.push(&DocPath::new(doc, vec![]), &value);
+        let ht = HybridTime::from_micros(1_000);
+        db.write(&batch, ht, Some(OpId::new(1, 1))).expect("write");
+        let stored = |db: &super::DocDb| db.db().get(super::FRONTIER_KEY).expect("read");
+        assert_eq!(stored(&db), None, "not before the flush");
+        db.flush().expect("flush");
+        let frontier = super::peer_state::encode_frontier(OpId::new(1, 1), ht);
+        assert_eq!(stored(&db), Some(frontier.to_vec()));
+    }
+}
