@@ -760,20 +760,19 @@ fn filter_result(corrupt: &[String], failures: &[String]) -> Result<()> {
 /// the opening thread's clock is madsim's simulated one. Nothing is written by a failed
 /// open, and the data decides nothing about when it succeeds.
 fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
-    let mut attempts = 0;
-    loop {
-        let opened = {
-            let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
-            DB::open(opts, dir)
-        };
-        match opened {
-            Err(e) if attempts < 100 && e.to_string().contains("register periodic task") => {
-                attempts += 1;
+    let open = || {
+        let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
+        DB::open(opts, dir)
+    };
+    for _ in 0..100 {
+        match open() {
+            Err(e) if e.to_string().contains("register periodic task") => {
                 std::thread::sleep(std::time::Duration::from_millis(2));
             }
             other => return Ok(other?),
         }
     }
+    Ok(open()?)
 }
 
 impl Drop for DocDb {
