@@ -1562,4 +1562,26 @@ mod storage_tests {
         let frontier = super::peer_state::encode_frontier(OpId::new(1, 1), ht);
         assert_eq!(stored(&db), Some(frontier.to_vec()));
     }
+
+    /// A stored key whose DocHybridTime does not decode is refused by a read, the error
+    /// naming the key and the offset of the time in it (just past the `#`).
+    #[test]
+    fn a_stored_key_with_a_bad_time_is_refused_at_its_offset() {
+        use crate::encoding::{DocKey, KeyEntry, Primitive};
+        let dir = crate::tests::scratch_dir("bad-time");
+        let db = super::DocDb::open(&dir).expect("open");
+        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
+        let mut key = doc.encode();
+        key.push(crate::encoding::tag::HYBRID_TIME);
+        let time_at = key.len();
+        key.extend([0; 40]); // longer than any DocHybridTime
+        db.db().put(&key, [crate::encoding::tag::VALUE_TOMBSTONE]).expect("put");
+        let read_ht = crate::hybrid_time::HybridTime::from_micros(5_000);
+        let refused = db.scan_document_at(&doc, read_ht).expect_err("a bad time");
+        let super::Error::Corruption { error, key: named } = refused else {
+            panic!("not a corruption: {refused}")
+        };
+        assert_eq!((error.what, error.offset), ("DocHybridTime", time_at), "{error}");
+        assert_eq!(named, Some(crate::encoding::hex(&key)));
+    }
 }
