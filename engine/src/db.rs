@@ -1466,6 +1466,22 @@ mod needed_at_tests {
         assert_eq!(kept_values(&entries, 40), [true, true, true, false]);
     }
 
+    /// Two TTL-only records above a version: both hide nothing, so the version beneath
+    /// them is needed, and it (not either record) is what hides older children.
+    #[test]
+    fn a_version_beneath_two_ttl_only_records_hides_its_older_children_only() {
+        let ttl_only: &[u8] = &[crate::encoding::tag::VALUE_MERGE_FLAGS];
+        let entries: [(Vec<u8>, &[u8]); 6] = [
+            (key(&["a"], 30), ttl_only),
+            (key(&["a"], 20), ttl_only),
+            (key(&["a"], 10), b"{"),
+            (key(&["a", "b"], 15), b"{"), // newer than `a`'s version: kept
+            (key(&["a", "c"], 5), b"{"),  // older: hidden by it
+            (key(&["d"], 1), b"{"),
+        ];
+        assert_eq!(kept_values(&entries, 40), [true, true, true, true, false, true]);
+    }
+
     #[test]
     fn the_filter_keeps_and_records_entries_out_of_order_instead_of_panicking() {
         use super::{filter_result, GcFilter, GcState};
