@@ -1144,6 +1144,22 @@ fn planted_mislabelled(read_ht: HybridTime, cutoff_ht: HybridTime) -> Error {
     Error::Storage(why)
 }
 
+/// The plants `yb-expired-parent-gc` and `yb-minor-gc-drops-ttl`, YugabyteDB's rules:
+/// an expired entry with a TTL of its own is dropped by a full compaction, rewritten as a
+/// bare tombstone by a minor one. `None`: neither planted, or not such an entry.
+fn planted_yb_ttl_rules(verdict: Verdict, kind: CompactionKind, plants: Plants) -> Option<Verdict> {
+    if !matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {
+        return None;
+    }
+    match kind {
+        CompactionKind::Full if plants.contains(Plant::YbExpiredParentGc) => Some(Verdict::Drop),
+        CompactionKind::Minor if plants.contains(Plant::YbMinorGcDropsTtl) => {
+            Some(Verdict::Tombstone)
+        }
+        _ => None,
+    }
+}
+
 /// With [`Plant::GcIgnoresCutoff`] planted, the filter's second feed: no history cutoff,
 /// and minor, so its `Drop` says only "a newer version shadows this one".
 fn planted_unbounded_feed(params: Option<GcParams>, plants: Plants) -> Option<GcFeed> {
@@ -1351,16 +1367,8 @@ impl GcFilter {
         {
             return Ok(Verdict::Keep);
         }
-        // Planted, YugabyteDB's rules: an expired entry with a TTL of its own is dropped by
-        // a full compaction, rewritten as a bare tombstone by a minor one.
-        let full = params.kind == CompactionKind::Full;
-        if matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {
-            if full && self.plants.contains(Plant::YbExpiredParentGc) {
-                return Ok(Verdict::Drop);
-            }
-            if !full && self.plants.contains(Plant::YbMinorGcDropsTtl) {
-                return Ok(Verdict::Tombstone);
-            }
+        if let Some(planted) = planted_yb_ttl_rules(verdict, params.kind, self.plants) {
+            return Ok(planted);
         }
         let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
         let entry = (components, dht, ttl, tombstone, table_doc);
