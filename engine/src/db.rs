@@ -1587,6 +1587,31 @@ mod storage_tests {
         assert_eq!(stored(&db), Some(frontier.to_vec()));
     }
 
+    /// A full compaction counts what it did in the coverage probes: the versions a newer
+    /// one at or below the cutoff overwrote dropped, the one above the cutoff kept (the one
+    /// exactly at the cutoff is kept, not above it).
+    #[test]
+    fn a_compaction_counts_what_it_dropped_and_kept_above_the_cutoff() {
+        use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Value, ValueKind};
+        use crate::{gc::CompactionKind, hybrid_time::HybridTime, write_batch::DocWriteBatch};
+        let dir = crate::tests::scratch_dir("gc-counts");
+        let mut db = super::DocDb::open(&dir).expect("open");
+        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
+        for (n, us) in [(1, 5), (2, 10), (3, 20), (4, 30)] {
+            let mut batch = DocWriteBatch::new();
+            let value = Value::new(ValueKind::Primitive(Primitive::Int32(n)));
+            batch.push(&DocPath::new(doc.clone(), vec![]), &value);
+            db.write(&batch, HybridTime::from_micros(us), None).expect("write");
+        }
+        crate::probe::take();
+        let cutoff_ht = HybridTime::from_micros(20);
+        db.compact(cutoff_ht, CompactionKind::Full, None, None).expect("compact");
+        let counts = crate::probe::take();
+        let count = |name: &str| counts.get(name).copied();
+        let seen = ["gc.dropped", "gc.kept_above_cutoff", "gc.kept_expired"].map(count);
+        assert_eq!(seen, [Some(2), Some(1), None], "{counts:?}");
+    }
+
     /// A stored key whose DocHybridTime does not decode is refused by a read, the error
     /// naming the key and the offset of the time in it (just past the `#`).
     #[test]
