@@ -95,11 +95,24 @@ impl Group {
     /// from now): the group, the leader, the restarted follower and the other one.
     fn elected_then_restarted() -> (Group, u64, u64, u64) {
         let (mut g, leader) = Group::elected(Plants::NONE);
-        let restarted = (1..=3).find(|&id| id != leader).expect("a follower");
+        let restarted = follower_of(leader);
         let other = (1..=3).find(|&id| id != leader && id != restarted).expect("another");
         g.crash(restarted);
         g.restart(restarted);
         (g, leader, restarted, other)
+    }
+
+    /// Three peers that elected a leader whose appends were all lost: the group, the
+    /// leader, and a follower that voted for it but holds no entry.
+    fn voted_without_entries(plants: Plants) -> (Group, u64, u64) {
+        let mut g = Group::new(plants);
+        g.lost = vec![MessageType::MsgAppend];
+        g.run_ms(300);
+        let leader = g.leader();
+        let voter = (1..=3).find(|&id| id != leader && g.peer(id).raw.raft.vote == leader);
+        let voter = voter.expect("a follower voted");
+        assert_eq!(g.peer(voter).raw.raft.raft_log.last_index(), 0, "no entry");
+        (g, leader, voter)
     }
 
     /// A fourth replica, outside the group until a membership change adds it: its id.
@@ -235,6 +248,11 @@ fn envelope(kind: MessageType, (from, to): (u64, u64), term: u64, ht: HybridTime
     Envelope { from, to, ht, ht_lease: ht, echo: None, safe: None, msg }
 }
 
+/// A follower of `leader` (the lowest other id).
+fn follower_of(leader: u64) -> u64 {
+    (1..=3).find(|&id| id != leader).expect("a follower")
+}
+
 fn int(v: i64) -> Option<Document> {
     Some(Document::Primitive(crate::encoding::Primitive::Int64(v)))
 }
@@ -248,7 +266,7 @@ fn three_peers_elect_replicate_and_agree() {
         assert!(g.peer(id).is_applied(op), "peer {id} applied {op}");
     }
     assert!(g.dumps_agree());
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let safe = g.peer(follower).safe_time();
     assert_eq!(g.get(follower, "doc(1i32;).\"a\"", safe).expect("at its safe time"), int(7));
     let above = HybridTime::from_raw(safe.raw() + (1 << 20));
@@ -271,7 +289,7 @@ fn a_write_to_a_follower_names_the_leader() {
     assert_eq!(refusals(&mut g, 1), [(), ()].map(|_| Error::NotLeader { leader: None }));
     g.run_ms(300);
     let leader = g.leader();
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let named = Error::NotLeader { leader: Some(leader) };
     assert_eq!(refusals(&mut g, follower), [named.clone(), named]);
 }
@@ -367,7 +385,7 @@ fn bootstrap_hands_orphaned_entries_to_raft_and_a_new_leader_overwrites_them() {
 #[test]
 fn a_restarted_peer_replays_committed_entries_above_its_frontier() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
     g.peer(follower).flush().expect("a flush");
@@ -405,13 +423,7 @@ fn a_restarted_peer_keeps_its_term_and_vote() {
 #[test]
 fn a_vote_alone_survives_a_power_cut() {
     for plants in [Plants::NONE, Plants::of(Some(Plant::VoteNotSynced))] {
-        let mut g = Group::new(plants);
-        g.lost = vec![MessageType::MsgAppend]; // a leader is elected; no entry reaches the others
-        g.run_ms(300);
-        let leader = g.leader();
-        let voter = (1..=3).find(|&id| id != leader && g.peer(id).raw.raft.vote == leader);
-        let voter = voter.expect("a follower voted");
-        assert_eq!(g.peer(voter).raw.raft.raft_log.last_index(), 0, "no entry");
+        let (mut g, leader, voter) = Group::voted_without_entries(plants);
         let voted = (g.peer(voter).raw.raft.term, leader);
         g.crash(voter);
         g.restart(voter);
@@ -452,7 +464,7 @@ fn a_restarted_peer_takes_entries_but_gives_no_vote_while_quiet() {
 fn echoes_and_safe_times_come_only_from_the_leader_in_its_term() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     g.run_ms(100); // heartbeats: the followers hold echoes and safe times
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let other = (1..=3).find(|&id| id != leader && id != follower).expect("another");
     let term = g.peer(leader).raw.raft.term;
     let far = HybridTime::from_micros(g.now_us + 3_600_000_000);
@@ -476,7 +488,7 @@ fn echoes_and_safe_times_come_only_from_the_leader_in_its_term() {
 fn an_echo_goes_only_to_the_leader_that_granted_it() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     g.run_ms(100); // heartbeats: the followers hold echoes
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let mut now = g.now_us;
     let mut to_others = 0;
     for _ in 0..40 {
@@ -497,7 +509,7 @@ fn an_echo_goes_only_to_the_leader_that_granted_it() {
 #[test]
 fn a_late_heartbeat_does_not_lower_the_echo() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let mut now = g.now_us;
     let mut heartbeats = vec![];
     while heartbeats.len() < 2 {
@@ -521,13 +533,7 @@ fn a_late_heartbeat_does_not_lower_the_echo() {
 /// A replica that voted but holds no entry ran all the same: restarted, it is quiet.
 #[test]
 fn a_replica_that_only_voted_is_quiet_after_a_restart() {
-    let mut g = Group::new(Plants::NONE);
-    g.lost = vec![MessageType::MsgAppend]; // a leader is elected; no entry reaches the others
-    g.run_ms(300);
-    let leader = g.leader();
-    let voter = (1..=3).find(|&id| id != leader && g.peer(id).raw.raft.vote == leader);
-    let voter = voter.expect("a follower voted");
-    assert_eq!(g.peer(voter).raw.raft.raft_log.last_index(), 0, "no entry");
+    let (mut g, _, voter) = Group::voted_without_entries(Plants::NONE);
     g.crash(voter);
     g.restart(voter);
     let quiet_until_us = g.now_us + options(voter, Plants::NONE).quiet_us;
@@ -578,7 +584,7 @@ fn the_quiet_period_ends_exactly_at_its_deadline() {
 #[test]
 fn a_power_cut_after_commit_leaves_the_entry_to_raft_on_restart() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     g.peer(follower).arm_crash(Some(PeerCrash::AfterCommit));
     let op_id = g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
@@ -612,7 +618,7 @@ fn a_learner_catches_up_then_replaces_a_voter_through_joint_consensus() {
         assert_eq!(g.peer(id).members(), members(&[1, 2, 3], &[spare]), "replica {id}");
     }
     assert_eq!(g.peer(spare).status().applied, applied, "the learner caught up");
-    let gone = (1..=3).find(|&id| id != leader).expect("a follower");
+    let gone = follower_of(leader);
     g.change_membership(leader, &[Membership::AddVoter(spare), Membership::Remove(gone)]);
     g.run_ms(200);
     let mut voters: Vec<u64> = [1, 2, 3, spare].into_iter().filter(|&id| id != gone).collect();
@@ -710,7 +716,7 @@ fn a_follower_takes_the_propagated_safe_time_once_applied_that_far() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let peer = g.peer(follower);
     let (applied, applied_ht) = (peer.applied, peer.applied_ht);
     let far = HybridTime::from_micros(applied_ht.physical_us() + 1_000_000);
@@ -732,7 +738,7 @@ fn a_follower_takes_the_propagated_safe_time_once_applied_that_far() {
 fn a_peers_clock_moves_past_the_time_an_envelope_carries() {
     for plants in [Plants::NONE, Plants::of(Some(Plant::HtNotPropagated))] {
         let (mut g, leader) = Group::elected(plants);
-        let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+        let follower = follower_of(leader);
         let term = g.peer(leader).raw.raft.term;
         let far = HybridTime::from_micros(g.now_us + 3_600_000_000);
         let now = g.now_us;
@@ -765,7 +771,7 @@ fn a_leader_reads_below_its_first_unapplied_write_only() {
 #[test]
 fn a_leader_heartbeats_every_heartbeat_tick() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     g.delivered.clear();
     g.run_ms(300); // 30 ticks
     let heartbeats = g
@@ -783,7 +789,7 @@ fn a_leader_heartbeats_every_heartbeat_tick() {
 #[test]
 fn a_returning_follower_does_not_depose_the_leader() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let term = g.peer(leader).status().term;
     g.isolate(follower);
     g.run_ms(1_000); // many election timeouts
@@ -809,7 +815,7 @@ fn a_leader_cut_off_steps_down() {
 #[test]
 fn a_follower_catches_up_many_entries_per_append() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     g.crash(follower);
     for i in 0..20 {
         g.write(leader, &[set("doc(1i32;).\"a\"", i)]);
@@ -847,7 +853,7 @@ fn a_write_costs_each_replica_one_sync() {
 #[test]
 fn a_power_cut_after_append_waits_for_entries() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     g.peer(follower).arm_crash(Some(PeerCrash::AfterAppend));
     g.run_ms(100);
     assert!(g.peers[follower as usize - 1].is_some(), "heartbeats append nothing");
@@ -860,7 +866,7 @@ fn a_power_cut_after_append_waits_for_entries() {
 #[test]
 fn a_followers_clock_moves_past_the_entries_it_appends() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let (now, ahead) = (g.now_us, g.now_us + 1_000_000);
     let writes = [set("doc(1i32;).\"a\"", 1)];
     let (_, entry_ht) = g.peer(leader).propose(&writes, ahead).expect("the leader proposes");
@@ -880,7 +886,7 @@ fn a_followers_clock_moves_past_the_entries_it_appends() {
 #[test]
 fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
     let (mut g, leader) = Group::elected(Plants::NONE);
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let ht = HybridTime::from_micros(g.now_us);
     let vote = |granted: bool| {
         let mut e = envelope(MessageType::MsgRequestVoteResponse, (follower, leader), 9, ht);
@@ -945,7 +951,7 @@ fn a_leaders_progress_names_each_replica() {
 fn a_new_leaders_echo_does_not_inherit_the_old_leaders_lease() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     g.run_ms(100); // heartbeats: the followers echo the leader's lease
-    let follower = (1..=3).find(|&id| id != leader).expect("a follower");
+    let follower = follower_of(leader);
     let other = (1..=3).find(|&id| id != leader && id != follower).expect("another");
     let term = g.peer(follower).raw.raft.term;
     let (echoed_term, echoed_leader, old_lease) = g.peer(follower).echo.expect("an echo");

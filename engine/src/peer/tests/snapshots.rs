@@ -28,7 +28,7 @@ fn fill(g: &mut Group, leader: u64, n: i64) -> OpId {
 /// The leader and a follower cut off while the leader wrote and collected its log.
 fn follower_behind_collected_log() -> (Group, u64, u64) {
     let (mut g, leader) = small_segments();
-    let behind = (1..=3).find(|&id| id != leader).expect("a follower");
+    let behind = follower_of(leader);
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.isolate(behind);
     fill(&mut g, leader, 40);
@@ -117,7 +117,7 @@ fn membership_outlives_the_entries_that_made_it() {
 #[test]
 fn a_removed_replica_restarts_removed() {
     let (mut g, leader) = small_segments();
-    let gone = (1..=3).find(|&id| id != leader).expect("a follower");
+    let gone = follower_of(leader);
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.change_membership(leader, &[Membership::Remove(gone)]);
     g.run_ms(100);
