@@ -1401,12 +1401,9 @@ impl GcFilter {
 #[cfg(test)]
 mod needed_at_tests {
     use super::NeededAt;
-    use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, SubDocKey};
+    use crate::encoding::{DocPath, KeyEntry, Primitive, SubDocKey};
     use crate::hybrid_time::{DocHybridTime, HybridTime};
-
-    fn doc() -> DocKey {
-        DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))])
-    }
+    use crate::tests::doc_d as doc;
 
     /// The encoded key of `path` (subkey names) at `us` with write id 0.
     fn key(path: &[&str], us: u64) -> Vec<u8> {
@@ -1570,16 +1567,11 @@ mod storage_tests {
     /// once half the memtable is written: `db/frontier.rs`), and the flush stores it.
     #[test]
     fn a_small_write_leaves_the_frontier_to_the_flush() {
-        use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Value, ValueKind};
-        use crate::{hybrid_time::HybridTime, log::OpId, write_batch::DocWriteBatch};
+        use crate::{hybrid_time::HybridTime, log::OpId};
         let dir = crate::tests::scratch_dir("frontier-waits");
         let db = super::DocDb::open(&dir).expect("open");
-        let mut batch = DocWriteBatch::new();
-        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
-        let value = Value::new(ValueKind::Primitive(Primitive::Int32(1)));
-        batch.push(&DocPath::new(doc, vec![]), &value);
+        crate::tests::write_int(&db, 1, 1_000, Some(OpId::new(1, 1)));
         let ht = HybridTime::from_micros(1_000);
-        db.write(&batch, ht, Some(OpId::new(1, 1))).expect("write");
         let stored = |db: &super::DocDb| db.db().get(super::FRONTIER_KEY).expect("read");
         assert_eq!(stored(&db), None, "not before the flush");
         db.flush().expect("flush");
@@ -1592,16 +1584,11 @@ mod storage_tests {
     /// exactly at the cutoff is kept, not above it).
     #[test]
     fn a_compaction_counts_what_it_dropped_and_kept_above_the_cutoff() {
-        use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Value, ValueKind};
-        use crate::{gc::CompactionKind, hybrid_time::HybridTime, write_batch::DocWriteBatch};
+        use crate::{gc::CompactionKind, hybrid_time::HybridTime};
         let dir = crate::tests::scratch_dir("gc-counts");
         let mut db = super::DocDb::open(&dir).expect("open");
-        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
         for (n, us) in [(1, 5), (2, 10), (3, 20), (4, 30)] {
-            let mut batch = DocWriteBatch::new();
-            let value = Value::new(ValueKind::Primitive(Primitive::Int32(n)));
-            batch.push(&DocPath::new(doc.clone(), vec![]), &value);
-            db.write(&batch, HybridTime::from_micros(us), None).expect("write");
+            crate::tests::write_int(&db, n, us, None);
         }
         crate::probe::take();
         let cutoff_ht = HybridTime::from_micros(20);
@@ -1616,10 +1603,9 @@ mod storage_tests {
     /// naming the key and the offset of the time in it (just past the `#`).
     #[test]
     fn a_stored_key_with_a_bad_time_is_refused_at_its_offset() {
-        use crate::encoding::{DocKey, KeyEntry, Primitive};
         let dir = crate::tests::scratch_dir("bad-time");
         let db = super::DocDb::open(&dir).expect("open");
-        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
+        let doc = crate::tests::doc_d();
         let mut key = doc.encode();
         key.push(crate::encoding::tag::HYBRID_TIME);
         let time_at = key.len();

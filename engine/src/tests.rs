@@ -17,6 +17,19 @@ pub(crate) fn scratch_dir(name: &str) -> std::path::PathBuf {
     dir
 }
 
+/// The document DocDb's unit tests write: one range component, the string "d".
+pub(crate) fn doc_d() -> DocKey {
+    DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))])
+}
+
+/// Write [`doc_d`] as the number `n` at `us`, from log entry `op_id` if given.
+pub(crate) fn write_int(db: &crate::db::DocDb, n: i32, us: u64, op_id: Option<crate::OpId>) {
+    let mut batch = crate::write_batch::DocWriteBatch::new();
+    let value = Value::new(ValueKind::Primitive(Primitive::Int32(n)));
+    batch.push(&DocPath::new(doc_d(), vec![]), &value);
+    db.write(&batch, HybridTime::from_micros(us), op_id).expect("write");
+}
+
 /// Run a docscript that must pass, in a scratch directory `name`: its output, and the
 /// probes it hit.
 fn run_with_probes(name: &str, script: &str) -> (String, std::collections::BTreeMap<String, u64>) {

@@ -93,31 +93,23 @@ impl Drop for KeptIter {
 mod tests {
     use super::KeptIter;
     use crate::db::{DocDb, DocRead};
-    use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Value, ValueKind};
+    use crate::encoding::{Primitive, ValueKind};
     use crate::gc::CompactionKind;
     use crate::hybrid_time::HybridTime;
-    use crate::write_batch::DocWriteBatch;
 
     fn scratch(name: &str) -> std::path::PathBuf {
         crate::tests::scratch_dir(&format!("kept-{name}"))
     }
 
-    fn doc() -> DocKey {
-        DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))])
-    }
-
     /// Write the document as the number `n` at `us`.
     fn write(db: &DocDb, n: i32, us: u64) {
-        let mut batch = DocWriteBatch::new();
-        let value = Value::new(ValueKind::Primitive(Primitive::Int32(n)));
-        batch.push(&DocPath::new(doc(), vec![]), &value);
-        db.write(&batch, HybridTime::from_micros(us), None).expect("write");
+        crate::tests::write_int(db, n, us, None);
     }
 
     /// The numbers a scan of the document at `us` hands the reader.
     fn scan(db: &DocDb, us: u64) -> Vec<i32> {
         let read = db.read_config(HybridTime::from_micros(us), None);
-        let docs = db.scan_documents(&doc().encode(), &read).expect("scan");
+        let docs = db.scan_documents(&crate::tests::doc_d().encode(), &read).expect("scan");
         let entries = docs.into_iter().flat_map(|(_, read)| match read {
             DocRead::Entries(entries) => entries,
             DocRead::Packed(_) => unreachable!("no packed rows here"),
