@@ -345,7 +345,7 @@ impl DiskState {
         // Sector boundaries strictly inside the unsynced tail.
         let first = synced / SECTOR_BYTES + 1;
         let last = len.saturating_sub(1) / SECTOR_BYTES;
-        // (None when nothing is unsynced: then `first` is past `last`.)
+        // (Zero when nothing is unsynced: `first` is then past `last`.)
         let boundaries = if first <= last { last - first + 1 } else { 0 };
         // The bytes kept: a prefix of whole sectors, or (a tear past the last boundary)
         // the whole unsynced write, which reached the platter though never synced.
