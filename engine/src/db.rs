@@ -1527,6 +1527,37 @@ mod needed_at_tests {
         assert_eq!(filter_result(&[], &[]), Ok(()));
     }
 
+    /// After a panic in its `filter` the entity filter keeps every entry (even one the
+    /// feed would drop: its state is not to be trusted), and the panic is the
+    /// compaction's failure.
+    #[test]
+    fn the_entity_filter_keeps_everything_after_a_panic_and_reports_it() {
+        use super::{new_gc_filter, GcEntityFilter, GcState};
+        use crate::encoding::{Value, ValueKind};
+        use crate::entity::{EntityDecision, EntityFilter, Entry};
+        use crate::gc::{CompactionKind, GcParams};
+        use std::sync::{Arc, Mutex};
+        let params = GcParams {
+            cutoff_ht: HybridTime::new(100, 0),
+            kind: CompactionKind::Full,
+            table_ttl_ms: None,
+        };
+        let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
+        let value = Value::new(ValueKind::Object).encode();
+        let decide = |filter: &mut GcEntityFilter, ht: u64| {
+            filter.filter(0, &key(&["a"], ht), Entry::Value(&value))
+        };
+        let mut healthy = GcEntityFilter(new_gc_filter(&gc), false);
+        assert!(matches!(decide(&mut healthy, 10), EntityDecision::Keep));
+        assert!(matches!(decide(&mut healthy, 5), EntityDecision::Remove), "hidden by 10");
+        let mut filter = GcEntityFilter(new_gc_filter(&gc), false);
+        assert!(matches!(decide(&mut filter, 10), EntityDecision::Keep));
+        filter.panicked("boom".to_string());
+        assert!(matches!(decide(&mut filter, 5), EntityDecision::Keep), "kept after a panic");
+        let failures = std::mem::take(&mut gc.lock().expect("not poisoned").failures);
+        assert_eq!(failures, ["the GC filter panicked: boom"]);
+    }
+
     #[test]
     fn prefix_successor_bounds_exactly_the_prefixed_keys() {
         use super::prefix_successor;
