@@ -1612,22 +1612,29 @@ mod storage_tests {
 
     /// A full compaction counts what it did in the coverage probes: the versions a newer
     /// one at or below the cutoff overwrote dropped, the one above the cutoff kept (the one
-    /// exactly at the cutoff is kept, not above it).
+    /// exactly at the cutoff is kept, not above it), and a value expired through a TTL of
+    /// its own kept (`gc.rs`).
     #[test]
-    fn a_compaction_counts_what_it_dropped_and_kept_above_the_cutoff() {
+    fn a_compaction_counts_what_it_dropped_and_kept() {
+        use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Ttl, Value, ValueKind};
         use crate::{gc::CompactionKind, hybrid_time::HybridTime};
         let dir = crate::tests::scratch_dir("gc-counts");
         let mut db = super::DocDb::open(&dir).expect("open");
-        for (n, us) in [(1, 5), (2, 10), (3, 20), (4, 30)] {
+        for (n, us) in [(1, 5_000), (2, 10_000), (3, 20_000), (4, 30_000)] {
             crate::tests::write_int(&db, n, us, None);
         }
+        let mut batch = crate::write_batch::DocWriteBatch::new();
+        let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("e".into()))]);
+        let value = Value { ttl: Ttl::from_ms(1), ..Value::new(ValueKind::Object) };
+        batch.push(&DocPath::new(doc, vec![]), &value);
+        db.write(&batch, HybridTime::from_micros(1_000), None).expect("write");
         crate::probe::take();
-        let cutoff_ht = HybridTime::from_micros(20);
+        let cutoff_ht = HybridTime::from_micros(20_000);
         db.compact(cutoff_ht, CompactionKind::Full, None, None).expect("compact");
         let counts = crate::probe::take();
         let count = |name: &str| counts.get(name).copied();
         let seen = ["gc.dropped", "gc.kept_above_cutoff", "gc.kept_expired"].map(count);
-        assert_eq!(seen, [Some(2), Some(1), None], "{counts:?}");
+        assert_eq!(seen, [Some(2), Some(1), Some(1)], "{counts:?}");
     }
 
     /// A stored key whose DocHybridTime does not decode is refused by a read, the error
