@@ -245,4 +245,16 @@ mod tests {
         drop((kept, db));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// Dropping a `KeptIter` that still holds an iterator is a bug (`DocDb` forgets the
+    /// iterator before it closes the database): the drop says so, loudly.
+    #[test]
+    #[should_panic(expected = "the kept iterator outlives its database")]
+    fn dropping_a_kept_iter_that_holds_an_iterator_panics() {
+        let (_dir, db) = raw_db("outlives");
+        let kept = KeptIter::default();
+        // SAFETY: `db` outlives the iterator: `kept`, which holds it, is dropped first.
+        kept.keep(unsafe { kept.take(&db) });
+        drop(kept);
+    }
 }
