@@ -313,4 +313,28 @@ mod tests {
         drop(db);
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    /// A packed row stands only at a row's root: one stored beneath it (under a column)
+    /// is refused by the read, naming its key.
+    #[test]
+    fn a_packed_row_below_a_rows_root_is_refused() {
+        let dir = crate::tests::scratch_dir("packed-below-root");
+        let db = crate::db::DocDb::open(&dir).expect("open");
+        let packing = SchemaPacking::new(0, vec![10]).expect("one column");
+        let body = packing.body(&[Some(Value::new(ValueKind::Primitive(Primitive::Int32(1))))]);
+        let row = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::Int32(1))]);
+        let column = vec![KeyEntry::asc(Primitive::ColumnId(10))];
+        let mut batch = DocWriteBatch::new();
+        let path = DocPath::new(row.clone(), column);
+        batch.push(&path, &Value::new(ValueKind::PackedRow(body)));
+        db.write(&batch, HybridTime::from_micros(1000), None).expect("write");
+        let root = DocPath::new(row, vec![]);
+        let err = db.get(&root, HybridTime::from_micros(2000), None).expect_err("refused");
+        let key = "4880000001214b8a2380ff05543df729bc18804b"; // row 1, col(10), @1000 µs
+        let said =
+            format!("corruption: malformed packed row at byte 0: not at a row's root (key {key})");
+        assert_eq!(err.to_string(), said);
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
