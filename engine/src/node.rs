@@ -20,7 +20,6 @@ use crate::log::{OpId, SegmentInfo};
 use crate::redis;
 use crate::replica::{CrashPoint, LogConfig};
 use crate::tablet::{RestartReport, Tablet};
-use std::fmt;
 use std::path::{Path, PathBuf};
 
 /// Which tablet of a node.
@@ -30,15 +29,6 @@ pub enum TabletId {
     Docs,
     /// A CQL table's tablet.
     Table(String),
-}
-
-impl fmt::Display for TabletId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            TabletId::Docs => f.write_str("docs"),
-            TabletId::Table(name) => write!(f, "table={name}"),
-        }
-    }
 }
 
 /// How a node stores its data.
