@@ -7,7 +7,7 @@ use docsim_engine::canary::Plants;
 use docsim_engine::disk::{Fault, FaultConfig, SimDisk};
 use docsim_engine::{
     DocKey, DocPath, DocWrite, Document, ErrorKind, HybridTime, KeyEntry, MarkerMode, Node,
-    NodeOptions, OpId, Primitive, ValueKind, WriteKind,
+    NodeOptions, OpId, Primitive, TabletId, ValueKind, WriteKind,
 };
 
 fn path(i: u64) -> DocPath {
@@ -43,13 +43,24 @@ fn scratch(name: &str) -> std::path::PathBuf {
 }
 
 /// Write 300 documents through faults; after each failed write crash and restart. Returns
-/// the acknowledged ids, the errors seen and the runner.
+/// the acknowledged ids, the errors seen and the runner. The node names the entry of each
+/// write: acknowledged, or in doubt (a failed write's entry may be durable), above the
+/// entry of every write before it.
 fn run_with(config: FaultConfig, name: &str) -> (Vec<u64>, Vec<docsim_engine::Error>, Node) {
     let disk = SimDisk::new(42, config);
     let mut runner = node(&scratch(name), disk.clone(), 2048);
+    assert_eq!(runner.tablet_ids(), [], "the document tablet opens with the first write");
     let (mut acked, mut errors) = (Vec::new(), Vec::new());
+    let mut last = OpId::new(0, 0);
     for i in 0..300 {
-        match write(&mut runner, i) {
+        let result = write(&mut runner, i);
+        let entries = match result {
+            Ok(()) => runner.take_acks(),
+            Err(_) => runner.take_in_doubt(),
+        };
+        assert!(matches!(&entries[..], [(TabletId::Docs, op)] if *op > last), "{entries:?}");
+        last = entries[0].1;
+        match result {
             Ok(()) => acked.push(i),
             Err(e) => {
                 errors.push(e);
@@ -69,6 +80,7 @@ fn run_with(config: FaultConfig, name: &str) -> (Vec<u64>, Vec<docsim_engine::Er
     disk.set_faults(FaultConfig::default());
     runner.crash(docsim_engine::disk::Tear::None);
     runner.restart().expect("final restart");
+    assert_eq!(runner.tablet_ids(), [TabletId::Docs]);
     (acked, errors, runner)
 }
 
