@@ -143,6 +143,32 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A kept iterator pins the files it reads; once a compaction replaced them, the
+    /// iterator is forgotten (and destroyed), so RocksDB deletes them: the directory
+    /// holds only the live files.
+    #[test]
+    fn a_compaction_leaves_no_file_pinned_by_a_kept_iterator() {
+        let dir = scratch("pinned");
+        let mut db = DocDb::open(&dir).expect("open");
+        for (n, us) in [(1, 1_000), (2, 2_000)] {
+            write(&db, n, us);
+            db.flush().expect("flush");
+            assert_eq!(scan(&db, 5_000), [n], "a scan keeps its iterator over the files");
+        }
+        db.compact(HybridTime::from_micros(3_000), CompactionKind::Full, None, None)
+            .expect("compact");
+        assert_eq!(scan(&db, 5_000), [2]);
+        let sst = |entry: std::io::Result<std::fs::DirEntry>| {
+            let name = entry.expect("entry").file_name().into_string().expect("UTF-8");
+            name.ends_with(".sst").then_some(name)
+        };
+        let stored: Vec<String> = std::fs::read_dir(&dir).expect("list").filter_map(sst).collect();
+        assert_eq!(stored.len(), db.files().len(), "{stored:?}");
+        assert_eq!(stored.len(), 1, "{stored:?}");
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     /// Without RocksDB's WAL (the Raft log is the only log), closing the database — as a
     /// power cut does — keeps only what was flushed: replay restores the rest.
     #[test]
