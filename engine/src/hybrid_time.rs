@@ -108,11 +108,6 @@ impl DocHybridTime {
     pub fn new(ht: HybridTime, write_id: u32) -> DocHybridTime {
         DocHybridTime { ht, write_id }
     }
-
-    /// The highest version at `ht`: a read or cutoff at `ht` covers every write id.
-    pub fn max_at(ht: HybridTime) -> DocHybridTime {
-        DocHybridTime { ht, write_id: u32::MAX }
-    }
 }
 
 impl fmt::Display for DocHybridTime {
@@ -196,6 +191,8 @@ mod tests {
         assert_eq!(a.to_string(), "T1000.3");
         assert_eq!(DocHybridTime::new(a, 2).to_string(), "T1000.3w2");
         assert_eq!(DocHybridTime::new(HybridTime::from_micros(7000), 0).to_string(), "T7000");
+        // Assertion messages print them as docscript does.
+        assert_eq!(format!("{a:?} {:?}", DocHybridTime::new(a, 2)), "T1000.3 T1000.3w2");
         assert!(DocHybridTime::new(a, 1) > DocHybridTime::new(a, 0));
     }
 
@@ -221,5 +218,7 @@ mod tests {
     fn add_micros_saturates() {
         assert_eq!(HybridTime::from_micros(5).add_micros(10), HybridTime::from_micros(15));
         assert_eq!(HybridTime::from_micros(5).add_micros(u64::MAX), HybridTime::MAX);
+        // Shifted into the logical bits' place, this delta's one bit falls off the top.
+        assert_eq!(HybridTime::from_micros(5).add_micros(1 << 52), HybridTime::MAX);
     }
 }
