@@ -480,4 +480,31 @@ mod tests {
             assert_eq!(Command::parse(&command.to_string()), Ok(command));
         }
     }
+
+    /// A typed caller can build a command with an empty list, which the parser never
+    /// does: it is refused as Redis refuses such a line, naming the command.
+    #[test]
+    fn a_command_with_an_empty_list_is_refused_naming_it() {
+        let disk = crate::disk::SimDisk::new(1, Default::default());
+        let plants = crate::canary::Plants::NONE;
+        let storage = Default::default();
+        let options =
+            crate::NodeOptions { in_memory: true, disk, segment_bytes: 4096, plants, storage };
+        let mut node =
+            crate::Node::new(&crate::tests::scratch_dir("redis-empty"), options).expect("node");
+        let key = || "k".to_string();
+        let commands = [
+            (Command::Del { keys: vec![] }, "del"),
+            (Command::HSet { key: key(), fields: vec![], multi: false }, "hset"),
+            (Command::HSet { key: key(), fields: vec![], multi: true }, "hmset"),
+            (Command::HDel { key: key(), fields: vec![] }, "hdel"),
+            (Command::SAdd { key: key(), members: vec![] }, "sadd"),
+            (Command::SRem { key: key(), members: vec![] }, "srem"),
+        ];
+        for (command, name) in commands {
+            let err = node.redis(HybridTime::from_micros(1_000), &command).expect_err(name);
+            let said = format!("ERR wrong number of arguments for '{name}' command");
+            assert_eq!(err, Error::InvalidRequest(said));
+        }
+    }
 }
