@@ -136,6 +136,7 @@ proptest! {
     ) {
         let ids: Vec<u32> = (0..columns.len() as u32).map(|i| 10 + 3 * i).collect();
         let p = SchemaPacking::new(version, ids.clone()).expect("distinct");
+        prop_assert_eq!((p.version(), p.column_ids()), (version, &ids[..]));
         let body = p.body_of_slots(&columns);
         let bytes = Value { ttl: Ttl::Inherit, kind: ValueKind::PackedRow(body) }.encode();
         let row = decode_packed_row(&bytes, |v| (v == version).then_some(&p)).expect("decodes");
