@@ -178,8 +178,8 @@ impl SchemaPacking {
     }
 }
 
-/// The row TTL, schema version and where the offsets start, of a packed row's value.
-pub fn packed_header(bytes: &[u8]) -> Result<(Ttl, u32, usize), DecodeError> {
+/// The row TTL and schema version of a packed row's value.
+pub fn packed_header(bytes: &[u8]) -> Result<(Ttl, u32), DecodeError> {
     let err = |at: usize, reason: &str| DecodeError::new("packed row", at, reason);
     let (ttl_only, ttl, pos) = value::decode_control_fields(bytes)?;
     if ttl_only {
@@ -188,10 +188,10 @@ pub fn packed_header(bytes: &[u8]) -> Result<(Ttl, u32, usize), DecodeError> {
     if bytes.get(pos) != Some(&PACKED_ROW_V1) {
         return Err(err(pos, "not a V1 packed row (no 'z')"));
     }
-    let (version, len) = varint::decode_unsigned(&bytes[pos + 1..], pos + 1)?;
+    let (version, _) = varint::decode_unsigned(&bytes[pos + 1..], pos + 1)?;
     let version =
         u32::try_from(version).map_err(|_| err(pos + 1, "schema version over 32 bits"))?;
-    Ok((ttl, version, pos + 1 + len))
+    Ok((ttl, version))
 }
 
 /// Decode a packed row; `packing_of` gives the packing of its schema version.

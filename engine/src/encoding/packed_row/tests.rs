@@ -58,7 +58,7 @@ fn row_and_column_ttls_travel_with_the_row() {
     let columns = [with_ttl, None, leaf(Primitive::Bool(true))];
     let bytes = p.pack(Ttl::Ms(60_000), &columns);
     assert_eq!(bytes[0], tag::VALUE_TTL, "row control fields come first");
-    assert_eq!(packed_header(&bytes).map(|(ttl, v, _)| (ttl, v)), Ok((Ttl::Ms(60_000), 3)));
+    assert_eq!(packed_header(&bytes), Ok((Ttl::Ms(60_000), 3)));
     let row = decode_packed_row(&bytes, |_| Some(&p)).expect("decodes");
     assert_eq!(row.ttl, Ttl::Ms(60_000));
     assert_eq!(row.columns[0].1.value, columns[0]);
@@ -84,6 +84,24 @@ fn a_tombstone_in_a_slot_reads_as_null_and_unknown_versions_are_refused() {
 }
 
 /// A column repacking folded in keeps its own write time, before its value.
+/// A schema version that does not fit 32 bits, or whose varint is cut short, is refused
+/// at the version's own byte (just past the `z`, after the row's TTL).
+#[test]
+fn a_bad_schema_version_is_refused_at_its_byte() {
+    let mut header = Vec::new();
+    value::encode_ttl(Ttl::Ms(60_000), &mut header);
+    header.push(PACKED_ROW_V1);
+    let at = header.len();
+    let mut over = header.clone();
+    varint::encode_unsigned(1 << 40, &mut over);
+    let said = format!("malformed packed row at byte {at}: schema version over 32 bits");
+    assert_eq!(packed_header(&over).map_err(|e| e.to_string()), Err(said));
+    let mut cut = header.clone();
+    cut.push(0xc0); // a three-byte varint's first byte, alone
+    let said = format!("malformed unsigned varint at byte {at}: cut short");
+    assert_eq!(packed_header(&cut).map_err(|e| e.to_string()), Err(said));
+}
+
 #[test]
 fn a_folded_column_keeps_its_write_time() {
     let p = packing();
