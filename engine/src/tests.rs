@@ -160,6 +160,19 @@ fn malformed_ttl_only_records_are_named() {
     assert_eq!(record.encode(), b"k\x01t\x81S");
 }
 
+/// A packed row and an entity row hide nothing beneath them, past a row TTL of any
+/// length too; a plain value hides what is beneath it, with a TTL or without.
+#[test]
+fn packed_rows_hide_nothing_past_a_ttl() {
+    for ttl in [Ttl::Inherit, Ttl::Ms(1), Ttl::Ms(1 << 20)] {
+        let encoded = |kind| Value { ttl, kind }.encode();
+        assert!(Value::hides_nothing(&encoded(ValueKind::PackedRow(vec![]))), "{ttl:?}");
+        assert!(Value::hides_nothing(&encoded(ValueKind::EntityRow(3))), "{ttl:?}");
+        let plain = encoded(ValueKind::Primitive(Primitive::Int32(7)));
+        assert!(!Value::hides_nothing(&plain), "{ttl:?}");
+    }
+}
+
 /// Values that do not decode name the offset where decoding fails, past a TTL.
 #[test]
 fn malformed_values_name_the_offset() {
@@ -180,6 +193,21 @@ fn malformed_values_name_the_offset() {
         "malformed value at byte 3: payload of 2 bytes, expected 4"
     );
     assert_eq!(error(b"t\x81{\x00"), "malformed value at byte 3: 1 unexpected trailing bytes");
+    // A column id's varint missing, and one beyond 32 bits (2^33): at its own byte.
+    assert_eq!(error(b"t\x81K"), "malformed signed varint at byte 3: unexpected end of input");
+    let mut over = b"t\x81K".to_vec();
+    crate::encoding::varint::encode_signed(1 << 33, &mut over);
+    assert_eq!(error(&over), "malformed value at byte 3: column id 8589934592 out of range");
+    // A TTL-only record holds no packed row, nor an entity row: their type bytes are
+    // unknown there.
+    assert_eq!(
+        error(b"k\x01t\x81z\x80"),
+        "malformed value at byte 4: unknown value type byte 0x7a"
+    );
+    assert_eq!(
+        error(b"k\x01t\x81Z\x80"),
+        "malformed value at byte 4: unknown value type byte 0x5a"
+    );
 }
 
 fn document() -> impl Strategy<Value = Document> {

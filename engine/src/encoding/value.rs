@@ -119,12 +119,6 @@ impl Value {
         encoded.first() == Some(&tag::VALUE_MERGE_FLAGS)
     }
 
-    /// Append the encoding of a leaf value without building a [`Value`].
-    pub fn encode_leaf(ttl: Ttl, leaf: &Primitive, out: &mut Vec<u8>) {
-        encode_ttl(ttl, out);
-        encode_primitive(leaf, out);
-    }
-
     /// The encoding.
     pub fn encode(&self) -> Vec<u8> {
         let mut out = Vec::new();
