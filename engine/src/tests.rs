@@ -198,6 +198,11 @@ fn malformed_values_name_the_offset() {
     let mut over = b"t\x81K".to_vec();
     crate::encoding::varint::encode_signed(1 << 33, &mut over);
     assert_eq!(error(&over), "malformed value at byte 3: column id 8589934592 out of range");
+    // A TTL's varint missing, and a negative TTL: at the TTL's own byte.
+    assert_eq!(error(b"t"), "malformed signed varint at byte 1: unexpected end of input");
+    let mut negative = b"k\x01t".to_vec();
+    crate::encoding::varint::encode_signed(-5, &mut negative);
+    assert_eq!(error(&negative), "malformed value at byte 3: negative TTL -5 ms");
     // A TTL-only record holds no packed row, nor an entity row: their type bytes are
     // unknown there.
     assert_eq!(
