@@ -155,6 +155,7 @@ fn malformed_ttl_only_records_are_named() {
     assert_eq!(error(b"k\x01{"), said(2, "a TTL-only record without a TTL"));
     let holds = "a TTL-only record holds `{` or an empty string";
     assert_eq!(error(b"k\x01t\x81X"), said(4, holds));
+    assert_eq!(error(b"k\x01t\x81Sx"), said(4, holds), "a string, but not empty");
     assert_eq!(error(b"k"), said(1, "missing merge flags"));
     let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: false } };
     assert_eq!(record.encode(), b"k\x01t\x81S");
