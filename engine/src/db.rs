@@ -1554,8 +1554,15 @@ mod needed_at_tests {
         assert!(matches!(decide(&mut filter, 10), EntityDecision::Keep));
         filter.panicked("boom".to_string());
         assert!(matches!(decide(&mut filter, 5), EntityDecision::Keep), "kept after a panic");
+        let entity = Entry::Entity(vec![(&b""[..], &value[..])]);
+        let kept = filter.filter(0, &key(&["a"], 4), entity);
+        assert!(matches!(kept, EntityDecision::Keep), "an entity too");
         let failures = std::mem::take(&mut gc.lock().expect("not poisoned").failures);
         assert_eq!(failures, ["the GC filter panicked: boom"]);
+        let failed = super::filter_result(&[], &failures).map_err(|e| e.to_string());
+        let said = "compaction filter failed: kept 1 entries it could not decide; first: \
+                    the GC filter panicked: boom";
+        assert_eq!(failed, Err(said.to_string()));
     }
 
     #[test]
@@ -1640,6 +1647,8 @@ mod storage_tests {
         let counts = crate::probe::take();
         let count = |name: &str| counts.get(name).copied();
         assert_eq!(names.map(count), [None, Some(1), Some(1)], "{counts:?}");
+        drop(db);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A stored key whose DocHybridTime does not decode is refused by a read, the error

@@ -490,8 +490,8 @@ mod tests {
         let storage = Default::default();
         let options =
             crate::NodeOptions { in_memory: true, disk, segment_bytes: 4096, plants, storage };
-        let mut node =
-            crate::Node::new(&crate::tests::scratch_dir("redis-empty"), options).expect("node");
+        let dir = crate::tests::scratch_dir("redis-empty");
+        let mut node = crate::Node::new(&dir, options).expect("node");
         let key = || "k".to_string();
         let commands = [
             (Command::Del { keys: vec![] }, "del"),
@@ -506,5 +506,7 @@ mod tests {
             let said = format!("ERR wrong number of arguments for '{name}' command");
             assert_eq!(err, Error::InvalidRequest(said));
         }
+        drop(node);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

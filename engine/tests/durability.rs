@@ -54,10 +54,12 @@ fn run_with(config: FaultConfig, name: &str) -> (Vec<u64>, Vec<docsim_engine::Er
     let mut last = OpId::new(0, 0);
     for i in 0..300 {
         let result = write(&mut runner, i);
-        let entries = match result {
-            Ok(()) => runner.take_acks(),
-            Err(_) => runner.take_in_doubt(),
+        let (acks, in_doubt) = (runner.take_acks(), runner.take_in_doubt());
+        let (entries, none) = match result {
+            Ok(()) => (acks, in_doubt),
+            Err(_) => (in_doubt, acks),
         };
+        assert_eq!(none, [], "a write is acknowledged or in doubt, not both");
         assert!(matches!(&entries[..], [(TabletId::Docs, op)] if *op > last), "{entries:?}");
         last = entries[0].1;
         match result {

@@ -83,7 +83,6 @@ fn a_tombstone_in_a_slot_reads_as_null_and_unknown_versions_are_refused() {
     assert_eq!(twice, "schema version 1 packs column 4 twice");
 }
 
-/// A column repacking folded in keeps its own write time, before its value.
 /// A schema version that does not fit 32 bits, or whose varint is cut short, is refused
 /// at the version's own byte (just past the `z`, after the row's TTL).
 #[test]
@@ -102,6 +101,7 @@ fn a_bad_schema_version_is_refused_at_its_byte() {
     assert_eq!(packed_header(&cut).map_err(|e| e.to_string()), Err(said));
 }
 
+/// A column repacking folded in keeps its own write time, before its value.
 #[test]
 fn a_folded_column_keeps_its_write_time() {
     let p = packing();
