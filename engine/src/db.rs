@@ -1487,30 +1487,26 @@ mod needed_at_tests {
         assert_eq!(kept_values(&entries, 40), [true, true, true, true, false, true]);
     }
 
-    #[test]
-    fn the_filter_keeps_and_records_entries_out_of_order_instead_of_panicking() {
-        use super::{filter_result, GcFilter, GcState};
-        use crate::encoding::{Value, ValueKind};
-        use crate::gc::{CompactionKind, GcFeed, GcParams};
-        use rocksdb::compaction_filter::{CompactionFilter, Decision};
-        use std::sync::{Arc, Mutex};
+    /// The GC state of a full compaction with history cutoff 100 µs, as `DocDb::compact`
+    /// sets it for the filters it makes.
+    fn full_compaction_at_100us() -> std::sync::Arc<std::sync::Mutex<super::GcState>> {
+        use crate::gc::{CompactionKind, GcParams};
         let params = GcParams {
             cutoff_ht: HybridTime::new(100, 0),
             kind: CompactionKind::Full,
             table_ttl_ms: None,
         };
-        let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
-        let feed = Some(GcFeed::new(params));
-        let plants = crate::canary::Plants::NONE;
-        let mut filter = GcFilter {
-            feed,
-            unbounded: None,
-            gc: gc.clone(),
-            counts: [0; 4],
-            plants,
-            repack: None,
-            packings: Default::default(),
-        };
+        let state = super::GcState { params: Some(params), ..super::GcState::default() };
+        std::sync::Arc::new(std::sync::Mutex::new(state))
+    }
+
+    #[test]
+    fn the_filter_keeps_and_records_entries_out_of_order_instead_of_panicking() {
+        use super::{filter_result, new_gc_filter};
+        use crate::encoding::{Value, ValueKind};
+        use rocksdb::compaction_filter::{CompactionFilter, Decision};
+        let gc = full_compaction_at_100us();
+        let mut filter = new_gc_filter(&gc);
         let value = Value::new(ValueKind::Object).encode();
         assert!(matches!(filter.filter(0, &key(&["a"], 10), &value), Decision::Keep));
         // A newer version of the same path after an older one: the feed refuses it.
@@ -1532,17 +1528,10 @@ mod needed_at_tests {
     /// compaction's failure.
     #[test]
     fn the_entity_filter_keeps_everything_after_a_panic_and_reports_it() {
-        use super::{new_gc_filter, GcEntityFilter, GcState};
+        use super::{new_gc_filter, GcEntityFilter};
         use crate::encoding::{Value, ValueKind};
         use crate::entity::{EntityDecision, EntityFilter, Entry};
-        use crate::gc::{CompactionKind, GcParams};
-        use std::sync::{Arc, Mutex};
-        let params = GcParams {
-            cutoff_ht: HybridTime::new(100, 0),
-            kind: CompactionKind::Full,
-            table_ttl_ms: None,
-        };
-        let gc = Arc::new(Mutex::new(GcState { params: Some(params), ..GcState::default() }));
+        let gc = full_compaction_at_100us();
         let value = Value::new(ValueKind::Object).encode();
         let decide = |filter: &mut GcEntityFilter, ht: u64| {
             filter.filter(0, &key(&["a"], ht), Entry::Value(&value))
