@@ -216,6 +216,34 @@ fn malformed_values_name_the_offset() {
     );
 }
 
+/// Keys that do not decode name the offset where decoding fails: the stored hash's own
+/// byte, past a colocation id too, and the hybrid time's first byte past its `#`.
+#[test]
+fn malformed_keys_name_the_offset() {
+    let error = |bytes: &[u8]| DocKey::decode(bytes).unwrap_err().to_string();
+    let said = |at: usize, reason: &str| format!("malformed doc key at byte {at}: {reason}");
+    assert_eq!(error(b"G\x12"), said(1, "truncated hash"));
+    assert_eq!(error(b"0\x00\x00\x00\x07G\x12"), said(6, "truncated hash"));
+    // A hash that does not match its components, with and without a colocation id.
+    for colocation_id in [None, Some(7)] {
+        let int = KeyEntry { value: Primitive::Int32(1), order: SortOrder::Ascending };
+        let key = DocKey { colocation_id, hashed: vec![int], range: vec![] };
+        let mut bytes = key.encode();
+        let hash_at = if colocation_id.is_some() { 6 } else { 1 };
+        let computed = format!("0x{:02x}{:02x}", bytes[hash_at], bytes[hash_at + 1]);
+        bytes[hash_at..hash_at + 2].copy_from_slice(&[0, 0]);
+        let reason = format!("stored hash 0x0000 != computed {computed}");
+        assert_eq!(error(&bytes), said(hash_at, &reason), "{colocation_id:?}");
+    }
+    // A key whose hybrid time is missing after its `#`, after a subkey or none.
+    let key_error = |bytes: &[u8]| SubDocKey::decode(bytes).unwrap_err().to_string();
+    assert_eq!(key_error(b"!#"), "malformed signed varint at byte 2: unexpected end of input");
+    assert_eq!(
+        key_error(b"!H\x80\x00\x00\x01#"),
+        "malformed signed varint at byte 7: unexpected end of input"
+    );
+}
+
 fn document() -> impl Strategy<Value = Document> {
     let leaf = primitive().prop_map(Document::Primitive);
     leaf.prop_recursive(3, 12, 4, |inner| {

@@ -182,12 +182,6 @@ impl DocPath {
         child
     }
 
-    /// The parent path, or `None` at a document root.
-    pub fn parent(&self) -> Option<DocPath> {
-        let mut parent = self.clone();
-        parent.subkeys.pop().map(|_| parent)
-    }
-
     /// Whether `self` is `other` or one of its ancestors.
     pub fn is_prefix_of(&self, other: &DocPath) -> bool {
         self.doc_key == other.doc_key && other.subkeys.starts_with(&self.subkeys)
