@@ -973,7 +973,9 @@ fn level_ends(key: &[u8], doc_len: usize, ends: &mut Vec<usize>) -> Option<usize
     ends.push(doc_len);
     let mut pos = doc_len;
     while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
-        pos = crate::encoding::skip_key_entry(key, pos)?;
+        let next = crate::encoding::skip_key_entry(key, pos)?;
+        assert!(next > pos, "skipping the subkey at {pos} did not move forward");
+        pos = next;
         ends.push(pos);
     }
     Some(pos)
@@ -1119,6 +1121,7 @@ fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
     let mut pos = doc_end;
     while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
         let next = crate::encoding::skip_key_entry(key, pos)?;
+        assert!(next > pos, "skipping the subkey at {pos} did not move forward");
         components.push(&key[pos..next]);
         pos = next;
     }

@@ -244,6 +244,29 @@ fn malformed_keys_name_the_offset() {
     );
 }
 
+/// A double key holds one NaN, the canonical one, both orders: it decodes to itself, and
+/// any other NaN's bits are refused at the payload.
+#[test]
+fn a_double_key_holds_only_the_canonical_nan() {
+    for order in [SortOrder::Ascending, SortOrder::Descending] {
+        let nan = KeyEntry { value: Primitive::Double(f64::NAN), order };
+        let bytes = encode_entry(&nan);
+        let (decoded, len) = KeyEntry::decode(&bytes, 0).unwrap();
+        assert_eq!((encode_entry(&decoded), len), (bytes.clone(), 9), "{order:?}");
+        let mut other = bytes;
+        other[8] ^= 1; // the lowest mantissa bit: still a NaN, not the canonical one
+        let bits = f64::NAN.to_bits() ^ 1;
+        assert_eq!(
+            KeyEntry::decode(&other, 0).unwrap_err().to_string(),
+            format!(
+                "malformed key component at byte 1: a NaN other than the canonical one \
+                 ({bits:#018x})"
+            ),
+            "{order:?}"
+        );
+    }
+}
+
 fn document() -> impl Strategy<Value = Document> {
     let leaf = primitive().prop_map(Document::Primitive);
     leaf.prop_recursive(3, 12, 4, |inner| {
@@ -263,6 +286,8 @@ proptest! {
     #[test]
     fn key_entries_of_any_kind_order_like_bytes(a in key_entry(), b in key_entry()) {
         prop_assert_eq!(a.cmp(&b), encode_entry(&a).cmp(&encode_entry(&b)), "{} vs {}", a, b);
+        // `<` and friends agree with `cmp` (Rust's contract for `PartialOrd` beside `Ord`).
+        prop_assert_eq!(a.partial_cmp(&b), Some(a.cmp(&b)), "{} vs {}", a, b);
     }
 
     #[test]

@@ -61,7 +61,9 @@ pub fn doc_key_len(key: &[u8]) -> Option<usize> {
     }
     for _ in 0..groups {
         while *key.get(pos)? != tag::GROUP_END {
-            pos = super::primitive::skip_key_entry(key, pos)?;
+            let next = super::primitive::skip_key_entry(key, pos)?;
+            assert!(next > pos, "skipping the key component at {pos} did not move forward");
+            pos = next;
         }
         pos += 1;
     }

@@ -60,21 +60,6 @@ fn canonical(d: f64) -> f64 {
 }
 
 impl Primitive {
-    /// The name of this value's type, for error messages.
-    pub fn type_name(&self) -> &'static str {
-        match self {
-            Primitive::Null => "null",
-            Primitive::Bool(_) => "bool",
-            Primitive::Int32(_) => "int32",
-            Primitive::Int64(_) => "int64",
-            Primitive::Double(_) => "double",
-            Primitive::String(_) => "string",
-            Primitive::Timestamp(_) => "timestamp",
-            Primitive::ColumnId(_) => "column id",
-            Primitive::SystemColumnId(_) => "system column id",
-        }
-    }
-
     /// Compare two values of the same key type byte (same kind); values of different kinds
     /// are ordered by their type bytes, never by this.
     fn cmp_payload(&self, other: &Primitive) -> Ordering {
@@ -312,13 +297,16 @@ pub(crate) fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
                 SortOrder::Ascending => (0x00, 0x01),
                 SortOrder::Descending => (0xFF, 0xFE),
             };
-            let mut i = body;
+            // An iterator, so that every step moves forward: no loop here can spin.
+            let mut bytes = input.get(body..)?.iter().enumerate();
             loop {
-                match (*input.get(i)? == zero, input.get(i + 1)) {
-                    (false, _) => i += 1,
-                    (true, Some(&b)) if b == zero => break i + 2 - body,
-                    (true, Some(&b)) if b == escape => i += 2,
-                    _ => return None,
+                let (i, &b) = bytes.next()?;
+                if b == zero {
+                    match *bytes.next()?.1 {
+                        next if next == zero => break i + 2,
+                        next if next == escape => {}
+                        _ => return None,
+                    }
                 }
             }
         }
