@@ -23,6 +23,8 @@
 
 mod command;
 mod run;
+#[cfg(test)]
+mod tests;
 
 pub use command::{
     format_writes, parse_line, parse_writes, strip_comment, Command, DumpStyle, FaultCommand,

@@ -477,6 +477,81 @@ mod tests {
         assert_eq!(run(&format!("{bad_read}expect error: io\n")), 2);
     }
 
+    /// `expect restart` compares the restart's report whole, one report a tablet, and
+    /// `expect absent` fails when its line is there: each failure says why and counts.
+    #[test]
+    fn restart_and_absent_expectations_that_do_not_hold_fail_the_script() {
+        let run = |text: &str| {
+            let dir = crate::tests::scratch_dir("script-expect-restart");
+            let mut out = Vec::new();
+            let outcome = run_script(text, &dir, Plants::NONE, &mut out).expect("run");
+            let _ = std::fs::remove_dir_all(&dir);
+            (outcome.failed_commands, String::from_utf8(out).expect("UTF-8"))
+        };
+        let restarted = "set doc(\"k\";) = 1 @T1000\nrestart\n";
+        let printed = "restart: flushed=0.0 replayed=1 from=1.2 to=1.2\n";
+        let report = "restart flushed=0.0 replayed=1 from=1.2 to=1.2 truncated=none skipped=0 \
+                      flushed_ht=T0 cutoff=T0";
+        assert_eq!(run(&format!("{restarted}expect {report}\n")), (0, printed.into()));
+        let other = report.replace("to=1.2", "to=1.3");
+        let complaint = format!("error: line 3: expected `{other}`, got `{report}`\n");
+        assert_eq!(
+            run(&format!("{restarted}expect {other}\n")),
+            (1, printed.to_owned() + &complaint)
+        );
+        let none_left =
+            format!("error: line 4: expected `{report}`, but no restart report is left to check\n");
+        let twice = format!("{restarted}expect {report}\nexpect {report}\n");
+        assert_eq!(run(&twice), (1, printed.to_owned() + &none_left));
+
+        let read = "set doc(\"k\";) = 1 @T1000\nget doc(\"k\";) @T2000\n";
+        let got = "doc(0x559d: \"k\";) @T2000 => 1";
+        let elsewhere = got.replace("=> 1", "=> 2");
+        assert_eq!(run(&format!("{read}expect absent {elsewhere}\n")), (0, format!("{got}\n")));
+        let complaint =
+            format!("error: line 3: expected `absent {got}`, got it as output line 1\n");
+        assert_eq!(
+            run(&format!("{read}expect absent {got}\n")),
+            (1, format!("{got}\n{complaint}"))
+        );
+    }
+
+    /// `expect` lines take the previous command's output lines in turn: the same lines
+    /// out of order fail, each saying which it got.
+    #[test]
+    fn expect_lines_take_the_output_in_turn() {
+        let run = |expects: [&str; 2]| {
+            let dir = crate::tests::scratch_dir("script-expect-turn");
+            let text = format!(
+                "set doc(\"k\";) = 1 @T1000\nset doc(\"j\";) = 2 @T1000\ndump\n\
+                 expect {}\nexpect {}\n",
+                expects[0], expects[1]
+            );
+            let mut out = Vec::new();
+            let outcome = run_script(&text, &dir, Plants::NONE, &mut out).expect("run");
+            let _ = std::fs::remove_dir_all(&dir);
+            (outcome.failed_commands, String::from_utf8(out).expect("UTF-8"))
+        };
+        let j = "doc(0x071f: \"j\";) @T1000 -> 2";
+        let k = "doc(0x559d: \"k\";) @T1000 -> 1";
+        let dumped = format!("{j}\n{k}\n");
+        assert_eq!(run([j, k]), (0, dumped.clone()));
+        let complaints = format!(
+            "error: line 4: expected `{k}`, got `{j}`\nerror: line 5: expected `{j}`, got `{k}`\n"
+        );
+        assert_eq!(run([k, j]), (2, dumped + &complaints));
+    }
+
+    /// `dump raw` names the engine's metadata keys by name, and shows any other key that
+    /// is no document key (a damaged one) as hex, control bytes and all.
+    #[test]
+    fn a_raw_key_that_is_no_document_key_prints_as_a_name_or_hex() {
+        assert_eq!(format_raw_key(b"\x01flushed"), "meta:flushed");
+        assert_eq!(format_raw_key(b"\x01a\nb"), "meta:01610a62");
+        assert_eq!(format_raw_key(b"\x01\xff"), "meta:01ff");
+        assert_eq!(format_raw_key(b"\x09x"), "meta:0978");
+    }
+
     /// A `#` starts a comment outside quotes only; an escaped `"` does not end a string.
     #[test]
     fn a_comment_starts_at_a_hash_outside_quotes() {
