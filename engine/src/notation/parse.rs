@@ -302,7 +302,10 @@ impl<'a> Parser<'a> {
             self.pos += c.len_utf8();
             match c {
                 '"' => return Ok(out),
-                '\\' => out.push(self.escape(at)?),
+                '\\' => {
+                    out.push(self.escape(at)?);
+                    assert!(self.pos > at + 1, "an escape at {at} did not move forward");
+                }
                 c => out.push(c),
             }
         }
@@ -323,17 +326,20 @@ impl<'a> Parser<'a> {
             'r' => '\r',
             't' => '\t',
             'u' => {
+                // JSON's escape: a character outside the basic plane is a high surrogate
+                // and a low one, each `\uXXXX`; a lone surrogate is no character.
                 let high = self.hex4(at)?;
-                if (0xD800..0xDC00).contains(&high) && self.rest().starts_with("\\u") {
+                let code = if (0xD800..0xDC00).contains(&high) && self.rest().starts_with("\\u") {
                     self.pos += 2;
                     let low = self.hex4(at)?;
-                    let code =
-                        0x10000 + ((high - 0xD800) << 10) + (low.wrapping_sub(0xDC00) & 0x3FF);
-                    char::from_u32(code)
-                        .ok_or_else(|| self.error_at(at, "invalid surrogate pair"))?
+                    if !(0xDC00..0xE000).contains(&low) {
+                        return Err(self.error_at(at, "invalid surrogate pair"));
+                    }
+                    0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
                 } else {
-                    char::from_u32(high).ok_or_else(|| self.error_at(at, "invalid \\u escape"))?
-                }
+                    high
+                };
+                char::from_u32(code).ok_or_else(|| self.error_at(at, "invalid \\u escape"))?
             }
             other => return Err(self.error_at(at, format!("unknown escape `\\{other}`"))),
         })

@@ -36,6 +36,22 @@ fn literals_print_as_the_contract_says() {
     assert_eq!(p.literal().unwrap(), Primitive::Double(-2000.0));
 }
 
+/// A `\u` escape outside the basic plane is a surrogate pair, as in JSON; a lone
+/// surrogate, or a high one followed by anything but a low one, is refused at the escape.
+#[test]
+fn strings_take_surrogate_pairs_and_refuse_lone_surrogates() {
+    let string = |text: &str| Parser::new(text, 1).string().map_err(|e| e.to_string());
+    assert_eq!(string(r#""\ud83d\ude00""#), Ok("\u{1f600}".into()));
+    assert_eq!(string(r#""a\uD834\uDD1Eb""#), Ok("a\u{1d11e}b".into()));
+    assert_eq!(string(r#""\udbff\udfff""#), Ok("\u{10ffff}".into()));
+    let refused = |column: usize, reason: &str| Err(format!("line 1, column {column}: {reason}"));
+    assert_eq!(string(r#""x\ud83d\u0041""#), refused(3, "invalid surrogate pair"));
+    assert_eq!(string(r#""x\ud83d\ud83d""#), refused(3, "invalid surrogate pair"));
+    assert_eq!(string(r#""x\ud83d""#), refused(3, "invalid \\u escape"));
+    assert_eq!(string(r#""x\ude00""#), refused(3, "invalid \\u escape"));
+    assert_eq!(string(r#""x\ud83d\u12""#), refused(3, "\\u needs four hex digits"));
+}
+
 #[test]
 fn keys_and_paths() {
     let path = parse_path(r#"doc(; "mydockey", 123456)."subkey_b"."subkey_c""#);

@@ -74,9 +74,13 @@ fn replicated_writes_print_as_the_text_they_were_parsed_from() {
     }
 }
 
-/// A bit to flip is 0 to 7: 8 is refused where it stands.
+/// A bit to flip is 0 to 7: 8 is refused where it stands; and a flip names its file.
 #[test]
 fn a_fault_flips_bits_0_to_7_only() {
-    let error = parse_line("fault flip wal-00000001 10 bit=8", 1).unwrap_err();
-    assert_eq!(error.to_string(), "line 1, column 32: a bit is 0 to 7");
+    let error = |line: &str| parse_line(line, 1).unwrap_err().to_string();
+    assert_eq!(error("fault flip wal-00000001 10 bit=8"), "line 1, column 32: a bit is 0 to 7");
+    assert_eq!(
+        error("fault flip"),
+        "line 1, column 11: expected a log file name, found end of line"
+    );
 }
