@@ -423,15 +423,11 @@ impl fmt::Display for CqlTable {
         if let Some(ms) = self.default_ttl_ms {
             with.push(format!("default_time_to_live = {}", ms / 1000));
         }
-        let order = |c: &Column| match c.kind {
-            ColumnKind::Range(SortOrder::Descending) => Some("DESC"),
-            ColumnKind::Range(SortOrder::Ascending) => Some("ASC"),
-            _ => None,
-        };
-        if self.range_columns().any(|c| order(c) == Some("DESC")) {
+        let desc = |c: &Column| c.kind == ColumnKind::Range(SortOrder::Descending);
+        if self.range_columns().any(desc) {
             let by: Vec<String> = self
                 .range_columns()
-                .map(|c| format!("{} {}", c.name, order(c).unwrap_or("ASC")))
+                .map(|c| format!("{} {}", c.name, if desc(c) { "DESC" } else { "ASC" }))
                 .collect();
             with.push(format!("CLUSTERING ORDER BY ({})", by.join(", ")));
         }
@@ -442,5 +438,53 @@ impl fmt::Display for CqlTable {
             write!(f, " WITH {}", with.join(" AND "))?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A table declared by parts (as the simulator declares its workloads' tables) is the
+    /// table its `CREATE TABLE` declares: descending clustering columns, and a default TTL
+    /// in seconds, 0 being none.
+    #[test]
+    fn a_declared_table_is_the_one_its_create_table_declares() {
+        let ty = |name: &str| CqlType::from_name(name).expect(name);
+        let columns: Vec<(String, CqlType)> =
+            [("h", "text"), ("a", "int"), ("b", "int"), ("v", "text")]
+                .map(|(n, t)| (n.to_owned(), ty(t)))
+                .into();
+        let range = [("a", SortOrder::Ascending), ("b", SortOrder::Descending)];
+        let range: Vec<(String, SortOrder)> = range.map(|(n, o)| (n.to_owned(), o)).into();
+        let declared = |ttl_s| {
+            CqlTable::declare("t", columns.clone(), vec!["h".into()], range.clone(), ttl_s)
+                .expect("a valid table")
+        };
+        let create = "CREATE TABLE t (h text, a int, b int, v text, PRIMARY KEY ((h), a, b)) \
+                      WITH CLUSTERING ORDER BY (b DESC)";
+        let parsed = |with: &str| CqlTable::parse(&format!("{create}{with}")).expect(with);
+        assert_eq!(declared(None), parsed(""));
+        assert_eq!(declared(Some(0)), parsed(""));
+        assert_eq!(declared(Some(5)), parsed(" AND default_time_to_live = 5"));
+        assert_eq!(parsed(" AND default_time_to_live = 0"), parsed(""), "0 is no TTL");
+    }
+
+    /// A table prints as the `CREATE TABLE` that declares it (reproducers declare their
+    /// tables so), and that text parses back to the same table.
+    #[test]
+    fn a_table_prints_as_the_create_table_that_declares_it() {
+        let texts = [
+            "CREATE TABLE t (h text, a int, b int, v text, PRIMARY KEY ((h), a, b)) WITH \
+             default_time_to_live = 5 AND CLUSTERING ORDER BY (a ASC, b DESC) AND \
+             packed_rows = true",
+            "CREATE TABLE u (k int, v text, PRIMARY KEY ((k)))",
+            "CREATE TABLE w (h text, i int, a int, PRIMARY KEY ((h, i), a))",
+        ];
+        for text in texts {
+            let table = CqlTable::parse(text).expect(text);
+            assert_eq!(table.to_string(), text);
+            assert_eq!(CqlTable::parse(&table.to_string()), Ok(table));
+        }
     }
 }
