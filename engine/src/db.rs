@@ -971,14 +971,8 @@ fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
 fn level_ends(key: &[u8], doc_len: usize, ends: &mut Vec<usize>) -> Option<usize> {
     ends.clear();
     ends.push(doc_len);
-    let mut pos = doc_len;
-    while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
-        let next = crate::encoding::skip_key_entry(key, pos)?;
-        assert!(next > pos, "skipping the subkey at {pos} did not move forward");
-        pos = next;
-        ends.push(pos);
-    }
-    Some(pos)
+    let hybrid_time = crate::encoding::tag::HYBRID_TIME;
+    crate::encoding::skip_key_entries(key, doc_len, hybrid_time, |end| ends.push(end))
 }
 
 /// Shared state (the GC's, the unflushed frontier), also after a panic elsewhere poisoned
@@ -1118,13 +1112,11 @@ fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
     if doc != b"!" || doc_start == 0 {
         components.push(doc);
     }
-    let mut pos = doc_end;
-    while *key.get(pos)? != crate::encoding::tag::HYBRID_TIME {
-        let next = crate::encoding::skip_key_entry(key, pos)?;
-        assert!(next > pos, "skipping the subkey at {pos} did not move forward");
-        components.push(&key[pos..next]);
-        pos = next;
-    }
+    let mut start = doc_end;
+    crate::encoding::skip_key_entries(key, doc_end, crate::encoding::tag::HYBRID_TIME, |end| {
+        components.push(&key[start..end]);
+        start = end;
+    })?;
     Some(components)
 }
 

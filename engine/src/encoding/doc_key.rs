@@ -60,12 +60,7 @@ pub fn doc_key_len(key: &[u8]) -> Option<usize> {
         groups = 2;
     }
     for _ in 0..groups {
-        while *key.get(pos)? != tag::GROUP_END {
-            let next = super::primitive::skip_key_entry(key, pos)?;
-            assert!(next > pos, "skipping the key component at {pos} did not move forward");
-            pos = next;
-        }
-        pos += 1;
+        pos = super::primitive::skip_key_entries(key, pos, tag::GROUP_END, |_| {})? + 1;
     }
     Some(pos)
 }

@@ -18,7 +18,7 @@ pub use primitive::{KeyEntry, Primitive, SortOrder};
 pub use value::{Ttl, Value, ValueKind};
 
 pub(crate) use doc_ht::{decode as decode_doc_ht, BatchTimeEncoder};
-pub(crate) use primitive::skip_key_entry;
+pub(crate) use primitive::skip_key_entries;
 
 /// Lowercase hex of `bytes`, for dumps and snapshots.
 pub fn hex(bytes: &[u8]) -> String {

@@ -281,9 +281,27 @@ fn decode_escaped_string(
     Ok((Primitive::String(s), i + 2))
 }
 
-/// The position after the key component at `input[pos..]`, without decoding it (for the
-/// prefix extractor, which runs on every key RocksDB touches).
-pub(crate) fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
+/// Skip the key components from `pos` up to the byte `stop`, without decoding them (for
+/// the prefix extractor, which runs on every key RocksDB touches); `on_end` gets where
+/// each component ends. Returns the position of `stop`, or `None` if the components do
+/// not end well.
+pub(crate) fn skip_key_entries(
+    key: &[u8],
+    mut pos: usize,
+    stop: u8,
+    mut on_end: impl FnMut(usize),
+) -> Option<usize> {
+    while *key.get(pos)? != stop {
+        let next = skip_key_entry(key, pos)?;
+        assert!(next > pos, "skipping the key component at {pos} did not move forward");
+        on_end(next);
+        pos = next;
+    }
+    Some(pos)
+}
+
+/// The position after the key component at `input[pos..]`, without decoding it.
+fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
     let (kind, order) = tag::key_kind(*input.get(pos)?)?;
     let body = pos + 1;
     use tag::KeyKind as K;
