@@ -460,16 +460,21 @@ fn format_path(path: &DocPath, names: Option<&CqlTable>) -> String {
 mod tests {
     use super::*;
 
+    /// Run `text` in a fresh scratch directory named for `test`: the failed commands and
+    /// the output.
+    fn run_in_scratch(test: &str, text: &str) -> (usize, String) {
+        let dir = crate::tests::scratch_dir(test);
+        let mut out = Vec::new();
+        let outcome = run_script(text, &dir, Plants::NONE, &mut out).expect("run");
+        let _ = std::fs::remove_dir_all(&dir);
+        (outcome.failed_commands, String::from_utf8(out).expect("UTF-8"))
+    }
+
     /// An error the script expects (`expect error: <kind>`) is not a failure; one it does
     /// not, or of another kind, is.
     #[test]
     fn an_expected_error_does_not_fail_the_script() {
-        let run = |text: &str| {
-            let dir = crate::tests::scratch_dir("script-expect");
-            let outcome = run_script(text, &dir, Plants::NONE, &mut Vec::new()).expect("run");
-            let _ = std::fs::remove_dir_all(&dir);
-            outcome.failed_commands
-        };
+        let run = |text: &str| run_in_scratch("script-expect", text).0;
         let bad_read = "get doc(\"k\";) @T1000 table=nope\n";
         assert_eq!(run(&format!("{bad_read}expect error: no_such_table\n")), 0);
         assert_eq!(run(bad_read), 1);
@@ -481,13 +486,7 @@ mod tests {
     /// `expect absent` fails when its line is there: each failure says why and counts.
     #[test]
     fn restart_and_absent_expectations_that_do_not_hold_fail_the_script() {
-        let run = |text: &str| {
-            let dir = crate::tests::scratch_dir("script-expect-restart");
-            let mut out = Vec::new();
-            let outcome = run_script(text, &dir, Plants::NONE, &mut out).expect("run");
-            let _ = std::fs::remove_dir_all(&dir);
-            (outcome.failed_commands, String::from_utf8(out).expect("UTF-8"))
-        };
+        let run = |text: &str| run_in_scratch("script-expect-restart", text);
         let restarted = "set doc(\"k\";) = 1 @T1000\nrestart\n";
         let printed = "restart: flushed=0.0 replayed=1 from=1.2 to=1.2\n";
         let report = "restart flushed=0.0 replayed=1 from=1.2 to=1.2 truncated=none skipped=0 \
@@ -521,16 +520,12 @@ mod tests {
     #[test]
     fn expect_lines_take_the_output_in_turn() {
         let run = |expects: [&str; 2]| {
-            let dir = crate::tests::scratch_dir("script-expect-turn");
             let text = format!(
                 "set doc(\"k\";) = 1 @T1000\nset doc(\"j\";) = 2 @T1000\ndump\n\
                  expect {}\nexpect {}\n",
                 expects[0], expects[1]
             );
-            let mut out = Vec::new();
-            let outcome = run_script(&text, &dir, Plants::NONE, &mut out).expect("run");
-            let _ = std::fs::remove_dir_all(&dir);
-            (outcome.failed_commands, String::from_utf8(out).expect("UTF-8"))
+            run_in_scratch("script-expect-turn", &text)
         };
         let j = "doc(0x071f: \"j\";) @T1000 -> 2";
         let k = "doc(0x559d: \"k\";) @T1000 -> 1";
