@@ -8,32 +8,51 @@ use std::collections::BTreeMap;
 
 /// Parse a JSON text; the error names the character offset.
 pub fn parse_json(text: &str) -> Result<Document, String> {
-    let mut r = Reader { s: text.as_bytes(), i: 0, text };
+    let mut r = Reader { text, rest: text };
     let doc = r.value(0)?;
     r.ws();
-    if r.i != r.s.len() {
-        return Err(format!("trailing characters in JSON at offset {}", r.i));
+    if !r.rest.is_empty() {
+        return Err(format!("trailing characters in JSON at offset {}", r.offset()));
     }
     Ok(doc)
 }
 
+/// A forward-only cursor: `rest` is what is left of `text`, and every step takes a prefix
+/// off it, so no step can stand still or go back.
 struct Reader<'a> {
-    s: &'a [u8],
-    i: usize,
     text: &'a str,
+    rest: &'a str,
 }
 
 const MAX_DEPTH: usize = 64;
 
 impl Reader<'_> {
+    /// The byte offset of `rest` in `text`.
+    fn offset(&self) -> usize {
+        self.text.len() - self.rest.len()
+    }
+
     fn ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
+        self.rest = self.rest.trim_start_matches(|c: char| c.is_ascii_whitespace());
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.rest.bytes().next()
+    }
+
+    /// Takes `c` if it comes next.
+    fn eat(&mut self, c: char) -> bool {
+        match self.rest.strip_prefix(c) {
+            Some(after) => {
+                self.rest = after;
+                true
+            }
+            None => false,
         }
     }
 
     fn err(&self, what: &str) -> String {
-        format!("invalid JSON at offset {}: {what}", self.i)
+        format!("invalid JSON at offset {}: {what}", self.offset())
     }
 
     fn value(&mut self, depth: usize) -> Result<Document, String> {
@@ -41,7 +60,7 @@ impl Reader<'_> {
             return Err(self.err("nested too deeply"));
         }
         self.ws();
-        match self.s.get(self.i) {
+        match self.peek() {
             Some(b'{') => self.object(depth),
             Some(b'[') => self.array(depth),
             Some(b'"') => self.string().map(|s| Document::Primitive(Primitive::String(s))),
@@ -52,21 +71,20 @@ impl Reader<'_> {
 
     fn string(&mut self) -> Result<String, String> {
         // JSON strings are docscript strings: reuse the notation's escape rules.
-        let mut p = Parser::new(&self.text[self.i..], 1);
+        let mut p = Parser::new(self.rest, 1);
         let s = p.string().map_err(|e| self.err(&e.message))?;
-        self.i += p.pos();
+        self.rest = &self.rest[p.pos()..];
         Ok(s)
     }
 
     fn scalar(&mut self) -> Result<Document, String> {
-        let start = self.i;
-        while self.i < self.s.len() && !b",]} \t\r\n".contains(&self.s[self.i]) {
-            self.i += 1;
-        }
-        let word = &self.text[start..self.i];
+        let start = self.offset();
+        let len = self.rest.find([',', ']', '}', ' ', '\t', '\r', '\n']);
+        let (word, after) = self.rest.split_at(len.unwrap_or(self.rest.len()));
         if word.is_empty() {
-            return Err(self.err("expected a value")); // at `start`: nothing was taken
+            return Err(self.err("expected a value"));
         }
+        self.rest = after;
         let p = match word {
             "true" => Primitive::Bool(true),
             "false" => Primitive::Bool(false),
@@ -87,57 +105,50 @@ impl Reader<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Document, String> {
-        self.i += 1;
+        assert!(self.eat('{'), "object() is called at a `{{`");
         let mut map = BTreeMap::new();
         self.ws();
-        if self.s.get(self.i) == Some(&b'}') {
-            self.i += 1;
+        if self.eat('}') {
             return Ok(Document::Object(map));
         }
         loop {
             self.ws();
-            if self.s.get(self.i) != Some(&b'"') {
+            if self.peek() != Some(b'"') {
                 return Err(self.err("expected a string key"));
             }
             let key = self.string()?;
             self.ws();
-            if self.s.get(self.i) != Some(&b':') {
+            if !self.eat(':') {
                 return Err(self.err("expected `:`"));
             }
-            self.i += 1;
             let value = self.value(depth + 1)?;
             map.insert(KeyEntry::asc(Primitive::String(key)), value);
             self.ws();
-            match self.s.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b'}') => {
-                    self.i += 1;
-                    return Ok(Document::Object(map));
-                }
-                _ => return Err(self.err("expected `,` or `}`")),
+            if self.eat('}') {
+                return Ok(Document::Object(map));
+            }
+            if !self.eat(',') {
+                return Err(self.err("expected `,` or `}`"));
             }
         }
     }
 
     fn array(&mut self, depth: usize) -> Result<Document, String> {
-        self.i += 1;
+        assert!(self.eat('['), "array() is called at a `[`");
         let mut map = BTreeMap::new();
         self.ws();
-        if self.s.get(self.i) == Some(&b']') {
-            self.i += 1;
+        if self.eat(']') {
             return Ok(Document::Object(map));
         }
         for index in 0i64.. {
             let value = self.value(depth + 1)?;
             map.insert(KeyEntry::asc(Primitive::Int64(index)), value);
             self.ws();
-            match self.s.get(self.i) {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    break;
-                }
-                _ => return Err(self.err("expected `,` or `]`")),
+            if self.eat(']') {
+                break;
+            }
+            if !self.eat(',') {
+                return Err(self.err("expected `,` or `]`"));
             }
         }
         Ok(Document::Object(map))
@@ -152,6 +163,61 @@ mod tests {
     fn nested(n: usize, object: bool) -> String {
         let (open, close) = if object { ("{\"k\": ", "}") } else { ("[", "]") };
         format!("{}1{}", open.repeat(n), close.repeat(n))
+    }
+
+    fn string(s: &str) -> Document {
+        Document::Primitive(Primitive::String(s.to_string()))
+    }
+
+    /// Objects keep their keys, arrays become objects keyed by index, and whitespace is
+    /// allowed between any two tokens.
+    #[test]
+    fn objects_and_arrays_become_subdocuments() {
+        let doc =
+            parse_json(" {\"a\" : [ 1 , \"x\\n\" ,{ } , [ ] ] , \"b\":{\"c\":null}} ").unwrap();
+        let key = |k: &str| KeyEntry::asc(Primitive::String(k.into()));
+        let index = |i: i64| KeyEntry::asc(Primitive::Int64(i));
+        let empty = Document::Object(BTreeMap::new());
+        let a = BTreeMap::from([
+            (index(0), Document::Primitive(Primitive::Int64(1))),
+            (index(1), string("x\n")),
+            (index(2), empty.clone()),
+            (index(3), empty),
+        ]);
+        let c = BTreeMap::from([(key("c"), Document::Primitive(Primitive::Null))]);
+        let want =
+            BTreeMap::from([(key("a"), Document::Object(a)), (key("b"), Document::Object(c))]);
+        assert_eq!(doc, Document::Object(want));
+        assert_eq!(parse_json("[true,false]").unwrap(), {
+            let b = |v| Document::Primitive(Primitive::Bool(v));
+            Document::Object(BTreeMap::from([(index(0), b(true)), (index(1), b(false))]))
+        });
+    }
+
+    /// Each malformed text is refused with the offset where reading stopped.
+    #[test]
+    fn malformed_json_names_what_and_where() {
+        let cases = [
+            ("", "invalid JSON at offset 0: unexpected end"),
+            ("  ", "invalid JSON at offset 2: unexpected end"),
+            ("[1,", "invalid JSON at offset 3: unexpected end"),
+            ("[1,]", "invalid JSON at offset 3: expected a value"),
+            ("[,1]", "invalid JSON at offset 1: expected a value"),
+            ("{\"a\": 1 :}", "invalid JSON at offset 8: expected `,` or `}`"),
+            ("[1 2]", "invalid JSON at offset 3: expected `,` or `]`"),
+            ("[1", "invalid JSON at offset 2: expected `,` or `]`"),
+            ("{1: 2}", "invalid JSON at offset 1: expected a string key"),
+            ("{\"a\", 2}", "invalid JSON at offset 4: expected `:`"),
+            ("{\"a\": 1 \"b\"}", "invalid JSON at offset 8: expected `,` or `}`"),
+            ("{\"a\": 1,}", "invalid JSON at offset 8: expected a string key"),
+            ("{\"a", "invalid JSON at offset 1: unterminated string"),
+            ("1 2", "trailing characters in JSON at offset 2"),
+            ("{} }", "trailing characters in JSON at offset 3"),
+            ("[tru]", "invalid JSON at offset 1: `tru`"),
+        ];
+        for (text, want) in cases {
+            assert_eq!(parse_json(text), Err(want.to_string()), "{text:?}");
+        }
     }
 
     /// Numbers are JSON's: integral ones int64, others finite doubles; no infinities (an
