@@ -51,121 +51,108 @@ pub fn cql_error(src: &str, pos: usize, message: impl std::fmt::Display) -> Synt
 /// Split a statement into tokens.
 pub fn lex(src: &str) -> Result<Vec<Token>> {
     let mut out = Vec::new();
-    let mut pos = 0;
-    while pos < src.len() {
-        let rest = &src[pos..];
-        let c = rest.chars().next().expect("not at end");
-        if c.is_whitespace() {
-            pos += c.len_utf8();
-            continue;
-        }
-        let start = pos;
-        let tok = if c.is_ascii_alphabetic() || c == '_' {
-            let len =
-                rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
-            pos += len;
-            Tok::Ident(rest[..len].to_ascii_lowercase())
-        } else if c == '\'' {
-            let (s, len) = lex_string(src, pos)?;
-            pos += len;
-            Tok::Str(s)
-        } else if c.is_ascii_digit()
-            || (c == '-' && rest[1..].starts_with(|d: char| d.is_ascii_digit()))
-        {
-            let len = number_len(rest);
-            pos += len;
-            Tok::Num(rest[..len].to_owned())
-        } else if let Some(sym) =
-            SYMBOLS.iter().chain(&MORE_SYMBOLS).find(|s| rest.starts_with(**s))
-        {
-            pos += sym.len();
-            Tok::Sym(sym)
-        } else {
-            return Err(cql_error(src, pos, format!("unexpected character `{c}`")));
-        };
-        out.push(Token { tok, pos: start });
+    let mut rest = src.trim_start();
+    while !rest.is_empty() {
+        let pos = src.len() - rest.len();
+        let (tok, len) = token(src, pos)?;
+        assert!(len > 0, "the token at byte {pos} of {src:?} is empty");
+        out.push(Token { tok, pos });
+        rest = rest[len..].trim_start();
     }
     Ok(out)
 }
 
-fn lex_string(src: &str, start: usize) -> Result<(String, usize)> {
-    let mut out = String::new();
-    let mut chars = src[start + 1..].char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        if c == '\'' {
-            if chars.peek().map(|(_, c)| *c) == Some('\'') {
-                chars.next();
-                out.push('\'');
-            } else {
-                return Ok((out, i + 2));
-            }
-        } else {
-            out.push(c);
+/// The token at byte `pos` of `src`, and its length in bytes.
+fn token(src: &str, pos: usize) -> Result<(Tok, usize)> {
+    let rest = &src[pos..];
+    let c = rest.chars().next().expect("not at end");
+    if c.is_ascii_alphabetic() || c == '_' {
+        let len =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        Ok((Tok::Ident(rest[..len].to_ascii_lowercase()), len))
+    } else if c == '\'' {
+        match lex_string(rest) {
+            Some((s, len)) => Ok((Tok::Str(s), len)),
+            None => Err(cql_error(src, pos, "unterminated string")),
         }
+    } else if c.is_ascii_digit()
+        || (c == '-' && rest[1..].starts_with(|d: char| d.is_ascii_digit()))
+    {
+        let len = number_len(rest);
+        Ok((Tok::Num(rest[..len].to_owned()), len))
+    } else if let Some(sym) = SYMBOLS.iter().chain(&MORE_SYMBOLS).find(|s| rest.starts_with(**s)) {
+        Ok((Tok::Sym(sym), sym.len()))
+    } else {
+        Err(cql_error(src, pos, format!("unexpected character `{c}`")))
     }
-    Err(cql_error(src, start, "unterminated string"))
 }
 
+/// The string `rest` starts with (at its opening quote) and its length with both quotes,
+/// or `None` if it is not closed.
+fn lex_string(rest: &str) -> Option<(String, usize)> {
+    let mut out = String::new();
+    let mut chars = rest.char_indices().skip(1).peekable();
+    while let Some((i, c)) = chars.next() {
+        if c != '\'' {
+            out.push(c);
+        } else if chars.next_if(|(_, c)| *c == '\'').is_some() {
+            out.push('\'');
+        } else {
+            return Some((out, i + 1));
+        }
+    }
+    None
+}
+
+/// The length of the number `rest` starts with: an optional `-` and digits, a fraction
+/// only if a digit follows the `.`, an exponent only if a digit follows it (and its sign).
 fn number_len(rest: &str) -> usize {
     let bytes = rest.as_bytes();
-    let mut i = usize::from(bytes[0] == b'-');
-    let digits = |i: &mut usize| {
-        while *i < bytes.len() && bytes[*i].is_ascii_digit() {
-            *i += 1;
-        }
-    };
-    digits(&mut i);
-    if i + 1 < bytes.len() && bytes[i] == b'.' && bytes[i + 1].is_ascii_digit() {
-        i += 1;
-        digits(&mut i);
+    let digits =
+        |from: usize| from + bytes[from..].iter().take_while(|b| b.is_ascii_digit()).count();
+    let digit_at = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_digit);
+    let mut len = digits(usize::from(bytes[0] == b'-'));
+    if bytes.get(len) == Some(&b'.') && digit_at(len + 1) {
+        len = digits(len + 1);
     }
-    if i < bytes.len() && (bytes[i] == b'e' || bytes[i] == b'E') {
-        let mut j = i + 1;
-        if j < bytes.len() && (bytes[j] == b'+' || bytes[j] == b'-') {
-            j += 1;
-        }
-        if j < bytes.len() && bytes[j].is_ascii_digit() {
-            i = j;
-            digits(&mut i);
+    if matches!(bytes.get(len), Some(b'e' | b'E')) {
+        let sign = usize::from(matches!(bytes.get(len + 1), Some(b'+' | b'-')));
+        if digit_at(len + 1 + sign) {
+            len = digits(len + 1 + sign);
         }
     }
-    i
+    len
 }
 
-/// A cursor over tokens with CQL-flavoured helpers.
+/// A cursor over tokens with CQL-flavoured helpers. It only moves forward: the tokens
+/// not yet consumed are kept next-last, and consuming one pops it.
 pub struct Cursor<'a> {
     src: &'a str,
-    toks: Vec<Token>,
-    i: usize,
+    rest: Vec<Token>,
 }
 
 impl<'a> Cursor<'a> {
     /// Tokenize `src`.
     pub fn new(src: &'a str) -> Result<Cursor<'a>> {
-        Ok(Cursor { src, toks: lex(src)?, i: 0 })
+        let mut rest = lex(src)?;
+        rest.reverse();
+        Ok(Cursor { src, rest })
     }
 
     /// An error at the current token.
     pub fn error(&self, message: impl std::fmt::Display) -> SyntaxError {
-        let pos = self.toks.get(self.i).map_or(self.src.len(), |t| t.pos);
+        let pos = self.rest.last().map_or(self.src.len(), |t| t.pos);
         cql_error(self.src, pos, message)
     }
 
     /// The next token, not consumed.
     pub fn peek(&self) -> Option<&Tok> {
-        self.toks.get(self.i).map(|t| &t.tok)
+        self.rest.last().map(|t| &t.tok)
     }
 
     /// The next token, consumed.
     pub fn next_tok(&mut self) -> Option<Tok> {
-        let tok = self.toks.get(self.i).map(|t| t.tok.clone());
-        self.i += usize::from(tok.is_some());
-        tok
-    }
-
-    /// Step back over the token just consumed.
-    pub fn i_back(&mut self) {
-        self.i = self.i.saturating_sub(1);
+        self.rest.pop().map(|t| t.tok)
     }
 
     /// What comes next, for messages.
@@ -182,8 +169,7 @@ impl<'a> Cursor<'a> {
     /// Consume keyword `kw` if next.
     pub fn eat_kw(&mut self, kw: &str) -> bool {
         let hit = matches!(self.peek(), Some(Tok::Ident(s)) if s == kw);
-        self.i += usize::from(hit);
-        hit
+        self.consume_if(hit)
     }
 
     /// Consume keyword `kw` or fail.
@@ -198,7 +184,14 @@ impl<'a> Cursor<'a> {
     /// Consume symbol `sym` if next.
     pub fn eat(&mut self, sym: &str) -> bool {
         let hit = matches!(self.peek(), Some(Tok::Sym(s)) if *s == sym);
-        self.i += usize::from(hit);
+        self.consume_if(hit)
+    }
+
+    /// Consume the next token if `hit`; returns `hit`.
+    fn consume_if(&mut self, hit: bool) -> bool {
+        if hit {
+            self.next_tok();
+        }
         hit
     }
 
@@ -216,7 +209,7 @@ impl<'a> Cursor<'a> {
         match self.peek() {
             Some(Tok::Ident(s)) => {
                 let s = s.clone();
-                self.i += 1;
+                self.next_tok();
                 Ok(s)
             }
             _ => Err(self.error(format!("expected a name, found {}", self.found()))),
@@ -230,7 +223,7 @@ impl<'a> Cursor<'a> {
                 let v = n
                     .parse()
                     .map_err(|_| self.error(format!("expected a whole number, found {n}")))?;
-                self.i += 1;
+                self.next_tok();
                 Ok(v)
             }
             _ => Err(self.error(format!("expected a number, found {}", self.found()))),
@@ -265,6 +258,37 @@ mod tests {
 
     fn toks(src: &str) -> Vec<Tok> {
         lex(src).expect(src).into_iter().map(|t| t.tok).collect()
+    }
+
+    /// Each token knows the byte where it starts; any whitespace (Unicode's too) separates
+    /// tokens; a string's `''` is one quote; symbols take their longest spelling.
+    #[test]
+    fn tokens_and_where_they_start() {
+        let src = "\u{2003}Ab_1 'é''s' '',->> -> <= -3\t?\n";
+        let found: Vec<(Tok, usize)> =
+            lex(src).unwrap().into_iter().map(|t| (t.tok, t.pos)).collect();
+        let want = [
+            (Tok::Ident("ab_1".into()), 3),
+            (Tok::Str("é's".into()), 8),
+            (Tok::Str(String::new()), 16),
+            (Tok::Sym(","), 18),
+            (Tok::Sym("->>"), 19),
+            (Tok::Sym("->"), 23),
+            (Tok::Sym("<="), 26),
+            (Tok::Num("-3".into()), 29),
+            (Tok::Sym("?"), 32),
+        ];
+        assert_eq!(found, want);
+        assert_eq!(lex(" \t\n"), Ok(vec![]));
+    }
+
+    /// A lexing error names the column in characters, not bytes.
+    #[test]
+    fn lexing_errors_name_the_character_column() {
+        let e = lex("'é' @").unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (5, "unexpected character `@`"));
+        let e = lex("x = 'é''").unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (5, "unterminated string"));
     }
 
     /// A number is an optional `-` and digits, then a fraction only if a digit follows the

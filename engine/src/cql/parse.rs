@@ -9,17 +9,20 @@ use super::schema::CqlType;
 /// Parse one statement.
 pub fn parse_statement(text: &str) -> Result<Statement> {
     let mut c = Cursor::new(text)?;
-    let verb = c.ident()?;
-    let statement = match verb.as_str() {
-        "insert" => insert(&mut c)?,
-        "update" => update(&mut c)?,
-        "delete" => delete(&mut c)?,
-        "select" => select(&mut c)?,
-        "alter" => alter(&mut c)?,
-        other => {
-            c.i_back();
-            return Err(c.error(format!("unsupported statement `{}`", other.to_uppercase())));
-        }
+    let statement = if c.eat_kw("insert") {
+        insert(&mut c)?
+    } else if c.eat_kw("update") {
+        update(&mut c)?
+    } else if c.eat_kw("delete") {
+        delete(&mut c)?
+    } else if c.eat_kw("select") {
+        select(&mut c)?
+    } else if c.eat_kw("alter") {
+        alter(&mut c)?
+    } else if let Some(Tok::Ident(verb)) = c.peek() {
+        return Err(c.error(format!("unsupported statement `{}`", verb.to_uppercase())));
+    } else {
+        return Err(c.error(format!("expected a statement, found {}", c.found())));
     };
     c.finish()?;
     Ok(statement)
@@ -40,40 +43,39 @@ fn alter(c: &mut Cursor<'_>) -> Result<Statement> {
 }
 
 fn literal(c: &mut Cursor<'_>) -> Result<Literal> {
-    match c.next_tok() {
-        Some(Tok::Str(s)) => Ok(Literal::Str(s)),
-        Some(Tok::Num(n)) => Ok(Literal::Num(n)),
-        Some(Tok::Ident(w)) if w == "true" || w == "false" => Ok(Literal::Bool(w == "true")),
-        Some(Tok::Ident(w)) if w == "null" => Ok(Literal::Null),
-        Some(Tok::Sym("{")) => {
-            let mut items = Vec::new();
-            while !c.eat("}") {
-                let k = literal(c)?;
-                let v = if c.eat(":") { Some(literal(c)?) } else { None };
-                items.push((k, v));
-                if !c.eat(",") {
-                    c.expect("}")?;
-                    break;
-                }
-            }
-            Ok(Literal::Braces(items))
-        }
-        Some(Tok::Sym("[")) => {
-            let mut items = Vec::new();
-            while !c.eat("]") {
-                items.push(literal(c)?);
-                if !c.eat(",") {
-                    c.expect("]")?;
-                    break;
-                }
-            }
-            Ok(Literal::List(items))
-        }
-        _ => {
-            c.i_back();
-            Err(c.error(format!("expected a value, found {}", c.found())))
-        }
+    let found = match c.peek() {
+        Some(Tok::Str(s)) => Literal::Str(s.clone()),
+        Some(Tok::Num(n)) => Literal::Num(n.clone()),
+        Some(Tok::Ident(w)) if w == "true" || w == "false" => Literal::Bool(w == "true"),
+        Some(Tok::Ident(w)) if w == "null" => Literal::Null,
+        Some(Tok::Sym("{")) => Literal::Braces(vec![]),
+        Some(Tok::Sym("[")) => Literal::List(vec![]),
+        _ => return Err(c.error(format!("expected a value, found {}", c.found()))),
+    };
+    c.next_tok();
+    Ok(match found {
+        Literal::Braces(_) => Literal::Braces(items_until(c, "}", |c| {
+            let k = literal(c)?;
+            Ok((k, if c.eat(":") { Some(literal(c)?) } else { None }))
+        })?),
+        Literal::List(_) => Literal::List(items_until(c, "]", literal)?),
+        scalar => scalar,
+    })
+}
+
+/// Items separated by `,` up to the closing `close` (the opening one is taken): none, or
+/// one or more.
+fn items_until<T>(
+    c: &mut Cursor<'_>,
+    close: &str,
+    item: impl FnMut(&mut Cursor<'_>) -> Result<T>,
+) -> Result<Vec<T>> {
+    if c.eat(close) {
+        return Ok(vec![]);
     }
+    let items = c.comma_list(item)?;
+    c.expect(close)?;
+    Ok(items)
 }
 
 /// `USING TTL n` (seconds), if present.
@@ -143,22 +145,29 @@ fn update(c: &mut Cursor<'_>) -> Result<Statement> {
 }
 
 fn delete(c: &mut Cursor<'_>) -> Result<Statement> {
-    let mut targets = Vec::new();
-    while !c.eat_kw("from") {
-        let column = c.ident()?;
-        let element = if c.eat("[") {
-            let k = literal(c)?;
-            c.expect("]")?;
-            Some(k)
-        } else {
-            None
-        };
-        targets.push(DeleteTarget { column, element });
-        c.eat(",");
-    }
+    let targets = if c.eat_kw("from") {
+        vec![]
+    } else {
+        let targets = c.comma_list(delete_target)?;
+        c.expect_kw("from")?;
+        targets
+    };
     let table = c.ident()?;
     let key = where_clause(c)?;
     Ok(Statement::Delete { targets, table, key })
+}
+
+/// A column, or one element of it (`m['k']`), that DELETE removes.
+fn delete_target(c: &mut Cursor<'_>) -> Result<DeleteTarget> {
+    let column = c.ident()?;
+    let element = if c.eat("[") {
+        let k = literal(c)?;
+        c.expect("]")?;
+        Some(k)
+    } else {
+        None
+    };
+    Ok(DeleteTarget { column, element })
 }
 
 fn where_clause(c: &mut Cursor<'_>) -> Result<Vec<Condition>> {
@@ -230,5 +239,37 @@ mod tests {
         let e = parse_statement("SELECT * FROM t WHERE k = 1;;").unwrap_err();
         assert_eq!((e.column, e.message.as_str()), (29, "unexpected `;`"));
         assert!(parse_statement("SELECT * FROM t WHERE k = 1;").is_ok());
+    }
+
+    /// Lists of items take commas between items, none trailing; braces and brackets may be
+    /// empty; a statement starts with its verb.
+    #[test]
+    fn commas_separate_items_and_nothing_trails() {
+        let err = |text: &str| {
+            let e = parse_statement(text).unwrap_err();
+            (e.column, e.message)
+        };
+        let bad = [
+            ("INSERT INTO t (k, l) VALUES (1, [2,])", 36, "expected a value, found `]`"),
+            ("INSERT INTO t (k, s) VALUES (1, {2 3})", 36, "expected `}`, found 3"),
+            ("INSERT INTO t (k, s) VALUES (1, {,})", 34, "expected a value, found `,`"),
+            ("DELETE a b FROM t WHERE k = 1", 10, "expected FROM, found `b`"),
+            ("DELETE a, FROM t WHERE k = 1", 16, "expected FROM, found `t`"),
+            ("  (SELECT)", 3, "expected a statement, found `(`"),
+            ("", 1, "expected a statement, found end of statement"),
+        ];
+        for (text, column, message) in bad {
+            assert_eq!(err(text), (column, message.to_string()), "{text}");
+        }
+        let e = parse_statement("  TRUNCATE t").unwrap_err();
+        assert_eq!((e.column, e.message.as_str()), (3, "unsupported statement `TRUNCATE`"));
+        let empty = parse_statement("INSERT INTO t (k, s, l) VALUES (1, {}, [])").unwrap();
+        let Statement::Insert { values, .. } = empty else { panic!("an insert: {empty:?}") };
+        assert_eq!(values[1..], [Literal::Braces(vec![]), Literal::List(vec![])]);
+        let delete = parse_statement("DELETE a, m['k'] FROM t WHERE k = 1").unwrap();
+        let Statement::Delete { targets, .. } = delete else { panic!("a delete: {delete:?}") };
+        let names: Vec<_> =
+            targets.iter().map(|t| (t.column.as_str(), t.element.clone())).collect();
+        assert_eq!(names, [("a", None), ("m", Some(Literal::Str("k".into())))]);
     }
 }
