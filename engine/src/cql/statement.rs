@@ -650,3 +650,44 @@ fn cell(ty: &CqlType, doc: Option<&Document>) -> Cell {
         (_, Some(Document::Primitive(p))) => Cell::Value(p.clone()),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cql::parse_statement;
+
+    /// The scan prefix and the clustering conditions of `select` on the table `ev` (hash
+    /// key `dev`; clustering `day` ascending, then `ts` descending).
+    fn selected(select: &str) -> (Vec<KeyEntry>, Vec<(usize, CmpOp, Primitive)>) {
+        let ev = "CREATE TABLE ev (dev text, day int, ts bigint, val double, \
+                  PRIMARY KEY ((dev), day, ts)) WITH CLUSTERING ORDER BY (day ASC, ts DESC)";
+        let table = CqlTable::parse(ev).unwrap();
+        let Statement::Select { conditions, .. } = parse_statement(select).unwrap() else {
+            panic!("{select} is a SELECT")
+        };
+        let (doc, ranges) = selection(&table, &conditions).unwrap();
+        assert_eq!(doc.hashed, [KeyEntry::asc(Primitive::String("d1".into()))], "{select}");
+        (doc.range, ranges)
+    }
+
+    /// A SELECT scans only the rows its `=` conditions on clustering columns fix, from the
+    /// first clustering column on and in the columns' order, whatever the order the
+    /// conditions are written in; a full primary key scans one row. Every condition is
+    /// still applied to each row read.
+    #[test]
+    fn a_select_scans_the_prefix_its_leading_equalities_fix() {
+        let (day, ts) =
+            (|d| KeyEntry::asc(Primitive::Int32(d)), |t| KeyEntry::desc(Primitive::Int64(t)));
+        let scans =
+            |select: &str| selected(&format!("SELECT * FROM ev WHERE dev = 'd1'{select}")).0;
+        assert_eq!(scans(""), []);
+        assert_eq!(scans(" AND day = 1"), [day(1)]);
+        assert_eq!(scans(" AND day = 1 AND ts < 20"), [day(1)]);
+        assert_eq!(scans(" AND ts = 20 AND day = 1"), [day(1), ts(20)]);
+        assert_eq!(scans(" AND day > 1 AND ts = 20"), []);
+        assert_eq!(scans(" AND ts = 20"), []);
+        let (_, ranges) = selected("SELECT * FROM ev WHERE ts = 20 AND dev = 'd1' AND day >= 1");
+        let want = [(1, CmpOp::Eq, Primitive::Int64(20)), (0, CmpOp::Ge, Primitive::Int32(1))];
+        assert_eq!(ranges, want);
+    }
+}
