@@ -160,4 +160,30 @@ mod tests {
             let _ = DocWriteBatch::from_bytes(&bytes);
         }
     }
+
+    /// Each malformed batch is refused naming the byte where it goes wrong; a count is
+    /// refused before anything is allocated for it once the input cannot hold that many
+    /// entries of 8 bytes (two empty lengths) each.
+    #[test]
+    fn malformed_batches_are_refused_naming_the_byte() {
+        let u32s =
+            |words: &[u32]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
+        let with = |mut bytes: Vec<u8>, more: &[u8]| {
+            bytes.extend_from_slice(more);
+            bytes
+        };
+        let cases = [
+            (vec![1, 0], "malformed write batch at byte 0: truncated length"),
+            (u32s(&[2, 0, 0]), "malformed write batch at byte 0: 2 entries cannot fit"),
+            (u32s(&[1, 0]), "malformed write batch at byte 8: truncated length"),
+            (with(u32s(&[1, 3]), b"ab"), "malformed write batch at byte 8: truncated entry"),
+            (with(u32s(&[1, 0, 0]), b"x"), "malformed write batch at byte 12: trailing bytes"),
+        ];
+        for (bytes, want) in cases {
+            let got = DocWriteBatch::from_bytes(&bytes).map_err(|e| e.to_string());
+            assert_eq!(got, Err(want.to_string()), "{bytes:?}");
+        }
+        let one_empty_entry = DocWriteBatch::from_bytes(&u32s(&[1, 0, 0])).unwrap();
+        assert_eq!(one_empty_entry.iter().collect::<Vec<_>>(), [(&b""[..], &b""[..])]);
+    }
 }
