@@ -448,7 +448,10 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let mut outcome = RunOutcome::new(config.seed, knobs);
     let mut pending: std::collections::VecDeque<Op> = workload.setup_ops(clock.now().raw()).into();
     let mut flipped = false;
-    while !state.ended && (!pending.is_empty() || outcome.ops < config.ops) {
+    // A run that spent its operations on a crash still restarts and re-checks (a rule of
+    // docsim's own): every crash's restart is compared with the book, the last one too.
+    let settling = |state: &State| state.needs_restart || !state.queued.is_empty();
+    while !state.ended && (!pending.is_empty() || settling(&state) || outcome.ops < config.ops) {
         let idle =
             state.queued.is_empty() && !state.needs_restart && state.book.fault_armed_at.is_none();
         if pending.is_empty() && idle {
@@ -568,6 +571,13 @@ impl RunOutcome {
         self.checked_reads = state.checked_reads;
         let book = &state.book;
         (self.crashes, self.restarts) = (book.crashes, book.restarts);
+        assert!(
+            self.failure.is_some() || book.crashes == book.restarts,
+            "seed {}: a passing run left {} crashes for {} restarts",
+            self.seed,
+            book.crashes,
+            book.restarts
+        );
         (self.replayed, self.expected_replayed) = (book.replayed, book.expected_replayed);
         self.faults = book.crash_stages.clone();
         for fault in state.node.disk().ledger() {
