@@ -168,16 +168,18 @@ mod tests {
     fn malformed_batches_are_refused_naming_the_byte() {
         let u32s =
             |words: &[u32]| -> Vec<u8> { words.iter().flat_map(|w| w.to_le_bytes()).collect() };
-        let with = |mut bytes: Vec<u8>, more: &[u8]| {
-            bytes.extend_from_slice(more);
-            bytes
-        };
         let cases = [
             (vec![1, 0], "malformed write batch at byte 0: truncated length"),
             (u32s(&[2, 0, 0]), "malformed write batch at byte 0: 2 entries cannot fit"),
             (u32s(&[1, 0]), "malformed write batch at byte 8: truncated length"),
-            (with(u32s(&[1, 3]), b"ab"), "malformed write batch at byte 8: truncated entry"),
-            (with(u32s(&[1, 0, 0]), b"x"), "malformed write batch at byte 12: trailing bytes"),
+            (
+                [&u32s(&[1, 3])[..], b"ab"].concat(),
+                "malformed write batch at byte 8: truncated entry",
+            ),
+            (
+                [&u32s(&[1, 0, 0])[..], b"x"].concat(),
+                "malformed write batch at byte 12: trailing bytes",
+            ),
         ];
         for (bytes, want) in cases {
             let got = DocWriteBatch::from_bytes(&bytes).map_err(|e| e.to_string());

@@ -450,10 +450,8 @@ async fn simulate(config: RunConfig) -> RunOutcome {
     let mut flipped = false;
     // A run that spent its operations on a crash still restarts and re-checks (a rule of
     // docsim's own): every crash's restart is compared with the book, the last one too.
-    let settling = |state: &State| state.needs_restart || !state.queued.is_empty();
-    while !state.ended && (!pending.is_empty() || settling(&state) || outcome.ops < config.ops) {
-        let idle =
-            state.queued.is_empty() && !state.needs_restart && state.book.fault_armed_at.is_none();
+    while !state.ended && (!pending.is_empty() || state.settling() || outcome.ops < config.ops) {
+        let idle = !state.settling() && state.book.fault_armed_at.is_none();
         if pending.is_empty() && idle {
             // The node opens its document tablet at first use, which writes to the disk:
             // an I/O fault is armed only once it is open, so that the next write fires it.

@@ -71,6 +71,11 @@ pub struct State {
 }
 
 impl State {
+    /// A crash's aftermath is still to run: a restart, or ops queued behind it.
+    pub fn settling(&self) -> bool {
+        self.needs_restart || !self.queued.is_empty()
+    }
+
     /// A fresh node (RocksDB in memory, logs on a fault-free disk whose random stream is
     /// `disk_seed`) under `dir`.
     pub fn new(
