@@ -34,6 +34,16 @@ fn fixed_seeds_pass_in_every_profile() {
     assert!(checked > 3_000, "the runs checked reads ({checked})");
 }
 
+/// A run whose last operation fires a crash still restarts and re-checks before it ends:
+/// seed 20531 (2,000 ops) spends its last op on a write that an armed `after-apply` crash
+/// cuts, and its 22nd restart is compared with the book like every other.
+#[test]
+fn a_run_ending_on_a_crash_restarts_before_it_ends() {
+    let outcome = run(&config(20531, 2000, None, None));
+    assert!(outcome.failure.is_none(), "seed 20531 passes");
+    assert_eq!((outcome.ops, outcome.crashes, outcome.restarts), (2000, 22, 22));
+}
+
 /// The traces of a few seeds, pinned: a change of behaviour (of the engine, the model, the
 /// generator or the schedule) must show here, on purpose, with the new hashes in its commit.
 #[test]
