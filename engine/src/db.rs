@@ -138,7 +138,7 @@ impl std::fmt::Display for StorageConfig {
 /// is durable, and the history cutoff persisted with the data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Frontier {
-    pub op_id: crate::log::OpId,
+    pub op_id: crate::ids::OpId,
     pub ht: HybridTime,
     pub history_cutoff: HybridTime,
 }
@@ -249,7 +249,7 @@ impl DocDb {
             )),
         };
         let (op_id, ht) = match db.get(FRONTIER_KEY)? {
-            None => (crate::log::OpId::default(), HybridTime::MIN),
+            None => (crate::ids::OpId::default(), HybridTime::MIN),
             Some(raw) => decode_frontier(&raw)?,
         };
         let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
@@ -294,7 +294,7 @@ impl DocDb {
         &self,
         entries: &DocWriteBatch,
         ht: HybridTime,
-        op_id: Option<crate::log::OpId>,
+        op_id: Option<crate::ids::OpId>,
     ) -> Result<()> {
         let data_bytes = entries.byte_len();
         let inline = lock(&self.unflushed).inline(op_id, ht, entries.len(), data_bytes);
@@ -309,7 +309,7 @@ impl DocDb {
         &self,
         entries: &DocWriteBatch,
         ht: HybridTime,
-        frontier: Option<(crate::log::OpId, HybridTime)>,
+        frontier: Option<(crate::ids::OpId, HybridTime)>,
     ) -> Result<()> {
         // RocksDB's encoding: a 12-byte header, then per entry a tag, two lengths and the
         // key (with its hybrid time, at most 18 bytes more) and value.
@@ -995,9 +995,9 @@ fn corrupt_key(key: &[u8], reason: &str) -> Error {
     with_key(key, crate::error::DecodeError::new("key", 0, reason))
 }
 
-fn decode_frontier(raw: &[u8]) -> Result<(crate::log::OpId, HybridTime)> {
+fn decode_frontier(raw: &[u8]) -> Result<(crate::ids::OpId, HybridTime)> {
     let v: [u64; 3] = decode_u64s(FRONTIER_KEY, raw)?;
-    Ok((crate::log::OpId::new(v[0], v[1]), HybridTime::from_raw(v[2])))
+    Ok((crate::ids::OpId::new(v[0], v[1]), HybridTime::from_raw(v[2])))
 }
 
 /// The `N` big-endian u64s a metadata value at `key` holds.

@@ -7,35 +7,12 @@
 //! are assertions. Text the node never sees (docscript lines, CQL statements, Redis
 //! command lines) fails in its parser's own error type, with a line or column.
 
+use crate::crash::CrashPoint;
 use crate::encoding::{DocPath, Primitive};
 use crate::hybrid_time::HybridTime;
-use crate::replica::CrashPoint;
 use std::fmt;
 
-/// A byte string that does not decode: what was being decoded, where, and why.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DecodeError {
-    /// What was being decoded ("key", "value", "signed varint", ...).
-    pub what: &'static str,
-    /// Byte offset of the problem in the input.
-    pub offset: usize,
-    /// What is wrong there.
-    pub reason: String,
-}
-
-impl DecodeError {
-    pub(crate) fn new(what: &'static str, offset: usize, reason: impl Into<String>) -> Self {
-        DecodeError { what, offset, reason: reason.into() }
-    }
-}
-
-impl fmt::Display for DecodeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "malformed {} at byte {}: {}", self.what, self.offset, self.reason)
-    }
-}
-
-impl std::error::Error for DecodeError {}
+pub use crate::decode_error::DecodeError;
 
 /// A write below a primitive: the path written, the ancestor holding the primitive, and
 /// the primitive.

@@ -92,7 +92,9 @@
 
 pub mod canary;
 pub mod cql;
+mod crash;
 mod db;
+mod decode_error;
 pub mod disk;
 mod doc_write;
 mod document;
@@ -102,6 +104,7 @@ mod error;
 mod expiry;
 pub mod gc;
 mod hybrid_time;
+mod ids;
 mod log;
 mod node;
 pub mod notation;
@@ -117,6 +120,7 @@ mod sst_files;
 mod tablet;
 mod write_batch;
 
+pub use crash::{CrashPoint, CrashStage, PeerCrash};
 pub use db::{DocDb, Entry, Frontier, Layout, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
@@ -125,13 +129,12 @@ pub use encoding::{
 };
 pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
-pub use log::{OpId, SegmentInfo, Truncation};
-pub use node::{Node, NodeOptions, TabletDump, TabletId};
-pub use peer::{
-    Applied, BootReport, Envelope, Members, Membership, Peer, PeerCrash, PeerOptions, PeerStatus,
-};
+pub use ids::{OpId, TabletId};
+pub use log::{SegmentInfo, Truncation};
+pub use node::{Node, NodeOptions, TabletDump};
+pub use peer::{Applied, BootReport, Envelope, Members, Membership, Peer, PeerOptions, PeerStatus};
 pub use reader::DocEntry;
-pub use replica::{CrashPoint, CrashStage, LogConfig};
+pub use replica::LogConfig;
 pub use sst_files::SstFile;
 pub use tablet::{RestartReport, Tablet};
 pub use write_batch::DocWriteBatch;

@@ -28,7 +28,7 @@
 use crate::canary::{Plant, Plants};
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
-use std::fmt;
+pub use crate::ids::OpId;
 
 mod record;
 mod sync_mark;
@@ -37,25 +37,6 @@ mod tests;
 
 use record::{Record, RecordError};
 use sync_mark::SyncMark;
-
-/// A Raft op id: the term and index of a log entry.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct OpId {
-    pub term: u64,
-    pub index: u64,
-}
-
-impl OpId {
-    pub fn new(term: u64, index: u64) -> OpId {
-        OpId { term, index }
-    }
-}
-
-impl fmt::Display for OpId {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}.{}", self.term, self.index)
-    }
-}
 
 /// One log entry: its op id and its payload (empty for a new leader's no-op entry).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,6 +8,7 @@
 
 use crate::canary::Plants;
 use crate::cql::{self, CqlTable, Statement};
+use crate::crash::CrashPoint;
 use crate::db::RawEntry;
 use crate::disk::{SimDisk, Tear};
 use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned};
@@ -16,20 +17,12 @@ use crate::encoding::{DocPath, KeyEntry, Primitive};
 use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
-use crate::log::{OpId, SegmentInfo};
+use crate::ids::{OpId, TabletId};
+use crate::log::SegmentInfo;
 use crate::redis;
-use crate::replica::{CrashPoint, LogConfig};
+use crate::replica::LogConfig;
 use crate::tablet::{RestartReport, Tablet};
 use std::path::{Path, PathBuf};
-
-/// Which tablet of a node.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TabletId {
-    /// The document tablet (document commands and Redis keys).
-    Docs,
-    /// A CQL table's tablet.
-    Table(String),
-}
 
 /// How a node stores its data.
 pub struct NodeOptions {

@@ -66,6 +66,7 @@
 //! joint one), as raft-rs counts votes and acknowledgements.
 
 use crate::canary::{Plant, Plants};
+use crate::crash::{CrashPoint, PeerCrash};
 use crate::db::{DocDb, Frontier, RawEntry};
 use crate::disk::SimDisk;
 use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned};
@@ -73,9 +74,9 @@ use crate::document::Document;
 use crate::encoding::DocPath;
 use crate::error::{Error, Result};
 use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
-use crate::log::{HardState, Log, LogEntry, OpId, Recovery};
+use crate::ids::OpId;
+use crate::log::{HardState, Log, LogEntry, Recovery};
 use crate::replay::{must_finish_install, plan_replay};
-use crate::replica::CrashPoint;
 use crate::replica::{conf_change_of, raft_error, to_log_entry, to_raft_entry};
 use crate::tablet::{apply_entry, encode_payload};
 use crate::write_batch::DocWriteBatch;
@@ -203,53 +204,6 @@ pub struct PeerStatus {
     pub commit: u64,
     pub applied: u64,
     pub last_index: u64,
-}
-
-/// A moment in a replica's work where the simulator cuts its power: once a new entry is
-/// appended (not synced), once it is synced (before the messages that needed it leave),
-/// once entries are known committed (before they apply), once a committed entry is
-/// applied, once messages were sent, or once a vote was sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PeerCrash {
-    AfterAppend,
-    AfterSync,
-    /// Entries known committed, not yet applied (nor their commit index persisted).
-    AfterCommit,
-    AfterApply,
-    AfterSend,
-    AfterVote,
-    /// A snapshot's documents are durable, the log not yet restarted after it.
-    AfterSnapshot,
-}
-
-impl PeerCrash {
-    pub const ALL: [PeerCrash; 7] = [
-        PeerCrash::AfterAppend,
-        PeerCrash::AfterSync,
-        PeerCrash::AfterCommit,
-        PeerCrash::AfterApply,
-        PeerCrash::AfterSend,
-        PeerCrash::AfterVote,
-        PeerCrash::AfterSnapshot,
-    ];
-
-    /// The docscript name (`after-append`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            PeerCrash::AfterAppend => "after-append",
-            PeerCrash::AfterSync => "after-sync",
-            PeerCrash::AfterCommit => "after-commit",
-            PeerCrash::AfterApply => "after-apply",
-            PeerCrash::AfterSend => "after-send",
-            PeerCrash::AfterVote => "after-vote",
-            PeerCrash::AfterSnapshot => "after-snapshot",
-        }
-    }
-
-    /// The stage with this docscript name.
-    pub fn from_name(name: &str) -> Option<PeerCrash> {
-        PeerCrash::ALL.into_iter().find(|c| c.name() == name)
-    }
 }
 
 /// The caller's physical time, set before each call.

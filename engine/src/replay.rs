@@ -10,7 +10,7 @@
 //! log: a missing one means log GC went past the frontier, and bootstrap fails loudly
 //! instead of silently losing acknowledged writes.
 
-use crate::log::OpId;
+use crate::ids::OpId;
 use std::ops::Range;
 
 /// The positions in `entries` to re-apply. `prev` is the op id before `entries[0]` (what

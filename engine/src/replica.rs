@@ -14,78 +14,14 @@
 //! appends an empty entry, which commits everything before it.
 
 use crate::canary::{Plant, Plants};
+use crate::crash::{CrashPoint, CrashStage};
 use crate::disk::SimDisk;
 use crate::error::{Error, Result};
-use crate::log::{HardState, Log, LogEntry, OpId, Recovery};
+use crate::ids::OpId;
+use crate::log::{HardState, Log, LogEntry, Recovery};
 use raft::eraftpb::{ConfState, Entry, EntryType, Snapshot};
 use raft::storage::MemStorage;
 use raft::{Config, RawNode};
-
-/// A point in the write path where the simulator (or a script) can cut the power.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CrashStage {
-    /// The entry is appended to the log but not synced.
-    AfterAppend,
-    /// The entry is durable, not yet applied.
-    AfterSync,
-    /// The entry is applied to the memtable, not yet acknowledged.
-    AfterApply,
-}
-
-impl CrashStage {
-    pub const ALL: [CrashStage; 3] =
-        [CrashStage::AfterAppend, CrashStage::AfterSync, CrashStage::AfterApply];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            CrashStage::AfterAppend => "after-append",
-            CrashStage::AfterSync => "after-sync",
-            CrashStage::AfterApply => "after-apply",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<CrashStage> {
-        CrashStage::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-/// Where an injected crash cuts the power: at a stage of the next write, or after the
-/// next flush (or compaction) is durable, before its log GC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CrashPoint {
-    /// At this stage of the next write.
-    Write(CrashStage),
-    /// After the next flush is durable, before its log GC.
-    AfterFlush,
-    /// At a moment of a replicated peer's work (armed by the simulator, not by
-    /// single-replica scripts).
-    Peer(crate::peer::PeerCrash),
-}
-
-impl CrashPoint {
-    /// The docscript name (`after-append`, ..., `after-flush`).
-    pub fn name(self) -> &'static str {
-        match self {
-            CrashPoint::Write(stage) => stage.name(),
-            CrashPoint::AfterFlush => "after-flush",
-            CrashPoint::Peer(at) => at.name(),
-        }
-    }
-
-    /// The point with this docscript name.
-    pub fn from_name(name: &str) -> Option<CrashPoint> {
-        match name {
-            "after-flush" => Some(CrashPoint::AfterFlush),
-            _ => CrashStage::from_name(name).map(CrashPoint::Write),
-        }
-    }
-}
-
-impl std::fmt::Display for CrashPoint {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// Where a replica keeps its log.
 #[derive(Clone)]

@@ -12,15 +12,17 @@
 //! wholly below min(F, last committed) + 1 are deleted.
 
 use crate::canary::{Plant, Plants};
+use crate::crash::CrashStage;
 use crate::db::{DocDb, Frontier, RawEntry};
 use crate::document::Document;
 use crate::encoding::DocPath;
 use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
-use crate::log::{LogEntry, OpId, Truncation};
+use crate::ids::OpId;
+use crate::log::{LogEntry, Truncation};
 use crate::replay::{log_gc_bound, plan_replay};
-use crate::replica::{CrashStage, LogConfig, Replica};
+use crate::replica::{LogConfig, Replica};
 use crate::write_batch::DocWriteBatch;
 use std::fmt;
 use std::path::Path;

@@ -3,8 +3,8 @@
 //! DocHybridTime `(batch hybrid time, index)` to each key, so applying the same batch at the
 //! same hybrid time always yields the same RocksDB key/values.
 
+use crate::decode_error::DecodeError;
 use crate::encoding::{DocPath, Value};
-use crate::error::DecodeError;
 
 /// An encoded write batch. One buffer for all bytes: a row of five columns is two
 /// allocations, not twenty.

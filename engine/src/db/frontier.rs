@@ -22,7 +22,7 @@
 //! failed flush leaves it pending for the next.
 
 use crate::hybrid_time::HybridTime;
-use crate::log::OpId;
+use crate::ids::OpId;
 
 /// Bytes a memtable entry costs beyond its key and value (the skip list node, lengths,
 /// sequence number), counted generously.

@@ -220,7 +220,7 @@ mod tests {
         let leader = DocDb::open(&leader_dir).expect("open the leader's");
         write(&leader, 7, 2_000);
         let snapshot = leader.export().expect("export");
-        let (op_id, at) = (crate::log::OpId::new(1, 5), HybridTime::from_micros(2_000));
+        let (op_id, at) = (crate::ids::OpId::new(1, 5), HybridTime::from_micros(2_000));
         db.install(&snapshot, op_id, at, b"conf").expect("install");
         assert_eq!(scan(&db, 5_000), [7], "the snapshot's document");
         drop((db, leader));

@@ -8,7 +8,7 @@
 use super::{decode_u64s, encode_u64s, DocDb, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
 use crate::error::Result;
 use crate::hybrid_time::HybridTime;
-use crate::log::OpId;
+use crate::ids::OpId;
 use rocksdb::WriteBatch;
 
 /// Metadata key holding the replica's configuration as of the frontier: an opaque

@@ -6,7 +6,7 @@
 //! total length, so a decoder can find the start of the DocHybridTime from the end of a key.
 
 use super::varint;
-use crate::error::DecodeError;
+use crate::decode_error::DecodeError;
 use crate::hybrid_time::{DocHybridTime, HybridTime, LOGICAL_MAX};
 
 /// YugabyteDB's microsecond epoch for DocHybridTime (about 2017-07-14).

@@ -13,7 +13,7 @@
 
 use super::primitive::encode_component;
 use super::{doc_ht, tag, KeyEntry};
-use crate::error::DecodeError;
+use crate::decode_error::DecodeError;
 use crate::hybrid_time::DocHybridTime;
 
 /// A document key: optional colocation id, hashed group, range group. Ordered like its

@@ -26,7 +26,7 @@
 //! included (a format of docsim's own, so a folded column reads exactly as before).
 
 use super::{tag, value, varint, Ttl, Value, ValueKind};
-use crate::error::DecodeError;
+use crate::decode_error::DecodeError;
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use std::collections::BTreeMap;
 

@@ -7,7 +7,7 @@
 
 use super::tag;
 use super::varint;
-use crate::error::DecodeError;
+use crate::decode_error::DecodeError;
 use std::cmp::Ordering;
 
 /// A primitive value: what a key component or a leaf of a document holds.

@@ -8,7 +8,7 @@
 //! binary-comparable: integers are plain big-endian, strings run to the end of the value.
 
 use super::{tag, varint, Primitive};
-use crate::error::DecodeError;
+use crate::decode_error::DecodeError;
 
 /// A value's time to live.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]

@@ -7,7 +7,7 @@
 //! ones and sort higher, and every negative value starts with a 0 bit and sorts lower.
 //! Examples: 0 → `80`, 1 → `81`, -1 → `7E`, 63 → `BF`, 64 → `C0 40`.
 
-use crate::error::DecodeError;
+use crate::decode_error::DecodeError;
 
 /// The longest encoding (a 64-bit magnitude needs 10 bytes).
 pub const MAX_LEN: usize = 10;

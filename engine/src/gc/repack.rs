@@ -30,8 +30,8 @@
 //! - older packed rows at or below H go: the new one holds all they could show.
 
 use crate::canary::{Plant, Plants};
+use crate::decode_error::DecodeError;
 use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Slot, Ttl, Value, ValueKind};
-use crate::error::DecodeError;
 use crate::hybrid_time::HybridTime;
 use crate::reader::DocEntry;
 use std::collections::BTreeSet;

@@ -1,6 +1,7 @@
 //! docscript commands: one per line, parsed with line/column errors and printed back as
 //! the same text (reproducers and traces are docscript).
 
+use crate::crash::CrashPoint;
 use crate::disk::{IoTarget, SimDisk};
 use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
 use crate::document::Document;
@@ -8,7 +9,6 @@ use crate::encoding::DocPath;
 use crate::error::Error;
 use crate::hybrid_time::HybridTime;
 use crate::notation::{format_duration_us, PResult, Parser};
-use crate::replica::CrashPoint;
 use std::fmt;
 
 /// Which `dump`.
