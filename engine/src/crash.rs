@@ -1,115 +1,72 @@
-//! Where an injected power cut fires: a leaf of the module graph, named by the error a
-//! cut write returns, by the replica that fires it and by docscript.
+//! Where an injected power cut fires: a leaf of the module graph, named by the error a cut
+//! write returns, by the replica that fires it and by docscript. One set of points for
+//! every group size: a group of one passes the same points in one call (append, sync,
+//! commit, apply), where a bigger group passes them as messages come and go.
 
-/// A point in the write path where the simulator (or a script) can cut the power.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum CrashStage {
-    /// The entry is appended to the log but not synced.
-    AfterAppend,
-    /// The entry is durable, not yet applied.
-    AfterSync,
-    /// The entry is applied to the memtable, not yet acknowledged.
-    AfterApply,
-}
-
-impl CrashStage {
-    pub const ALL: [CrashStage; 3] =
-        [CrashStage::AfterAppend, CrashStage::AfterSync, CrashStage::AfterApply];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            CrashStage::AfterAppend => "after-append",
-            CrashStage::AfterSync => "after-sync",
-            CrashStage::AfterApply => "after-apply",
-        }
-    }
-
-    pub fn from_name(name: &str) -> Option<CrashStage> {
-        CrashStage::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-/// Where an injected crash cuts the power: at a stage of the next write, or after the
-/// next flush (or compaction) is durable, before its log GC.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+/// A moment in a replica's (or its node's) work where the power can be cut.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum CrashPoint {
-    /// At this stage of the next write.
-    Write(CrashStage),
-    /// After the next flush is durable, before its log GC.
+    /// New entries are appended to the log, not synced.
+    AfterAppend,
+    /// They are durable; the messages that needed them have not left.
+    AfterSync,
+    /// Entries are known committed, not applied (nor their commit index persisted).
+    AfterCommit,
+    /// Committed entries are applied, not acknowledged.
+    AfterApply,
+    /// Messages were sent.
+    AfterSend,
+    /// A vote was sent.
+    AfterVote,
+    /// A snapshot's documents are durable, the log not yet restarted after it.
+    AfterSnapshot,
+    /// The node's next flush (or compaction) is durable, its log GC not done.
     AfterFlush,
-    /// At a moment of a replicated peer's work (armed by the simulator, not by
-    /// single-replica scripts).
-    Peer(PeerCrash),
 }
 
 impl CrashPoint {
-    /// The docscript name (`after-append`, ..., `after-flush`).
+    pub const ALL: [CrashPoint; 8] = [
+        CrashPoint::AfterAppend,
+        CrashPoint::AfterSync,
+        CrashPoint::AfterCommit,
+        CrashPoint::AfterApply,
+        CrashPoint::AfterSend,
+        CrashPoint::AfterVote,
+        CrashPoint::AfterSnapshot,
+        CrashPoint::AfterFlush,
+    ];
+
+    /// The points a replica passes inside a write (the others: a node's flush, messages,
+    /// snapshots).
+    pub const IN_WRITE: [CrashPoint; 4] = [
+        CrashPoint::AfterAppend,
+        CrashPoint::AfterSync,
+        CrashPoint::AfterCommit,
+        CrashPoint::AfterApply,
+    ];
+
+    /// The docscript name (`after-append`, ...).
     pub fn name(self) -> &'static str {
         match self {
-            CrashPoint::Write(stage) => stage.name(),
+            CrashPoint::AfterAppend => "after-append",
+            CrashPoint::AfterSync => "after-sync",
+            CrashPoint::AfterCommit => "after-commit",
+            CrashPoint::AfterApply => "after-apply",
+            CrashPoint::AfterSend => "after-send",
+            CrashPoint::AfterVote => "after-vote",
+            CrashPoint::AfterSnapshot => "after-snapshot",
             CrashPoint::AfterFlush => "after-flush",
-            CrashPoint::Peer(at) => at.name(),
         }
     }
 
     /// The point with this docscript name.
     pub fn from_name(name: &str) -> Option<CrashPoint> {
-        match name {
-            "after-flush" => Some(CrashPoint::AfterFlush),
-            _ => CrashStage::from_name(name).map(CrashPoint::Write),
-        }
+        CrashPoint::ALL.into_iter().find(|c| c.name() == name)
     }
 }
 
 impl std::fmt::Display for CrashPoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())
-    }
-}
-
-/// A moment in a replica's work where the simulator cuts its power: once a new entry is
-/// appended (not synced), once it is synced (before the messages that needed it leave),
-/// once entries are known committed (before they apply), once a committed entry is
-/// applied, once messages were sent, or once a vote was sent.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum PeerCrash {
-    AfterAppend,
-    AfterSync,
-    /// Entries known committed, not yet applied (nor their commit index persisted).
-    AfterCommit,
-    AfterApply,
-    AfterSend,
-    AfterVote,
-    /// A snapshot's documents are durable, the log not yet restarted after it.
-    AfterSnapshot,
-}
-
-impl PeerCrash {
-    pub const ALL: [PeerCrash; 7] = [
-        PeerCrash::AfterAppend,
-        PeerCrash::AfterSync,
-        PeerCrash::AfterCommit,
-        PeerCrash::AfterApply,
-        PeerCrash::AfterSend,
-        PeerCrash::AfterVote,
-        PeerCrash::AfterSnapshot,
-    ];
-
-    /// The docscript name (`after-append`, ...).
-    pub fn name(self) -> &'static str {
-        match self {
-            PeerCrash::AfterAppend => "after-append",
-            PeerCrash::AfterSync => "after-sync",
-            PeerCrash::AfterCommit => "after-commit",
-            PeerCrash::AfterApply => "after-apply",
-            PeerCrash::AfterSend => "after-send",
-            PeerCrash::AfterVote => "after-vote",
-            PeerCrash::AfterSnapshot => "after-snapshot",
-        }
-    }
-
-    /// The stage with this docscript name.
-    pub fn from_name(name: &str) -> Option<PeerCrash> {
-        PeerCrash::ALL.into_iter().find(|c| c.name() == name)
     }
 }

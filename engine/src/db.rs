@@ -34,6 +34,7 @@ mod packed;
 pub(crate) use packed::PackedCells;
 mod peer_state;
 pub use peer_state::Export;
+pub(crate) use peer_state::CONF_KEY;
 
 /// First byte of the engine's own metadata keys; sorts before every document key.
 const META_PREFIX: u8 = 0x01;
@@ -289,16 +290,18 @@ impl DocDb {
     }
 
     /// Write one batch at `ht`: entry `i` gets write id `i`. No RocksDB WAL. `op_id` is the
-    /// Raft entry carrying the batch; it becomes the frontier (`db/frontier.rs`).
+    /// Raft entry carrying the batch; it becomes the frontier (`db/frontier.rs`). `meta`:
+    /// metadata keys (`\x01...`) written in the same RocksDB batch, durable with the data.
     pub fn write(
         &self,
         entries: &DocWriteBatch,
         ht: HybridTime,
         op_id: Option<crate::ids::OpId>,
+        meta: &[(&[u8], &[u8])],
     ) -> Result<()> {
         let data_bytes = entries.byte_len();
         let inline = lock(&self.unflushed).inline(op_id, ht, entries.len(), data_bytes);
-        self.write_batch(entries, ht, inline)?;
+        self.write_batch(entries, ht, inline, meta)?;
         lock(&self.unflushed).applied(op_id, ht, entries.len(), data_bytes);
         Ok(())
     }
@@ -310,6 +313,7 @@ impl DocDb {
         entries: &DocWriteBatch,
         ht: HybridTime,
         frontier: Option<(crate::ids::OpId, HybridTime)>,
+        meta: &[(&[u8], &[u8])],
     ) -> Result<()> {
         // RocksDB's encoding: a 12-byte header, then per entry a tag, two lengths and the
         // key (with its hybrid time, at most 18 bytes more) and value.
@@ -317,6 +321,10 @@ impl DocDb {
         let mut batch = crate::entity::EntityBatch::with_capacity(bytes);
         if let Some((op_id, ht)) = frontier {
             batch.put(FRONTIER_KEY, &peer_state::encode_frontier(op_id, ht));
+        }
+        for (key, value) in meta {
+            assert_eq!(key.first(), Some(&META_PREFIX), "a metadata key");
+            batch.put(key, value);
         }
         for_each_keyed(entries, ht, |key, value| {
             let columns = if self.entity_rows {
@@ -1618,7 +1626,7 @@ mod storage_tests {
         let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("e".into()))]);
         let value = Value { ttl: Ttl::from_ms(1), ..Value::new(ValueKind::Object) };
         batch.push(&DocPath::new(doc, vec![]), &value);
-        db.write(&batch, HybridTime::from_micros(1_000), None).expect("write");
+        db.write(&batch, HybridTime::from_micros(1_000), None, &[]).expect("write");
         crate::probe::take();
         let cutoff_ht = HybridTime::from_micros(20_000);
         db.compact(cutoff_ht, CompactionKind::Full, None, None).expect("compact");

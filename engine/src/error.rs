@@ -100,6 +100,11 @@ pub enum Error {
     /// The replica applied its own removal from the group: it serves nothing more.
     #[error("replica {id} was removed from the group")]
     Removed { id: u64 },
+    /// The leader cannot take the write now (a new leader's first entry is not applied,
+    /// a write it must wait for or a metadata change is in flight). Nothing was written:
+    /// retry.
+    #[error("try again: {0}")]
+    TryAgain(String),
 }
 
 fn leader_hint(leader: &Option<u64>) -> String {
@@ -166,11 +171,13 @@ pub enum ErrorKind {
     SafeTimeBehind,
     /// The replica left the group.
     Removed,
+    /// The leader cannot take the write now.
+    TryAgain,
 }
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 19] = [
+    pub const ALL: [ErrorKind; 20] = [
         ErrorKind::Corruption,
         ErrorKind::InvalidRequest,
         ErrorKind::TypeConflict,
@@ -190,6 +197,7 @@ impl ErrorKind {
         ErrorKind::LeaseExpired,
         ErrorKind::SafeTimeBehind,
         ErrorKind::Removed,
+        ErrorKind::TryAgain,
     ];
 
     /// The snake_case name (`expect error: <name>` in docscript).
@@ -214,6 +222,7 @@ impl ErrorKind {
             ErrorKind::LeaseExpired => "lease_expired",
             ErrorKind::SafeTimeBehind => "safe_time_behind",
             ErrorKind::Removed => "removed",
+            ErrorKind::TryAgain => "try_again",
         }
     }
 
@@ -252,6 +261,7 @@ impl Error {
             Error::LeaseExpired { .. } => ErrorKind::LeaseExpired,
             Error::SafeTimeBehind { .. } => ErrorKind::SafeTimeBehind,
             Error::Removed { .. } => ErrorKind::Removed,
+            Error::TryAgain(_) => ErrorKind::TryAgain,
         }
     }
 }

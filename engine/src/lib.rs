@@ -108,7 +108,6 @@ mod ids;
 mod log;
 mod node;
 pub mod notation;
-mod peer;
 pub mod probe;
 mod reader;
 pub mod redis;
@@ -120,7 +119,7 @@ mod sst_files;
 mod tablet;
 mod write_batch;
 
-pub use crash::{CrashPoint, CrashStage, PeerCrash};
+pub use crash::CrashPoint;
 pub use db::{DocDb, Entry, Frontier, Layout, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
@@ -131,12 +130,14 @@ pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use ids::{OpId, TabletId};
 pub use log::{SegmentInfo, Truncation};
-pub use node::{Node, NodeOptions, TabletDump};
-pub use peer::{Applied, BootReport, Envelope, Members, Membership, Peer, PeerOptions, PeerStatus};
+pub use node::{Node, NodeOptions, Output, TabletDump, Timing};
 pub use reader::DocEntry;
-pub use replica::LogConfig;
+pub use replica::{
+    AppliedEntry, Envelope, Members, Membership, Proposed, Replica, ReplicaOptions, ReplicaStatus,
+    RestartReport,
+};
 pub use sst_files::SstFile;
-pub use tablet::{RestartReport, Tablet};
+pub use tablet::{MetaChange, Payload, Reply, Request, Schema, Tablet};
 pub use write_batch::DocWriteBatch;
 
 #[cfg(test)]

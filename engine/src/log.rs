@@ -365,11 +365,6 @@ impl Log {
         &self.segments
     }
 
-    /// The op id of the last entry appended.
-    pub fn last_op_id(&self) -> OpId {
-        self.active().last
-    }
-
     fn active(&self) -> &SegmentInfo {
         self.segments.last().expect("a log has a segment")
     }

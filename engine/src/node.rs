@@ -1,31 +1,42 @@
-//! A node: the tablets of one process (the document tablet, one tablet per CQL table),
-//! the table metadata, the simulated disk their Raft logs live on, and the power: crash
-//! and restart. Every method takes a typed request and returns a typed result or a typed
-//! [`Error`]; text (docscript, CQL, Redis) is parsed before it reaches the node.
+//! A node: one tablet server. It hosts a replica of each tablet assigned to it (the
+//! document tablet, one tablet per CQL table), owns the simulated disk their Raft logs
+//! live on and the RocksDB environment their files live in, and the power: a crash stops
+//! every replica at once, a restart bootstraps each from its flushed frontier and log.
 //!
-//! Table metadata (schemas, default TTLs) is kept here, durable across crashes, as a
-//! tablet's metadata file would be. The document tablet opens on first use.
+//! Which tablets a node hosts, and the schema each was created with, is the master's
+//! knowledge (YugabyteDB's catalog manager creates a tablet's replicas with
+//! `CreateTablet` calls); the node keeps it across power cuts as that assignment.
+//! Everything a tablet changed since it was created (schema changes, its default TTL) is
+//! in its Raft log and its files.
+//!
+//! Two ways in: the replicated one ([`Node::propose`], [`Node::read`], [`Node::tick`],
+//! [`Node::receive`]: a caller moves envelopes between nodes) and, for groups of one, the
+//! synchronous one of `node/alone.rs` (a write returns once applied), which docscript's
+//! runner and the engine's tests use. Both run the same replicas.
+
+mod alone;
+
+pub use alone::TabletDump;
 
 use crate::canary::Plants;
-use crate::cql::{self, CqlTable, Statement};
 use crate::crash::CrashPoint;
-use crate::db::RawEntry;
+use crate::db::StorageConfig;
 use crate::disk::{SimDisk, Tear};
-use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned};
-use crate::document::Document;
-use crate::encoding::{DocPath, KeyEntry, Primitive};
 use crate::error::{Error, Result};
-use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, TabletId};
-use crate::log::SegmentInfo;
-use crate::redis;
-use crate::replica::LogConfig;
-use crate::tablet::{RestartReport, Tablet};
+use crate::replica::{Envelope, Proposed, Replica, ReplicaOptions, RestartReport};
+use crate::tablet::{Reply, Request, Schema, Tablet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// How a node stores its data.
+/// How a node stores its data and runs its replicas.
+#[derive(Clone)]
 pub struct NodeOptions {
+    /// This node's id: its replicas' Raft id in every group.
+    pub id: u64,
+    /// The voters every tablet's group starts with.
+    pub voters: Vec<u64>,
     /// RocksDB in an in-memory environment (simulation: no disk I/O, no fsync), or in
     /// real files under the node's directory.
     pub in_memory: bool,
@@ -35,41 +46,45 @@ pub struct NodeOptions {
     pub segment_bytes: usize,
     /// Planted bugs (testing the tester).
     pub plants: Plants,
-    /// RocksDB table options of every tablet (the metamorphic set varies them).
-    pub storage: crate::db::StorageConfig,
+    /// RocksDB table options of every tablet, and how new CQL tables store their rows.
+    pub storage: StorageConfig,
+    /// Raft timing: election and heartbeat ticks, the lease, a restart's quiet time.
+    pub timing: Timing,
 }
 
-/// Give a CQL table's tablet what its reads need of the table: the default TTL and the
-/// packings of its packed rows.
-fn attach(table: &CqlTable, tablet: &mut Tablet) {
-    tablet.set_table_ttl_ms(table.default_ttl_ms);
-    let (packings, entity_rows) = row_storage(table);
-    tablet.set_packings(packings, entity_rows);
+/// A replica's Raft timing (see [`ReplicaOptions`]).
+#[derive(Clone, Copy, Debug)]
+pub struct Timing {
+    pub election_tick: usize,
+    pub heartbeat_tick: usize,
+    pub lease_us: u64,
+    pub quiet_us: u64,
 }
 
-/// How a table stores its rows: the packings of its packed rows (none unless it packs:
-/// only a table that packs has packed rows to read or repack) and whether as entities.
-fn row_storage(table: &CqlTable) -> (crate::encoding::Packings, bool) {
-    let packings = if table.packed_rows { table.packings().clone() } else { Default::default() };
-    (packings, table.entity_rows)
+impl NodeOptions {
+    /// A node alone: the only voter of every group it hosts.
+    pub fn alone(disk: SimDisk, segment_bytes: usize, plants: Plants, in_memory: bool) -> Self {
+        let o = ReplicaOptions::alone(segment_bytes, plants);
+        NodeOptions {
+            id: 1,
+            voters: vec![1],
+            in_memory,
+            disk,
+            segment_bytes,
+            plants,
+            storage: StorageConfig::default(),
+            timing: Timing {
+                election_tick: o.election_tick,
+                heartbeat_tick: o.heartbeat_tick,
+                lease_us: o.lease_us,
+                quiet_us: o.quiet_us,
+            },
+        }
+    }
 }
 
-/// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
-pub struct TabletDump<'a> {
-    /// The CQL table of the tablet (`None`: the document tablet).
-    pub table: Option<&'a CqlTable>,
-    /// Every stored entry in key order, decoded, with its raw key and value.
-    pub entries: Vec<RawEntry>,
-}
-
-/// What survives a power loss besides the disks: which tablets exist.
-struct Stopped {
-    docs: bool,
-    tables: Vec<CqlTable>,
-}
-
-/// A crash armed for a later moment, and how it tears unsynced data when it fires.
-#[derive(Clone, Copy)]
+/// A power cut armed for a later moment, and how it tears unsynced data when it fires.
+#[derive(Clone, Copy, Debug)]
 struct Armed {
     at: CrashPoint,
     tear: Tear,
@@ -80,39 +95,49 @@ pub struct Node {
     dir: PathBuf,
     env: Option<rocksdb::Env>,
     options: NodeOptions,
-    docs: Option<Tablet>,
-    docs_ttl_ms: Option<u64>,
-    tables: Vec<(CqlTable, Tablet)>,
-    /// `Some` while the power is off.
-    stopped: Option<Stopped>,
+    /// The tablets assigned to this node and the schema each was created with.
+    catalog: BTreeMap<TabletId, Schema>,
+    /// The tables in the order they were created (the document tablet comes first).
+    created: Vec<TabletId>,
+    replicas: BTreeMap<TabletId, Replica>,
+    /// Whether the power is on.
+    powered: bool,
     armed: Option<Armed>,
-    /// Acknowledgements and in-doubt entries of tablets stopped before they were taken.
-    stopped_acks: Vec<(TabletId, OpId)>,
-    stopped_in_doubt: Vec<(TabletId, OpId)>,
+    /// The physical time of the last call (the synchronous API keeps its own).
+    now_us: u64,
+    /// Writes the synchronous API acknowledged, and the entry of a write it failed.
+    acks: Vec<(TabletId, OpId)>,
+    in_doubt: Vec<(TabletId, OpId)>,
 }
 
 impl Node {
-    /// A node keeping its tablets under `dir`.
+    /// A node keeping its tablets under `dir`, powered on, hosting nothing yet.
     pub fn new(dir: &Path, options: NodeOptions) -> Result<Node> {
         let env = if options.in_memory { Some(rocksdb::Env::mem_env()?) } else { None };
         Ok(Node {
             dir: dir.to_owned(),
             env,
             options,
-            docs: None,
-            docs_ttl_ms: None,
-            tables: Vec::new(),
-            stopped: None,
+            catalog: BTreeMap::new(),
+            created: Vec::new(),
+            replicas: BTreeMap::new(),
+            powered: true,
             armed: None,
-            stopped_acks: Vec::new(),
-            stopped_in_doubt: Vec::new(),
+            now_us: 0,
+            acks: Vec::new(),
+            in_doubt: Vec::new(),
         })
     }
 
+    /// This node's id.
+    pub fn id(&self) -> u64 {
+        self.options.id
+    }
+
     fn check_on(&self) -> Result<()> {
-        match self.stopped {
-            None => Ok(()),
-            Some(_) => Err(Error::Down { cause: None }),
+        match self.powered {
+            true => Ok(()),
+            false => Err(Error::Down { cause: None }),
         }
     }
 
@@ -121,308 +146,80 @@ impl Node {
         format!("{}/log", tablet_dir(id))
     }
 
-    /// Open tablet `id`; a CQL table's with its `table` (its packed rows' packings and
-    /// layout, which replay needs).
-    fn open_tablet(
-        &self,
-        id: &TabletId,
-        table: Option<&CqlTable>,
-    ) -> Result<(Tablet, RestartReport)> {
-        let sub = tablet_dir(id);
-        let log = LogConfig {
-            disk: self.options.disk.clone(),
-            dir: Node::log_dir(id),
-            segment_bytes: self.options.segment_bytes,
-        };
-        let dir = self.dir.join(&sub);
-        let plants = self.options.plants;
-        let rows = table.map_or((Default::default(), false), row_storage);
-        let storage = (self.options.storage, rows);
-        let (mut tablet, report) =
-            Tablet::open_with_log(&dir, self.env.as_ref(), &log, plants, storage)?;
-        if let Some(Armed { at: CrashPoint::Write(stage), .. }) = self.armed {
-            tablet.arm_crash(stage);
-        }
-        Ok((tablet, report))
-    }
-
-    fn docs(&mut self) -> Result<&mut Tablet> {
-        self.check_on()?;
-        if self.docs.is_none() {
-            let (mut tablet, _) = self.open_tablet(&TabletId::Docs, None)?;
-            tablet.set_table_ttl_ms(self.docs_ttl_ms);
-            self.docs = Some(tablet);
-        }
-        Ok(self.docs.as_mut().expect("just opened"))
-    }
-
-    fn table(&mut self, name: &str) -> Result<(&mut CqlTable, &mut Tablet)> {
-        self.check_on()?;
-        match self.tables.iter_mut().find(|(t, _)| t.name == name) {
-            Some((table, tablet)) => Ok((table, tablet)),
-            None => Err(Error::NoSuchTable(name.to_owned())),
-        }
-    }
-
-    fn all_tablets(&mut self) -> impl Iterator<Item = &mut Tablet> {
-        self.docs.iter_mut().chain(self.tables.iter_mut().map(|(_, t)| t))
-    }
-
-    fn named_tablets(&mut self) -> impl Iterator<Item = (TabletId, &mut Tablet)> {
-        let docs = self.docs.iter_mut().map(|t| (TabletId::Docs, t));
-        let tables =
-            self.tables.iter_mut().map(|(t, tablet)| (TabletId::Table(t.name.clone()), tablet));
-        docs.chain(tables)
-    }
-
-    /// Write one batch of document writes at `ht` to the document tablet.
-    pub fn write(
+    /// Host a replica of tablet `id`, created with `schema` (the master's `CreateTablet`),
+    /// and open it. A tablet the node hosts already is refused.
+    pub fn create_tablet(
         &mut self,
-        ht: HybridTime,
-        writes: &[DocWrite],
-        markers: MarkerMode,
-    ) -> Result<()> {
-        let tablet = self.docs()?;
-        let scanned = &mut Scanned::default();
-        let entries = build_entries(tablet.db(), writes, ht, markers, scanned)?;
-        let result = tablet.write(&entries.iter().collect(), ht);
-        self.power_off_if_crashed(result)
+        id: TabletId,
+        schema: Schema,
+        now_us: u64,
+    ) -> Result<RestartReport> {
+        self.check_on()?;
+        if self.catalog.contains_key(&id) {
+            return Err(match id {
+                TabletId::Table(name) => Error::TableExists(name),
+                TabletId::Docs => Error::InvalidRequest("the document tablet exists".into()),
+            });
+        }
+        self.catalog.insert(id.clone(), schema);
+        self.created.push(id.clone());
+        self.open_replica(&id, now_us)
     }
 
-    /// The subdocument at `path` of the document tablet as of `ht`.
-    pub fn get(&mut self, path: &DocPath, ht: HybridTime) -> Result<Option<Document>> {
-        self.docs()?.get(path, ht)
+    /// Whether the node hosts tablet `id` (running or not).
+    pub fn hosts(&self, id: &TabletId) -> bool {
+        self.catalog.contains_key(id)
     }
 
-    /// The subdocument at `path` of CQL table `table`'s tablet as of `ht` (a row is the
-    /// document `doc(<hash key>; <clustering key>)`).
-    pub fn get_in_table(
-        &mut self,
-        table: &str,
-        path: &DocPath,
-        ht: HybridTime,
-    ) -> Result<Option<Document>> {
-        let (table, tablet) = self.table(table)?;
-        let current = |key: &KeyEntry| match key.value {
-            Primitive::ColumnId(id) => table.column_name(id).is_some(),
-            _ => true,
+    fn open_replica(&mut self, id: &TabletId, now_us: u64) -> Result<RestartReport> {
+        let schema = self.catalog[id].clone();
+        let dir = self.dir.join(tablet_dir(id));
+        let o = &self.options;
+        let tablet = Tablet::open(&dir, self.env.as_ref(), o.plants, o.storage, schema)?;
+        let options = ReplicaOptions {
+            id: o.id,
+            voters: o.voters.clone(),
+            // Each tablet's elections apart from the others' (else one node leads all).
+            election_tick: o.timing.election_tick + tablet_spread(id),
+            heartbeat_tick: o.timing.heartbeat_tick,
+            lease_us: o.timing.lease_us,
+            quiet_us: o.timing.quiet_us,
+            segment_bytes: o.segment_bytes,
+            plants: o.plants,
         };
-        // A dropped column's values stay stored until repacking or GC removes them; the
-        // row's document does not show them (a rule of docsim's: no column has them).
-        if path.subkeys.first().is_some_and(|key| !current(key)) {
-            return Ok(None);
+        let (mut replica, report) =
+            Replica::open(tablet, &o.disk, &Node::log_dir(id), options, now_us)?;
+        if let Some(Armed { at, .. }) = self.armed.filter(|a| a.at != CrashPoint::AfterFlush) {
+            replica.arm_crash(Some(at));
         }
-        // Only a row's own keys are column ids: below a column, the filter keeps all.
-        let doc = tablet.get(path, ht)?;
-        Ok(match doc {
-            Some(Document::Object(map)) => {
-                Some(Document::Object(map.into_iter().filter(|(k, _)| current(k)).collect()))
-            }
-            other => other,
-        })
+        self.replicas.insert(id.clone(), replica);
+        Ok(report)
     }
 
-    /// Set the document tablet's default TTL.
-    pub fn set_default_ttl(&mut self, ttl_ms: Option<u64>) -> Result<()> {
-        self.docs()?.set_table_ttl_ms(ttl_ms);
-        self.docs_ttl_ms = ttl_ms;
-        Ok(())
-    }
-
-    /// How the CQL tables created from now on store their rows.
-    pub fn set_layout(&mut self, layout: crate::db::Layout) {
-        self.options.storage.layout = layout;
-    }
-
-    /// Create a CQL table and its tablet.
-    pub fn create_table(&mut self, table: CqlTable) -> Result<()> {
-        if self.tables.iter().any(|(t, _)| t.name == table.name) {
-            return Err(Error::TableExists(table.name));
-        }
+    /// The running replica of tablet `id`.
+    pub fn replica(&self, id: &TabletId) -> Result<&Replica> {
         self.check_on()?;
-        let mut table = table;
-        table.packed_rows = match self.options.storage.layout {
-            crate::db::Layout::Declared => table.packed_rows,
-            crate::db::Layout::Packed | crate::db::Layout::Entity => true,
-            crate::db::Layout::Unpacked => false,
-        };
-        table.entity_rows = self.options.storage.layout == crate::db::Layout::Entity;
-        let (mut tablet, _) =
-            self.open_tablet(&TabletId::Table(table.name.clone()), Some(&table))?;
-        attach(&table, &mut tablet);
-        self.tables.push((table, tablet));
-        Ok(())
+        self.replicas.get(id).ok_or_else(|| no_such(id))
     }
 
-    /// Run a CQL statement on its table. `ALTER TABLE` changes the table's metadata (a
-    /// new schema version; durable as the table is) and writes nothing.
-    pub fn cql(&mut self, ht: HybridTime, statement: &Statement) -> Result<cql::Outcome> {
-        let (table, tablet) = self.table(statement.table())?;
-        if let Statement::Alter { change, .. } = statement {
-            table.alter(change)?; // changes nothing when it refuses
-            attach(table, tablet);
-            return Ok(cql::Outcome::Written);
-        }
-        let result = cql::execute(table, tablet, ht, statement);
-        self.power_off_if_crashed(result)
-    }
-
-    /// Run a Redis command on the document tablet.
-    pub fn redis(&mut self, ht: HybridTime, command: &redis::Command) -> Result<redis::Reply> {
-        let result = redis::execute(self.docs()?, ht, command);
-        self.power_off_if_crashed(result)
-    }
-
-    /// The highest history cutoff of the document tablet.
-    pub fn history_cutoff(&mut self) -> Result<HybridTime> {
-        Ok(self.docs()?.history_cutoff())
-    }
-
-    /// Flush every tablet, then GC their logs.
-    pub fn flush(&mut self) -> Result<()> {
+    /// The running replica of tablet `id`, to drive.
+    pub fn replica_mut(&mut self, id: &TabletId) -> Result<&mut Replica> {
         self.check_on()?;
-        self.all_tablets().try_for_each(|t| t.flush_data())?;
-        self.gc_logs()
+        self.replicas.get_mut(id).ok_or_else(|| no_such(id))
     }
 
-    /// Flush and compact every tablet with history cutoff `cutoff`, then GC their logs.
-    pub fn compact(&mut self, cutoff: HybridTime, kind: CompactionKind) -> Result<()> {
-        self.docs()?; // the document tablet's cutoff moves too, even while empty
-        self.all_tablets().try_for_each(|t| t.compact_data(cutoff, kind))?;
-        self.gc_logs()
+    /// The running replicas, in [`Node::tablet_ids`]'s order.
+    pub fn replicas(&self) -> impl Iterator<Item = (&TabletId, &Replica)> {
+        let ids = self.tablet_ids();
+        ids.into_iter().filter_map(|id| self.replicas.get_key_value(&id))
     }
 
-    /// A minor compaction of the run `files` of SST files (oldest first, 0-based, as
-    /// [`Node::files`] lists them) of one tablet — the document tablet, or CQL table
-    /// `table`'s — with history cutoff `cutoff`, then log GC.
-    pub fn compact_files(
-        &mut self,
-        table: Option<&str>,
-        files: std::ops::RangeInclusive<usize>,
-        cutoff: HybridTime,
-    ) -> Result<()> {
-        let tablet = match table {
-            None => self.docs()?,
-            Some(name) => self.table(name)?.1,
-        };
-        tablet.compact_some(cutoff, CompactionKind::Minor, Some(files))?;
-        self.gc_logs()
-    }
-
-    /// Every tablet's live SST files, oldest first, document tablet first.
-    pub fn files(&mut self) -> Result<Vec<(TabletId, Vec<crate::sst_files::SstFile>)>> {
-        self.check_on()?;
-        self.named_tablets().map(|(id, tablet)| Ok((id, tablet.files()?))).collect()
-    }
-
-    /// Log GC after a flush, unless a crash was armed for this moment.
-    fn gc_logs(&mut self) -> Result<()> {
-        if let Some(Armed { at: CrashPoint::AfterFlush, tear }) = self.armed {
-            self.crash(tear);
-            return Err(Error::Crashed(CrashPoint::AfterFlush));
-        }
-        self.all_tablets().try_for_each(|t| t.gc_log())
-    }
-
-    /// An armed crash that fired takes the whole node down.
-    fn power_off_if_crashed<T>(&mut self, result: Result<T>) -> Result<T> {
-        if let (Err(Error::Crashed(_)), Some(armed)) = (&result, self.armed) {
-            self.crash(armed.tear);
-        }
-        result
-    }
-
-    /// Power loss now: every tablet stops (memtables lost), then the disk drops what was
-    /// not durable, tearing as `tear` says.
-    pub fn crash(&mut self, tear: Tear) {
-        self.armed = None;
-        self.stop();
-        self.options.disk.crash(tear);
-    }
-
-    /// Arm a power loss at `at` (in the next write of any tablet, or after the next flush).
-    pub fn arm_crash(&mut self, at: CrashPoint, tear: Tear) -> Result<()> {
-        self.check_on()?;
-        self.armed = Some(Armed { at, tear });
-        if let CrashPoint::Write(stage) = at {
-            self.all_tablets().for_each(|t| t.arm_crash(stage));
-        }
-        Ok(())
-    }
-
-    /// Stop every tablet (a clean stop: no flush; the logs are durable anyway).
-    fn stop(&mut self) {
-        if self.stopped.is_none() {
-            let acks = self.take_acks();
-            self.stopped_acks.extend(acks);
-            let in_doubt = self.take_in_doubt();
-            self.stopped_in_doubt.extend(in_doubt);
-            let docs = self.docs.take().is_some();
-            let tables = self.tables.drain(..).map(|(table, _)| table).collect();
-            self.stopped = Some(Stopped { docs, tables });
-        }
-    }
-
-    /// Reopen every tablet (stopping them first if they run), bootstrapping each from its
-    /// flushed frontier and log. Reports come document tablet first, then tables. If a
-    /// tablet fails to open, the node stays down.
-    pub fn restart(&mut self) -> Result<Vec<(TabletId, RestartReport)>> {
-        self.armed = None;
-        self.stop();
-        let stopped = self.stopped.take().expect("stopped above");
-        let reports = self.reopen_all(&stopped);
-        if reports.is_err() {
-            self.docs = None;
-            self.tables.clear();
-            self.stopped = Some(stopped);
-        }
-        reports
-    }
-
-    fn reopen_all(&mut self, stopped: &Stopped) -> Result<Vec<(TabletId, RestartReport)>> {
-        let mut reports = Vec::new();
-        if stopped.docs {
-            let (mut tablet, report) = self.open_tablet(&TabletId::Docs, None)?;
-            tablet.set_table_ttl_ms(self.docs_ttl_ms);
-            self.docs = Some(tablet);
-            reports.push((TabletId::Docs, report));
-        }
-        for table in &stopped.tables {
-            let id = TabletId::Table(table.name.clone());
-            let (mut tablet, report) = self.open_tablet(&id, Some(table))?;
-            attach(table, &mut tablet);
-            self.tables.push((table.clone(), tablet));
-            reports.push((id, report));
-        }
-        Ok(reports)
-    }
-
-    /// Writes acknowledged since the last call, by tablet.
-    pub fn take_acks(&mut self) -> Vec<(TabletId, OpId)> {
-        let mut acks = std::mem::take(&mut self.stopped_acks);
-        for (id, tablet) in self.named_tablets() {
-            acks.extend(tablet.take_acks().into_iter().map(|op| (id.clone(), op)));
-        }
-        acks
-    }
-
-    /// The in-doubt entry of a failed write, by tablet.
-    pub fn take_in_doubt(&mut self) -> Vec<(TabletId, OpId)> {
-        let mut in_doubt = std::mem::take(&mut self.stopped_in_doubt);
-        for (id, tablet) in self.named_tablets() {
-            in_doubt.extend(tablet.take_in_doubt().map(|op| (id.clone(), op)));
-        }
-        in_doubt
-    }
-
-    /// The tablets, running or stopped, document tablet first.
+    /// The tablets this node hosts (running or not): the document tablet first, then the
+    /// tables in the order they were created.
     pub fn tablet_ids(&self) -> Vec<TabletId> {
-        let (docs, tables): (bool, Vec<&CqlTable>) = match &self.stopped {
-            Some(stopped) => (stopped.docs, stopped.tables.iter().collect()),
-            None => (self.docs.is_some(), self.tables.iter().map(|(t, _)| t).collect()),
-        };
-        let tables = tables.into_iter().map(|t| TabletId::Table(t.name.clone()));
-        docs.then_some(TabletId::Docs).into_iter().chain(tables).collect()
+        let docs = self.catalog.contains_key(&TabletId::Docs).then_some(TabletId::Docs);
+        let tables = self.created.iter().filter(|id| **id != TabletId::Docs).cloned();
+        docs.into_iter().chain(tables).collect()
     }
 
     /// The disk the logs live on.
@@ -430,28 +227,184 @@ impl Node {
         &self.options.disk
     }
 
-    /// Each running tablet's Raft log segments, oldest first.
-    pub fn log_segments(&mut self) -> Result<Vec<(TabletId, Vec<SegmentInfo>)>> {
-        self.check_on()?;
-        Ok(self.named_tablets().map(|(id, t)| (id, t.log_segments().to_vec())).collect())
+    /// Whether the power is on.
+    pub fn powered(&self) -> bool {
+        self.powered
     }
 
-    /// Every stored entry of every tablet, document tablet first.
-    pub fn dump(&self) -> Result<Vec<TabletDump<'_>>> {
+    /// Evaluate and propose the write `request` at tablet `id`'s replica, which must lead
+    /// (see [`Replica::propose`]); call [`Node::process`] to persist it.
+    pub fn propose(
+        &mut self,
+        id: &TabletId,
+        request: &Request,
+        at: Option<HybridTime>,
+        now_us: u64,
+    ) -> Result<Proposed> {
+        self.now_us = now_us;
+        self.replica_mut(id)?.propose(request, at, now_us)
+    }
+
+    /// Handle tablet `id`'s replica's `Ready`s; the envelopes it sends.
+    pub fn process(&mut self, id: &TabletId) -> Result<Vec<Envelope>> {
+        self.replica_mut(id)?.process()
+    }
+
+    /// Serve the read `request` at `read_ht` from tablet `id`'s replica.
+    pub fn read(
+        &mut self,
+        id: &TabletId,
+        request: &Request,
+        read_ht: HybridTime,
+        now_us: u64,
+    ) -> Result<Reply> {
+        self.now_us = now_us;
+        self.replica_mut(id)?.read(request, read_ht, now_us)
+    }
+
+    /// Arm a power cut at `at`: inside the next write (or other work) of any replica, or
+    /// after the next flush, before its log GC.
+    pub fn arm_crash(&mut self, at: CrashPoint, tear: Tear) -> Result<()> {
         self.check_on()?;
-        let docs = self.docs.iter().map(|t| (None, t));
-        let tables = self.tables.iter().map(|(table, t)| (Some(table), t));
-        docs.chain(tables)
-            .map(|(table, tablet)| Ok(TabletDump { table, entries: tablet.dump()? }))
-            .collect()
+        self.armed = Some(Armed { at, tear });
+        if at != CrashPoint::AfterFlush {
+            self.replicas.values_mut().for_each(|r| r.arm_crash(Some(at)));
+        }
+        Ok(())
+    }
+
+    /// Cancel an armed power cut not reached.
+    pub fn disarm(&mut self) {
+        self.armed = None;
+        self.replicas.values_mut().for_each(|r| r.arm_crash(None));
+    }
+
+    /// How the armed power cut tears, if one is armed.
+    pub fn armed_tear(&self) -> Option<Tear> {
+        self.armed.map(|a| a.tear)
+    }
+
+    /// Whether an armed power cut fired inside a replica (the caller cuts the power).
+    pub fn cut_fired(&self) -> bool {
+        self.replicas.values().any(Replica::powered_off)
+    }
+
+    /// Power loss now: every replica stops (memtables lost), then the disk drops what was
+    /// not durable, tearing as `tear` says.
+    pub fn crash(&mut self, tear: Tear) {
+        self.armed = None;
+        self.stop();
+        self.options.disk.crash(tear);
+    }
+
+    /// Stop every replica (a clean stop: no flush; the logs are durable anyway).
+    fn stop(&mut self) {
+        self.replicas.clear();
+        self.powered = false;
+    }
+
+    /// Reopen every tablet the node hosts (stopping them first if they run), each
+    /// bootstrapping from its flushed frontier and log; the reports in tablet order. If a
+    /// tablet fails to open, the node stays down.
+    pub fn restart_at(&mut self, now_us: u64) -> Result<Vec<(TabletId, RestartReport)>> {
+        self.armed = None;
+        self.stop();
+        self.powered = true;
+        self.now_us = now_us;
+        let mut reports = Vec::new();
+        for id in self.tablet_ids() {
+            match self.open_replica(&id, now_us) {
+                Ok(report) => reports.push((id, report)),
+                Err(e) => {
+                    self.replicas.clear();
+                    self.powered = false;
+                    return Err(e);
+                }
+            }
+        }
+        Ok(reports)
+    }
+
+    /// Every running replica's log segments, oldest first.
+    pub fn log_segments(&self) -> Result<Vec<(TabletId, Vec<crate::log::SegmentInfo>)>> {
+        self.check_on()?;
+        Ok(self.replicas().map(|(id, r)| (id.clone(), r.log_segments().to_vec())).collect())
+    }
+
+    /// Every running replica's live SST files, oldest first.
+    pub fn files(&self) -> Result<Vec<(TabletId, Vec<crate::sst_files::SstFile>)>> {
+        self.check_on()?;
+        self.replicas().map(|(id, r)| Ok((id.clone(), r.files()?))).collect()
+    }
+
+    /// One tick of every replica; the envelopes each sends, by tablet. A replica whose
+    /// tick fails stops (see [`Replica::process`]); its error is returned with the others.
+    pub fn tick(&mut self, now_us: u64) -> Output {
+        self.now_us = now_us;
+        let mut out = Output::default();
+        for id in self.tablet_ids() {
+            if let Some(replica) = self.replicas.get_mut(&id) {
+                out.add(&id, replica.tick(now_us));
+            }
+        }
+        out
+    }
+
+    /// Take one envelope for tablet `id`'s replica (dropped when the node does not host
+    /// it, as for a replica that was never created here).
+    pub fn receive(&mut self, id: &TabletId, envelope: Envelope, now_us: u64) -> Output {
+        self.now_us = now_us;
+        let mut out = Output::default();
+        if let Some(replica) = self.replicas.get_mut(id) {
+            out.add(id, replica.receive(envelope, now_us));
+        }
+        out
     }
 }
 
-/// Tablet `id`'s directory (RocksDB's files under the node's directory; its log under
-/// the same name on the simulated disk).
+/// What a node's replicas produced in one call: envelopes to send, by tablet, and the
+/// errors that stopped replicas.
+#[derive(Debug, Default)]
+pub struct Output {
+    pub envelopes: Vec<(TabletId, Envelope)>,
+    /// An armed power cut fired: the caller cuts the node's power.
+    pub crashed: bool,
+    pub errors: Vec<(TabletId, Error)>,
+}
+
+impl Output {
+    fn add(&mut self, id: &TabletId, result: Result<Vec<Envelope>>) {
+        match result {
+            Ok(envelopes) => self.envelopes.extend(envelopes.into_iter().map(|e| (id.clone(), e))),
+            Err(Error::Crashed(_)) => self.crashed = true,
+            Err(Error::Down { .. }) | Err(Error::Removed { .. }) => {}
+            Err(e) => self.errors.push((id.clone(), e)),
+        }
+    }
+}
+
+fn no_such(id: &TabletId) -> Error {
+    match id {
+        TabletId::Table(name) => Error::NoSuchTable(name.clone()),
+        TabletId::Docs => Error::InvalidRequest("the node hosts no document tablet".into()),
+    }
+}
+
+/// Tablet `id`'s directory (RocksDB's files under the node's directory; its log under the
+/// same name on the simulated disk).
 fn tablet_dir(id: &TabletId) -> String {
     match id {
         TabletId::Docs => "docs".to_owned(),
         TabletId::Table(table) => format!("table-{table}"),
     }
+}
+
+/// Ticks added to a tablet's election timeout on every node, from its name (FNV-1a, 0 to
+/// 4): groups that start together elect at different ticks.
+fn tablet_spread(id: &TabletId) -> usize {
+    let name = tablet_dir(id);
+    let hash = name
+        .bytes()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
+    (hash % 5) as usize
 }

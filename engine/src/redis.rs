@@ -3,12 +3,12 @@
 //! the fields or members (set members map to null). Redis writes always use required
 //! markers. A TTL (EX/PX/EXPIRE) is stored at the root and covers the whole document.
 
+use crate::db::DocDb;
 use crate::doc_write::{build_entries, DocWrite, MarkerMode, Scanned, WriteKind};
 use crate::document::Document;
-use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive};
+use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Value};
 use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
-use crate::tablet::Tablet;
 use std::collections::BTreeMap;
 
 /// A Redis reply.
@@ -203,6 +203,34 @@ impl std::fmt::Display for Command {
 }
 
 impl Command {
+    /// Whether the command only reads (`GET`, `HGET`, `HGETALL`, `SMEMBERS`).
+    pub fn is_read(&self) -> bool {
+        matches!(
+            self,
+            Command::Get { .. }
+                | Command::HGet { .. }
+                | Command::HGetAll { .. }
+                | Command::SMembers { .. }
+        )
+    }
+
+    /// The document keys the command reads and writes.
+    pub fn doc_keys(&self) -> Vec<DocKey> {
+        match self {
+            Command::Del { keys } => keys.iter().map(|k| root(k).doc_key).collect(),
+            Command::Set { key, .. }
+            | Command::Get { key }
+            | Command::Expire { key, .. }
+            | Command::HSet { key, .. }
+            | Command::HGet { key, .. }
+            | Command::HDel { key, .. }
+            | Command::HGetAll { key }
+            | Command::SAdd { key, .. }
+            | Command::SRem { key, .. }
+            | Command::SMembers { key } => vec![root(key).doc_key],
+        }
+    }
+
     /// The command's name, lower case (as Redis errors name it).
     fn name(&self) -> &'static str {
         match self {
@@ -235,15 +263,29 @@ impl Command {
     }
 }
 
-/// Run one Redis command at `ht`.
-pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &Command) -> Result<Reply> {
+/// The entries a Redis command writes at `ht` (none for a read, or for a write that finds
+/// nothing to change) and its reply, evaluated against the document tablet's `db` (whose
+/// default TTL is `table_ttl_ms`). Every command reads before it writes: the caller makes
+/// sure nothing it has not applied yet touches the same keys.
+pub(crate) fn execute(
+    db: &DocDb,
+    table_ttl_ms: Option<u64>,
+    ht: HybridTime,
+    command: &Command,
+) -> Result<(Vec<(DocPath, Value)>, Reply)> {
+    let mut view =
+        CommandView { db, table_ttl_ms, ht, scanned: Scanned::default(), entries: vec![] };
+    let reply = evaluate(&mut view, command)?;
+    Ok((view.entries, reply))
+}
+
+fn evaluate(view: &mut CommandView, command: &Command) -> Result<Reply> {
     if command.lacks_arguments() {
         let name = command.name();
         return Err(Error::InvalidRequest(format!(
             "ERR wrong number of arguments for '{name}' command"
         )));
     }
-    let mut view = CommandView { tablet, ht, scanned: Scanned::default() };
     match command {
         Command::Set { key, value, expiry } => {
             let ttl_us = expiry.map(Expiry::ttl_us);
@@ -266,14 +308,14 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &Command) -> Result
             view.apply(writes)?;
             Ok(Reply::Integer(n as i64))
         }
-        Command::Expire { key, secs } => expire(&mut view, key, *secs),
-        Command::HSet { key, fields, multi } => hset(&mut view, key, fields, *multi),
+        Command::Expire { key, secs } => expire(view, key, *secs),
+        Command::HSet { key, fields, multi } => hset(view, key, fields, *multi),
         Command::HGet { key, field } => match view.object(key)?.get(&member(field)) {
             Some(Document::Primitive(p)) => Ok(Reply::Bulk(Some(text(p)))),
             _ => Ok(Reply::Bulk(None)),
         },
         Command::HDel { key, fields: members } | Command::SRem { key, members } => {
-            remove_members(&mut view, key, members)
+            remove_members(view, key, members)
         }
         Command::HGetAll { key } => {
             let map = view.object(key)?;
@@ -281,7 +323,7 @@ pub fn execute(tablet: &mut Tablet, ht: HybridTime, command: &Command) -> Result
                 map.iter().flat_map(|(k, v)| [text(&k.value), document_text(v)]).collect(),
             ))
         }
-        Command::SAdd { key, members } => sadd(&mut view, key, members),
+        Command::SAdd { key, members } => sadd(view, key, members),
         Command::SMembers { key } => {
             Ok(Reply::Array(view.object(key)?.keys().map(|k| text(&k.value)).collect()))
         }
@@ -362,15 +404,18 @@ fn set_value(v: &str) -> WriteKind {
 /// The keyspace as one command sees it: its reads and the write that follows them are
 /// all at `ht`, so each key is scanned once and the write's marker lookups reuse the scan.
 struct CommandView<'a> {
-    tablet: &'a mut Tablet,
+    db: &'a DocDb,
+    table_ttl_ms: Option<u64>,
     ht: HybridTime,
     scanned: Scanned,
+    /// The entries the command writes (one write: one batch).
+    entries: Vec<(DocPath, Value)>,
 }
 
 impl CommandView<'_> {
     /// The value of `key`.
     fn get(&mut self, key: &str) -> Result<Option<Document>> {
-        self.tablet.get_scanned(&root(key), self.ht, &mut self.scanned)
+        self.scanned.get(self.db, &root(key), self.ht, self.table_ttl_ms)
     }
 
     /// The fields or members of a hash or set key (empty if the key does not exist).
@@ -382,11 +427,12 @@ impl CommandView<'_> {
         }
     }
 
-    /// Write `writes` as one batch, with required markers.
+    /// Write `writes` as the command's one batch, with required markers.
     fn apply(&mut self, writes: Vec<DocWrite>) -> Result<()> {
-        let (db, mode) = (self.tablet.db(), MarkerMode::Required);
-        let entries = build_entries(db, &writes, self.ht, mode, &mut self.scanned)?;
-        self.tablet.write(&entries.iter().collect(), self.ht)
+        assert!(self.entries.is_empty(), "a Redis command writes one batch");
+        let mode = MarkerMode::Required;
+        self.entries = build_entries(self.db, &writes, self.ht, mode, &mut self.scanned)?;
+        Ok(())
     }
 }
 
@@ -489,7 +535,7 @@ mod tests {
         let plants = crate::canary::Plants::NONE;
         let storage = Default::default();
         let options =
-            crate::NodeOptions { in_memory: true, disk, segment_bytes: 4096, plants, storage };
+            crate::NodeOptions { storage, ..crate::NodeOptions::alone(disk, 4096, plants, true) };
         let dir = crate::tests::scratch_dir("redis-empty");
         let mut node = crate::Node::new(&dir, options).expect("node");
         let key = || "k".to_string();

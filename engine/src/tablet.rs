@@ -1,335 +1,317 @@
-//! A tablet: one DocDB instance, its Raft replica, and its table properties (the default
-//! TTL). Every write is one Raft entry carrying one batch at one hybrid time: appended to
-//! the log, synced, committed, applied to RocksDB (the entry's op id becomes the frontier,
-//! which the next flush makes durable with the data), then acknowledged. Write times are
-//! not required to increase: docscript lets tests write at any hybrid time to build exact
-//! file layouts.
+//! A tablet: one DocDB instance and the metadata its data needs (`tablet/schema.rs`), as
+//! each replica of the tablet holds them — the state machine Raft replicates. It does
+//! three things, none of which touches Raft or the log:
 //!
-//! **Bootstrap** ([`Tablet::open_with_log`]): open RocksDB and read the flushed frontier
-//! F stored with the data; open the log from the segment holding F+1; re-apply exactly
-//! the committed entries above F ([`crate::replay::plan_replay`]); then start Raft. After
-//! a flush, and after a write that leaves the log more than two segments, log segments
-//! wholly below min(F, last committed) + 1 are deleted.
+//! - **Evaluate** a request at a hybrid time into what the leader proposes
+//!   ([`Tablet::evaluate`]): a write batch (document writes, a CQL INSERT/UPDATE/DELETE,
+//!   a Redis command that changes something) or a metadata change (`ALTER TABLE`,
+//!   `default_ttl`), and the reply the client gets. The payload carries the leader's
+//!   encoded batch, so every replica stores the same entries in the table's layout (as
+//!   YugabyteDB's Raft entries carry the leader's `KeyValueWriteBatchPB`).
+//! - **Apply** a committed entry ([`Tablet::apply`]): the same bytes live or in
+//!   bootstrap's replay, so a replay is bit-identical to the first apply.
+//! - **Read** ([`Tablet::read`]): a document, a SELECT, a Redis read, at a read time.
+//!
+//! **List indexes.** A CQL list element is keyed by an index from a per-tablet counter
+//! that only grows (YugabyteDB's `ListExtendOrder` indexes come from the tablet's
+//! monotonic counter for the same reason): the first index a statement at `ht` may use is
+//! past every index this tablet has handed out or applied, and at least `ht`'s microsecond
+//! × 1000. Every replica tracks the counter as it applies entries, and it is stored with
+//! the data that used it (`\x01list_next`, in the same RocksDB batch), so a new leader or
+//! a restarted replica continues past every index its log and files hold.
 
-use crate::canary::{Plant, Plants};
-use crate::crash::CrashStage;
-use crate::db::{DocDb, Frontier, RawEntry};
+mod payload;
+mod request;
+mod schema;
+
+pub use payload::Payload;
+pub use request::{Reply, Request};
+pub use schema::{MetaChange, Schema};
+
+use crate::canary::Plants;
+use crate::cql::CqlType;
+use crate::db::{DocDb, Frontier, RawEntry, StorageConfig};
+use crate::doc_write::{build_entries, Scanned};
 use crate::document::Document;
-use crate::encoding::DocPath;
+use crate::encoding::{doc_key_len, DocPath, KeyEntry, Primitive};
 use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
 use crate::ids::OpId;
-use crate::log::{LogEntry, Truncation};
-use crate::replay::{log_gc_bound, plan_replay};
-use crate::replica::{LogConfig, Replica};
 use crate::write_batch::DocWriteBatch;
-use std::fmt;
 use std::path::Path;
 
-/// One tablet.
+/// Metadata key of the tablet's schema (`tablet/schema.rs`), as of the flushed frontier.
+const SCHEMA_KEY: &[u8] = b"\x01schema";
+/// Metadata key of the next list index (8 bytes, big-endian), written with the data that
+/// used the indexes below it.
+const LIST_NEXT_KEY: &[u8] = b"\x01list_next";
+
+/// What a leader's evaluation of a write gives: the payload to propose (none when the
+/// request changes nothing) and the client's reply.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Evaluated {
+    pub payload: Option<Payload>,
+    pub reply: Reply,
+}
+
+/// What applying one entry did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Applied {
+    /// The hybrid time of a write or metadata change (none for empty and configuration
+    /// entries).
+    pub ht: Option<HybridTime>,
+    /// Whether the entry carried writes (what a restart's `replayed` counts).
+    pub writes: bool,
+}
+
+/// One tablet replica's state machine.
 pub struct Tablet {
     db: DocDb,
-    table_ttl_ms: Option<u64>,
-    replica: Replica,
-    /// The last applied entry that carried writes.
-    applied: OpId,
-    /// The flushed frontier as far as this process knows (data durable up to here).
-    flushed: OpId,
-    /// Why the tablet stopped (an injected crash, an I/O error): it refuses everything
-    /// until it is reopened, so nothing is acknowledged on top of a failed write.
-    down: Option<Error>,
-    /// Op ids of acknowledged writes not yet taken by [`Tablet::take_acks`].
-    acks: Vec<OpId>,
-    /// The entry of a write that failed after it was proposed: it may or may not survive.
-    in_doubt: Option<OpId>,
-    /// The planted bugs, given at open.
-    plants: Plants,
-    /// The next CQL list index this tablet may hand out (in memory: see
-    /// [`Tablet::list_index_floor`]).
-    next_list_index: i64,
-}
-
-/// What bootstrap found and did.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RestartReport {
-    /// The flushed frontier bootstrap went by.
-    pub frontier: Frontier,
-    /// Entries carrying writes that were re-applied.
-    pub replayed: usize,
-    /// The first and last of them.
-    pub first: Option<OpId>,
-    pub last: Option<OpId>,
-    /// The torn tail bootstrap cut off the newest segment, if any.
-    pub truncated: Option<Truncation>,
-    /// Whole segments not re-read because all their entries are at or below the frontier.
-    pub segments_skipped: usize,
-}
-
-impl RestartReport {
-    /// Every field, as docscript's `expect restart` extension states it: the contract's
-    /// line without its colon, then `truncated=<segment>@<offset>+<bytes>` (or `none`),
-    /// `skipped=<segments>`, and the frontier's other two fields: `flushed_ht=<T>` (the
-    /// hybrid time of the flushed entry) and `cutoff=<T>` (the history cutoff).
-    pub fn full(&self) -> String {
-        let line = self.to_string().replacen("restart:", "restart", 1);
-        let truncated = match &self.truncated {
-            Some(t) => format!("{}@{}+{}", t.segment, t.offset, t.dropped_bytes),
-            None => "none".to_owned(),
-        };
-        let Frontier { ht, history_cutoff, .. } = self.frontier;
-        format!(
-            "{line} truncated={truncated} skipped={} flushed_ht={ht} cutoff={history_cutoff}",
-            self.segments_skipped
-        )
-    }
-}
-
-impl fmt::Display for RestartReport {
-    /// The docscript `restart` line.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "restart: flushed={} replayed={}", self.frontier.op_id, self.replayed)?;
-        if let (Some(first), Some(last)) = (self.first, self.last) {
-            write!(f, " from={first} to={last}")?;
-        }
-        Ok(())
-    }
+    schema: Schema,
+    /// The first list index not yet handed out or applied.
+    list_next: i64,
 }
 
 impl Tablet {
-    /// Open (or create) the tablet in `dir` of an in-memory RocksDB environment (or of the
-    /// real file system when `env` is `None`), with its log as `log` says and the bugs in
-    /// `plants` planted ([`Plants::NONE`]: none), and bootstrap. `rows`: the packings of
-    /// a table's packed rows and whether they are stored as entities, set before the log
-    /// is replayed, so replayed rows are stored as the layout says.
-    pub fn open_with_log(
+    /// Open (or create) the tablet's RocksDB in `dir` of `env` (an in-memory environment,
+    /// or the real file system when `None`). Its metadata is what RocksDB stored with the
+    /// flushed frontier, or `initial` (the schema the tablet was created with) when no
+    /// change was ever flushed.
+    pub fn open(
         dir: &Path,
         env: Option<&rocksdb::Env>,
-        log: &LogConfig,
         plants: Plants,
-        (storage, rows): (crate::db::StorageConfig, (crate::encoding::Packings, bool)),
-    ) -> Result<(Tablet, RestartReport)> {
+        storage: StorageConfig,
+        initial: Schema,
+    ) -> Result<Tablet> {
         if env.is_none() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let mut db = DocDb::open_in(dir, env, plants, storage)?;
-        db.set_packings(rows.0, rows.1);
-        let mut frontier = db.opened_frontier();
-        let (replica, recovery) =
-            Replica::open(log, frontier.op_id.index, plants).inspect_err(|e| {
-                if matches!(e, Error::LogCorruption { .. }) {
-                    crate::probe::hit("log.corruption_refused");
-                }
-            })?;
-        let recovered_last = replica.log().last_op_id();
-        if plants.contains(Plant::FrontierBeforeDurable) {
-            frontier.op_id = recovered_last; // believes every applied entry was flushed
-        }
-        let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
-        let commit = replica.committed().index;
-        let plan = replay_plan(recovery.prev, &ops, frontier.op_id, commit, plants)?;
-        let mut report = RestartReport {
-            frontier,
-            replayed: 0,
-            first: None,
-            last: None,
-            truncated: recovery.truncated.clone(),
-            segments_skipped: recovery.segments_skipped,
+        let db = DocDb::open_in(dir, env, plants, storage)?;
+        let schema = match db.metadata(SCHEMA_KEY)? {
+            None => initial,
+            Some(bytes) => Schema::decode(&bytes).map_err(|why| stored(SCHEMA_KEY, why))?,
         };
-        for entry in &recovery.entries[plan] {
-            if apply_entry(&db, entry)? {
-                report.replayed += 1;
-                report.first.get_or_insert(entry.op_id);
-                report.last = Some(entry.op_id);
-            }
-        }
-        count_restart_probes(&report);
-        let applied = report.last.unwrap_or(frontier.op_id);
-        let mut tablet = Tablet {
-            db,
-            table_ttl_ms: None,
-            replica,
-            applied,
-            flushed: frontier.op_id,
-            down: None,
-            acks: Vec::new(),
-            in_doubt: None,
-            plants,
-            next_list_index: 0,
+        let list_next = match db.metadata(LIST_NEXT_KEY)? {
+            None => 0,
+            Some(bytes) => i64::from_be_bytes(
+                bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()))?,
+            ),
         };
-        tablet.replica.start()?;
-        Ok((tablet, report))
+        let mut tablet = Tablet { db, schema, list_next };
+        tablet.attach_schema();
+        Ok(tablet)
     }
 
-    /// The storage, for building write batches that need reads.
-    pub fn db(&self) -> &DocDb {
-        &self.db
-    }
-
-    fn check_up(&self) -> Result<()> {
-        match &self.down {
-            None => Ok(()),
-            Some(why) => Err(Error::Down { cause: Some(Box::new(why.clone())) }),
-        }
-    }
-
-    /// Replicate and apply one write batch at `ht` (write ids in order); returns once the
-    /// entry is durable, committed and applied. An empty batch writes nothing.
-    pub fn write(&mut self, entries: &DocWriteBatch, ht: HybridTime) -> Result<()> {
-        self.check_up()?;
-        if entries.is_empty() {
-            return Ok(());
-        }
-        let (db, applied) = (&self.db, &mut self.applied);
-        let result = self.replica.replicate(encode_payload(ht, entries), &mut |entry| {
-            if apply_entry(db, entry)? {
-                *applied = entry.op_id;
-            }
-            Ok(())
-        });
-        match result {
-            Ok(op_id) => {
-                self.acks.push(op_id);
-                // Log GC runs as the log grows too (as a background task would), not only
-                // after flushes: it must hold back whatever is not flushed yet.
-                if self.replica.log().segments().len() > 2 {
-                    self.gc_log()?;
-                }
-                Ok(())
-            }
-            Err(e) => {
-                if matches!(e, Error::Io(_) | Error::DiskFull { .. }) {
-                    crate::probe::hit("disk.write_failed_tablet_down");
-                }
-                self.in_doubt = self.replica.last_proposed();
-                self.down = Some(e.clone());
-                Err(e)
-            }
-        }
-    }
-
-    /// The subdocument at `path` as of `read_ht`.
-    pub fn get(&self, path: &DocPath, read_ht: HybridTime) -> Result<Option<Document>> {
-        self.check_up()?;
-        self.db.get(path, read_ht, self.table_ttl_ms)
-    }
-
-    /// [`Tablet::get`], keeping the document's scan in `scanned` for a batch built at the
-    /// same hybrid time.
-    pub(crate) fn get_scanned(
-        &self,
-        path: &DocPath,
-        read_ht: HybridTime,
-        scanned: &mut crate::doc_write::Scanned,
-    ) -> Result<Option<Document>> {
-        self.check_up()?;
-        scanned.get(&self.db, path, read_ht, self.table_ttl_ms)
-    }
-
-    /// The first CQL list index a statement at `ht` may use: past every index this tablet
-    /// handed out since it opened, and at least `ht`'s microsecond × 1000 (so indexes also
-    /// grow with time across restarts, whose replay re-applies the logged indexes). Two
-    /// statements in one microsecond thus never collide; YugabyteDB's `ExtendList` takes
-    /// list indexes from the tablet's monotonic counter for the same reason.
-    pub(crate) fn list_index_floor(&self, ht: HybridTime) -> i64 {
-        // A physical time has 52 bits (`HybridTime::PHYSICAL_MAX_US`): ×1000 fits an i64.
-        let physical_us = i64::try_from(ht.physical_us()).expect("52 bits fit an i64");
-        let by_time = physical_us * 1000;
-        by_time.max(self.next_list_index)
-    }
-
-    /// A statement used the list indexes below `next`.
-    pub(crate) fn used_list_indexes(&mut self, next: i64) {
-        self.next_list_index = self.next_list_index.max(next);
-    }
-
-    /// The table default TTL in milliseconds.
-    pub fn table_ttl_ms(&self) -> Option<u64> {
-        self.table_ttl_ms
-    }
-
-    /// Set the table default TTL (table metadata: kept by the owner across restarts).
-    pub fn set_table_ttl_ms(&mut self, ttl_ms: Option<u64>) {
-        self.table_ttl_ms = ttl_ms;
-    }
-
-    /// Set the schema packings its packed rows are read with (a CQL table's), and whether
-    /// they are stored as RocksDB entities.
-    pub fn set_packings(&mut self, packings: crate::encoding::Packings, entity_rows: bool) {
+    /// Give the storage what reading the table's rows needs: the packings of its packed
+    /// rows (only a table that packs has any) and whether they are entities.
+    fn attach_schema(&mut self) {
+        let (packings, entity_rows) = match self.schema.cql() {
+            Some(t) if t.packed_rows => (t.packings().clone(), t.entity_rows),
+            Some(t) => (Default::default(), t.entity_rows),
+            None => (Default::default(), false),
+        };
         self.db.set_packings(packings, entity_rows);
     }
 
-    /// Flush memtables; the flushed frontier advances to the last applied entry.
-    pub fn flush_data(&mut self) -> Result<()> {
-        self.check_up()?;
-        self.db.flush()?;
-        self.flushed = self.applied;
-        Ok(())
+    /// The metadata.
+    pub fn schema(&self) -> &Schema {
+        &self.schema
     }
 
-    /// Flush and compact everything with history cutoff `cutoff_ht` (no log GC).
-    pub fn compact_data(&mut self, cutoff_ht: HybridTime, kind: CompactionKind) -> Result<()> {
-        self.compact_some(cutoff_ht, kind, None)
+    /// The storage (for the replica's own metadata: configuration, snapshots).
+    pub(crate) fn db(&self) -> &DocDb {
+        &self.db
     }
 
-    /// Flush and compact the run `files` of SST files by age (a minor compaction), or all
-    /// of them (`None`), with history cutoff `cutoff_ht` (no log GC).
-    pub fn compact_some(
+    pub(crate) fn db_mut(&mut self) -> &mut DocDb {
+        &mut self.db
+    }
+
+    /// The flushed frontier read when the tablet opened.
+    pub fn opened_frontier(&self) -> Frontier {
+        self.db.opened_frontier()
+    }
+
+    /// The leader's evaluation of the write `request` at `ht` (see the module's essay).
+    pub fn evaluate(&mut self, request: &Request, ht: HybridTime) -> Result<Evaluated> {
+        let written = |batch: DocWriteBatch, reply| {
+            let payload = (!batch.is_empty()).then_some(Payload::Write { ht, batch });
+            Ok(Evaluated { payload, reply })
+        };
+        match request {
+            Request::Write { writes, markers } => {
+                self.expect_docs("a document write")?;
+                let scanned = &mut Scanned::default();
+                let entries = build_entries(&self.db, writes, ht, *markers, scanned)?;
+                written(entries.iter().collect(), Reply::Written)
+            }
+            Request::Cql(crate::cql::Statement::Alter { change, .. }) => {
+                let change = MetaChange::Alter(change.clone());
+                self.meta(change, ht)
+            }
+            Request::DefaultTtl(ttl_ms) => self.meta(MetaChange::DefaultTtl(*ttl_ms), ht),
+            Request::Cql(statement) => {
+                let table = self.table(statement.table())?;
+                let floor = self.list_floor(ht);
+                let (entries, list_next) = crate::cql::write_entries(table, floor, statement)?;
+                self.list_next = self.list_next.max(list_next);
+                written(entries.iter().collect(), Reply::Written)
+            }
+            Request::Redis(command) => {
+                self.expect_docs("a Redis command")?;
+                let ttl = self.schema.default_ttl_ms();
+                let (entries, reply) = crate::redis::execute(&self.db, ttl, ht, command)?;
+                written(entries.iter().collect(), Reply::Redis(reply))
+            }
+            Request::Get { .. } => unreachable!("a read is no write"),
+        }
+    }
+
+    /// A metadata change, checked against the metadata it will apply to.
+    fn meta(&self, change: MetaChange, ht: HybridTime) -> Result<Evaluated> {
+        self.schema.check(&change)?;
+        Ok(Evaluated { payload: Some(Payload::Meta { ht, change }), reply: Reply::Written })
+    }
+
+    /// The first list index a statement at `ht` may use (module essay).
+    fn list_floor(&self, ht: HybridTime) -> i64 {
+        // A physical time has 52 bits (`HybridTime::PHYSICAL_MAX_US`): ×1000 fits an i64.
+        let physical_us = i64::try_from(ht.physical_us()).expect("52 bits fit an i64");
+        (physical_us * 1000).max(self.list_next)
+    }
+
+    fn expect_docs(&self, what: &str) -> Result<()> {
+        match self.schema.cql() {
+            None => Ok(()),
+            Some(t) => Err(Error::InvalidRequest(format!("{what} on table {}'s tablet", t.name))),
+        }
+    }
+
+    /// The CQL table `name`, if this tablet is its.
+    fn table(&self, name: &str) -> Result<&crate::cql::CqlTable> {
+        match self.schema.cql() {
+            Some(t) if t.name == name => Ok(t),
+            _ => Err(Error::NoSuchTable(name.to_owned())),
+        }
+    }
+
+    /// Apply the committed entry `op_id` carrying `payload`.
+    pub fn apply(&mut self, op_id: OpId, payload: &Payload) -> Result<Applied> {
+        match payload {
+            Payload::Write { ht, batch } => {
+                let list_next = self.list_next_of(batch);
+                let meta = list_next.map(|next| next.to_be_bytes());
+                let meta: Vec<(&[u8], &[u8])> =
+                    meta.iter().map(|bytes| (LIST_NEXT_KEY, &bytes[..])).collect();
+                self.db.write(batch, *ht, Some(op_id), &meta)?;
+                Ok(Applied { ht: Some(*ht), writes: true })
+            }
+            Payload::Meta { ht, change } => {
+                self.schema.apply(change).map_err(|e| {
+                    Error::Storage(format!("log entry {op_id}: metadata change refused: {e}"))
+                })?;
+                self.attach_schema();
+                let encoded = self.schema.encode();
+                self.db.write_metadata(&[(SCHEMA_KEY, &encoded)], op_id, *ht)?;
+                Ok(Applied { ht: Some(*ht), writes: false })
+            }
+            Payload::Conf(_) | Payload::Empty => Ok(Applied { ht: None, writes: false }),
+        }
+    }
+
+    /// The next list index after the indexes `batch` uses, if it uses any past the
+    /// tablet's counter (which moves there).
+    fn list_next_of(&mut self, batch: &DocWriteBatch) -> Option<i64> {
+        let table = self.schema.cql()?;
+        let lists: Vec<i32> = table
+            .columns
+            .iter()
+            .filter_map(|c| match (&c.ty, c.kind) {
+                (CqlType::List(_), crate::cql::ColumnKind::Regular(id)) => Some(id),
+                _ => None,
+            })
+            .collect();
+        if lists.is_empty() {
+            return None;
+        }
+        let used = batch.iter().filter_map(|(key, _)| list_index_in(key, &lists)).max()?;
+        let next = used.saturating_add(1);
+        (next > self.list_next).then(|| {
+            self.list_next = next;
+            next
+        })
+    }
+
+    /// The read `request` at `read_ht`.
+    pub fn read(&self, request: &Request, read_ht: HybridTime) -> Result<Reply> {
+        match request {
+            Request::Get { path } => self.get(path, read_ht).map(Reply::Document),
+            Request::Cql(statement) => {
+                let table = self.table(statement.table())?;
+                crate::cql::read_select(table, &self.db, read_ht, statement).map(Reply::Rows)
+            }
+            Request::Redis(command) => {
+                self.expect_docs("a Redis command")?;
+                let ttl = self.schema.default_ttl_ms();
+                let (entries, reply) = crate::redis::execute(&self.db, ttl, read_ht, command)?;
+                assert!(entries.is_empty(), "a Redis read writes nothing: {command}");
+                Ok(Reply::Redis(reply))
+            }
+            other => unreachable!("not a read: {other:?}"),
+        }
+    }
+
+    /// The subdocument at `path`. In a table's tablet a row is the document
+    /// `doc(<hash key>; <clustering key>)`; a dropped column's values stay stored until
+    /// repacking or GC removes them, and the row's document does not show them (a rule
+    /// of docsim's: no column has them).
+    fn get(&self, path: &DocPath, read_ht: HybridTime) -> Result<Option<Document>> {
+        let ttl = self.schema.default_ttl_ms();
+        let Some(table) = self.schema.cql() else { return self.db.get(path, read_ht, ttl) };
+        let current = |key: &KeyEntry| match key.value {
+            Primitive::ColumnId(id) => table.column_name(id).is_some(),
+            _ => true,
+        };
+        if path.subkeys.first().is_some_and(|key| !current(key)) {
+            self.db.check_read_time(read_ht)?;
+            return Ok(None);
+        }
+        // Only a row's own keys are column ids: below a column, the filter keeps all.
+        Ok(match self.db.get(path, read_ht, ttl)? {
+            Some(Document::Object(map)) if path.subkeys.is_empty() => {
+                Some(Document::Object(map.into_iter().filter(|(k, _)| current(k)).collect()))
+            }
+            other => other,
+        })
+    }
+
+    /// Flush memtables (the flushed frontier moves to the last entry applied).
+    pub fn flush(&self) -> Result<()> {
+        self.db.flush()
+    }
+
+    /// Flush, then compact every SST file (`files`: `None`) or a run of them by age (a
+    /// minor compaction), with history cutoff `cutoff_ht`.
+    pub fn compact(
         &mut self,
         cutoff_ht: HybridTime,
         kind: CompactionKind,
         files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
-        self.check_up()?;
-        self.db.compact(cutoff_ht, kind, self.table_ttl_ms, files)?;
-        self.flushed = self.applied;
-        Ok(())
+        let ttl = self.schema.default_ttl_ms();
+        self.db.compact(cutoff_ht, kind, ttl, files)
     }
 
     /// The live SST files, oldest first.
-    pub fn files(&self) -> Result<Vec<crate::sst_files::SstFile>> {
-        self.check_up()?;
-        Ok(self.db.files())
-    }
-
-    /// Delete the log segments wholly below min(flushed frontier, last committed) + 1.
-    pub fn gc_log(&mut self) -> Result<()> {
-        self.check_up()?;
-        let committed = self.replica.committed();
-        let bound = if self.plants.contains(Plant::LogGcPastFrontier) {
-            committed.index // by the last committed op alone, past the flushed frontier
-        } else {
-            log_gc_bound(self.flushed, committed)
-        };
-        let removed = self.replica.gc_log(bound).inspect_err(|e| self.down = Some(e.clone()))?;
-        crate::probe::add("log.gc_removed_segment", removed as u64);
-        Ok(())
-    }
-
-    /// Arm a crash at `stage` of the next write.
-    pub fn arm_crash(&mut self, stage: CrashStage) {
-        self.replica.arm_crash(stage);
-    }
-
-    /// The op ids of the writes acknowledged since the last call.
-    pub fn take_acks(&mut self) -> Vec<OpId> {
-        std::mem::take(&mut self.acks)
-    }
-
-    /// The entry of the last failed write, which a crash may or may not have kept.
-    pub fn take_in_doubt(&mut self) -> Option<OpId> {
-        self.in_doubt.take()
-    }
-
-    /// The log's segments (first op, last op, bytes), oldest first.
-    pub fn log_segments(&self) -> &[crate::log::SegmentInfo] {
-        self.replica.log().segments()
+    pub fn files(&self) -> Vec<crate::sst_files::SstFile> {
+        self.db.files()
     }
 
     /// Every stored entry with its raw key and value bytes.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
-        self.check_up()?;
         self.db.dump()
     }
 
@@ -337,76 +319,47 @@ impl Tablet {
     pub fn history_cutoff(&self) -> HybridTime {
         self.db.history_cutoff()
     }
+
+    /// The metadata a snapshot of this tablet carries beside its documents.
+    pub(crate) fn snapshot_metadata(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let list_next = self.list_next.to_be_bytes().to_vec();
+        vec![(SCHEMA_KEY.to_vec(), self.schema.encode()), (LIST_NEXT_KEY.to_vec(), list_next)]
+    }
+
+    /// After a snapshot was installed: the metadata it carried is the tablet's.
+    pub(crate) fn reload_metadata(&mut self) -> Result<()> {
+        if let Some(bytes) = self.db.metadata(SCHEMA_KEY)? {
+            self.schema = Schema::decode(&bytes).map_err(|why| stored(SCHEMA_KEY, why))?;
+        }
+        if let Some(bytes) = self.db.metadata(LIST_NEXT_KEY)? {
+            let bytes = bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()));
+            self.list_next = i64::from_be_bytes(bytes?);
+        }
+        self.attach_schema();
+        Ok(())
+    }
 }
 
-/// Which recovered entries bootstrap re-applies ([`plan_replay`]). The planted replay bugs
-/// live here, around the pure plan: starting one entry early or late is planning with the
-/// frontier one lower or one higher (a frontier the log does not reach stays as it is, so
-/// that the plan refuses it as it would unplanted, and it is never raised past the log).
-fn replay_plan(
-    prev: OpId,
-    ops: &[OpId],
-    frontier: OpId,
-    commit_index: u64,
-    plants: Plants,
-) -> Result<std::ops::Range<usize>> {
-    let last_index = ops.last().map_or(prev.index, |op| op.index);
-    let mut planned = frontier;
-    if plants.contains(Plant::ReplayOneEarly) {
-        planned = planted_one_early(planned, last_index);
+/// The index of a list element's key (`doc.col(<list column>).<index>`), if `key` is one.
+fn list_index_in(key: &[u8], lists: &[i32]) -> Option<i64> {
+    let mut at = doc_key_len(key)?;
+    let (column, next) = KeyEntry::decode(key, at).ok()?;
+    at = next;
+    match column.value {
+        Primitive::ColumnId(id) if lists.contains(&id) => {}
+        _ => return None,
     }
-    if plants.contains(Plant::ReplayOneLate) {
-        planned = planted_one_late(planned, last_index);
+    match KeyEntry::decode(key, at).ok()?.0.value {
+        Primitive::Int64(index) => Some(index),
+        _ => None,
     }
-    plan_replay(prev, ops, planned, commit_index).map_err(Error::ReplayGap)
 }
 
-/// The plant `replay-one-early`: the frontier one lower, if the log reaches it.
-fn planted_one_early(mut frontier: OpId, last_index: u64) -> OpId {
-    if frontier.index <= last_index {
-        frontier.index = frontier.index.saturating_sub(1);
-    }
-    frontier
+/// A stored metadata value that does not decode: the data needs repair.
+fn stored(key: &[u8], why: String) -> Error {
+    let error = crate::decode_error::DecodeError::new("tablet metadata", 0, why);
+    Error::Corruption { error, key: Some(crate::encoding::hex(key)) }
 }
 
-/// The plant `replay-one-late`: the frontier one higher, never past the log's end.
-fn planted_one_late(mut frontier: OpId, last_index: u64) -> OpId {
-    if frontier.index < last_index {
-        frontier.index += 1;
-    }
-    frontier
-}
-
-/// A Raft entry's payload: the hybrid time (8 bytes, big-endian) and the encoded batch.
-pub(crate) fn encode_payload(ht: HybridTime, entries: &DocWriteBatch) -> Vec<u8> {
-    let mut data = Vec::with_capacity(8 + entries.encoded_len());
-    data.extend_from_slice(&ht.raw().to_be_bytes());
-    entries.write_to(&mut data);
-    data
-}
-
-/// Apply one committed entry to RocksDB (live or in replay: the same bytes either way);
-/// returns whether it carried writes. Write ids follow batch positions, so a replay is
-/// bit-identical to the first apply.
-pub(crate) fn apply_entry(db: &DocDb, entry: &LogEntry) -> Result<bool> {
-    if entry.data.is_empty() || crate::replica::conf_change_of(entry).is_some() {
-        return Ok(false); // a new leader's empty entry, or a configuration change
-    }
-    let bad = |why: String| Error::Storage(format!("log entry {}: {why}", entry.op_id));
-    let (ht, batch) = entry.data.split_at_checked(8).ok_or_else(|| bad("no hybrid time".into()))?;
-    let ht = HybridTime::from_raw(u64::from_be_bytes(ht.try_into().expect("8 bytes")));
-    let batch = DocWriteBatch::from_bytes(batch).map_err(|e| bad(e.to_string()))?;
-    db.write(&batch, ht, Some(entry.op_id))?;
-    Ok(true)
-}
-
-fn count_restart_probes(report: &RestartReport) {
-    crate::probe::add("raft.entry_replayed", report.replayed as u64);
-    if report.replayed == 0 {
-        crate::probe::hit("raft.restart_nothing_to_replay");
-    }
-    crate::probe::add("log.segment_skipped", report.segments_skipped as u64);
-    if report.truncated.is_some() {
-        crate::probe::hit("log.torn_tail_truncated");
-    }
-}
+#[cfg(test)]
+mod tests;

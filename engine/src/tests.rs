@@ -27,7 +27,7 @@ pub(crate) fn write_int(db: &crate::db::DocDb, n: i32, us: u64, op_id: Option<cr
     let mut batch = crate::write_batch::DocWriteBatch::new();
     let value = Value::new(ValueKind::Primitive(Primitive::Int32(n)));
     batch.push(&DocPath::new(doc_d(), vec![]), &value);
-    db.write(&batch, HybridTime::from_micros(us), op_id).expect("write");
+    db.write(&batch, HybridTime::from_micros(us), op_id, &[]).expect("write");
 }
 
 /// Run a docscript that must pass, in a scratch directory `name`: its output, and the

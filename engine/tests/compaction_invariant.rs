@@ -76,13 +76,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 
 /// A node in real files under `dir`, its logs on `disk`.
 fn node(dir: &std::path::Path, disk: SimDisk) -> Node {
-    let options = NodeOptions {
-        in_memory: false,
-        disk,
-        segment_bytes: 1 << 20,
-        plants: Plants::NONE,
-        storage: Default::default(),
-    };
+    let options = NodeOptions::alone(disk, 1 << 20, Plants::NONE, false);
     Node::new(dir, options).expect("node")
 }
 

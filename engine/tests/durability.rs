@@ -26,13 +26,7 @@ fn write(runner: &mut Node, i: u64) -> docsim_engine::Result<()> {
 
 /// A node in real files under `dir`, its logs on `disk` in segments of `segment_bytes`.
 fn node(dir: &std::path::Path, disk: SimDisk, segment_bytes: usize) -> Node {
-    let options = NodeOptions {
-        in_memory: false,
-        disk,
-        segment_bytes,
-        plants: Plants::NONE,
-        storage: Default::default(),
-    };
+    let options = NodeOptions::alone(disk, segment_bytes, Plants::NONE, false);
     Node::new(dir, options).expect("node")
 }
 
@@ -191,7 +185,7 @@ fn a_flush_rocksdb_starts_itself_carries_the_frontier_of_its_data() {
                 let mut batch = docsim_engine::DocWriteBatch::new();
                 let body = Primitive::String("x".repeat(4000));
                 batch.push(&path(i), &docsim_engine::Value::new(ValueKind::Primitive(body)));
-                db.write(&batch, at(i), Some(OpId::new(1, i))).expect("write");
+                db.write(&batch, at(i), Some(OpId::new(1, i)), &[]).expect("write");
             }
         } // closed without the engine's flush: only what RocksDB flushed by itself is kept
         let db = small_memtable_db(&dir, entity_rows);
@@ -212,7 +206,7 @@ fn a_flush_after_a_configuration_entry_keeps_its_frontier() {
         let db = small_memtable_db(&dir, false);
         let mut batch = docsim_engine::DocWriteBatch::new();
         batch.push(&path(1), &docsim_engine::Value::new(ValueKind::Primitive(Primitive::Int64(1))));
-        db.write(&batch, at(9), Some(OpId::new(1, 9))).expect("write");
+        db.write(&batch, at(9), Some(OpId::new(1, 9)), &[]).expect("write");
         db.write_conf(b"conf", OpId::new(1, 10), at(9)).expect("configuration");
         db.flush().expect("flush");
     }
@@ -244,12 +238,12 @@ fn a_failed_write_does_not_move_the_frontier() {
         let db = small_memtable_db(&dir, true);
         let mut good = docsim_engine::DocWriteBatch::new();
         good.push(&path(1), &Value::new(ValueKind::Primitive(Primitive::Int64(1))));
-        db.write(&good, at(1), Some(OpId::new(1, 1))).expect("write");
+        db.write(&good, at(1), Some(OpId::new(1, 1)), &[]).expect("write");
         let unknown = SchemaPacking::new(7, vec![10]).expect("one column");
         let body = unknown.body(&[Some(Value::new(ValueKind::Primitive(Primitive::Int32(1))))]);
         let mut bad = docsim_engine::DocWriteBatch::new();
         bad.push(&path(2), &Value::new(ValueKind::PackedRow(body)));
-        db.write(&bad, at(2), Some(OpId::new(1, 2))).expect_err("no packing for version 7");
+        db.write(&bad, at(2), Some(OpId::new(1, 2)), &[]).expect_err("no packing for version 7");
         db.flush().expect("flush");
     }
     let db = small_memtable_db(&dir, true);

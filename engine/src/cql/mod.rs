@@ -26,5 +26,5 @@ pub use ast::{AlterChange, Assignment, CmpOp, Condition, DeleteTarget, Literal, 
 pub use lexer::SyntaxError;
 pub use parse::parse_statement;
 pub use schema::{Column, ColumnKind, CqlTable, CqlType};
-pub(crate) use statement::execute;
 pub use statement::{format_rows, Cell, Outcome, Row};
+pub(crate) use statement::{read_select, write_entries};

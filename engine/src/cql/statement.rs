@@ -3,6 +3,7 @@
 use super::ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
 use super::json::parse_json;
 use super::schema::{ColumnKind, CqlTable, CqlType};
+use crate::db::DocDb;
 use crate::db::{DocRead, PackedCells};
 use crate::doc_write::{expand, DocWrite, WriteKind};
 use crate::document::Document;
@@ -10,7 +11,6 @@ use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Slot, Ttl, Value, Va
 use crate::error::{errinput, Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::reader::read_subdocument;
-use crate::tablet::Tablet;
 use smallvec::{smallvec, SmallVec};
 use std::collections::BTreeMap;
 
@@ -76,14 +76,16 @@ pub fn format_rows(rows: &[Row]) -> Vec<String> {
     lines
 }
 
-/// Run one statement at `ht` against `table`'s tablet.
-pub fn execute(
+/// The entries a write statement (INSERT, UPDATE, DELETE) writes at `ht`, and the list
+/// index after the last one it used. CQL writes are blind: they read nothing, so the
+/// leader's batch is the same whatever the tablet holds. List elements take indexes from
+/// `list_floor` on (the tablet's, `tablet.rs`).
+pub(crate) fn write_entries(
     table: &CqlTable,
-    tablet: &mut Tablet,
-    ht: HybridTime,
+    list_floor: i64,
     statement: &Statement,
-) -> Result<Outcome> {
-    let lists = ListIndexes(std::cell::Cell::new(tablet.list_index_floor(ht)));
+) -> Result<(Vec<(DocPath, Value)>, i64)> {
+    let lists = ListIndexes(std::cell::Cell::new(list_floor));
     let entries = match statement {
         Statement::Insert { columns, values, ttl_s, .. } => {
             let stamp = Stamp { ttl: ttl(*ttl_s), lists: &lists };
@@ -99,14 +101,24 @@ pub fn execute(
             out
         }
         Statement::Delete { targets, key, .. } => delete(table, targets, key)?,
-        Statement::Select { columns, conditions, .. } => {
-            return select(table, tablet, columns.as_deref(), conditions, ht).map(Outcome::Rows)
+        Statement::Select { .. } | Statement::Alter { .. } => {
+            unreachable!("a SELECT reads, an ALTER TABLE changes the tablet's metadata")
         }
-        Statement::Alter { .. } => unreachable!("the node applies ALTER TABLE to its metadata"),
     };
-    tablet.used_list_indexes(lists.0.get());
-    tablet.write(&entries.iter().collect(), ht)?;
-    Ok(Outcome::Written)
+    Ok((entries, lists.0.get()))
+}
+
+/// The rows a SELECT reads at `ht` from the table's documents in `db`.
+pub(crate) fn read_select(
+    table: &CqlTable,
+    db: &DocDb,
+    ht: HybridTime,
+    statement: &Statement,
+) -> Result<Vec<Row>> {
+    let Statement::Select { columns, conditions, .. } = statement else {
+        unreachable!("only a SELECT reads")
+    };
+    select(table, db, columns.as_deref(), conditions, ht)
 }
 
 /// The list indexes one statement hands out, in order, from the tablet's floor on.
@@ -532,7 +544,7 @@ fn leading_equalities(table: &CqlTable, ranges: &[(usize, CmpOp, Primitive)]) ->
 
 fn select(
     table: &CqlTable,
-    tablet: &Tablet,
+    db: &DocDb,
     columns: Option<&[String]>,
     conditions: &[Condition],
     ht: HybridTime,
@@ -543,7 +555,7 @@ fn select(
     };
     let (hash, ranges) = selection(table, conditions)?;
     let mut out = Vec::new();
-    for (doc, row) in read_rows(tablet, &hash, ht)? {
+    for (doc, row) in read_rows(table, db, &hash, ht)? {
         let in_range = ranges.iter().all(|(i, op, v)| {
             op.holds(KeyEntry::asc(doc.range[*i].value.clone()).cmp(&KeyEntry::asc(v.clone())))
         });
@@ -556,13 +568,18 @@ fn select(
 
 /// Every row whose key starts with `key` (a hash key and leading clustering components),
 /// in clustering order, read at `ht`.
-fn read_rows(tablet: &Tablet, key: &DocKey, ht: HybridTime) -> Result<Vec<(DocKey, RowRead)>> {
-    tablet.db().check_read_time(ht)?;
+fn read_rows(
+    table: &CqlTable,
+    db: &DocDb,
+    key: &DocKey,
+    ht: HybridTime,
+) -> Result<Vec<(DocKey, RowRead)>> {
+    db.check_read_time(ht)?;
     let mut prefix = key.encode();
     prefix.pop(); // the range group's closing `!`: every row with these leading components
     let mut rows = Vec::new();
-    let read = tablet.db().read_config(ht, tablet.table_ttl_ms());
-    for (doc, scanned) in tablet.db().scan_documents(&prefix, &read)? {
+    let read = db.read_config(ht, table.default_ttl_ms);
+    for (doc, scanned) in db.scan_documents(&prefix, &read)? {
         match scanned {
             DocRead::Packed(cells) => rows.push((doc, RowRead::Packed(cells))),
             DocRead::Entries(entries) => {

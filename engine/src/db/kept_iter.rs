@@ -221,7 +221,8 @@ mod tests {
         write(&leader, 7, 2_000);
         let snapshot = leader.export().expect("export");
         let (op_id, at) = (crate::ids::OpId::new(1, 5), HybridTime::from_micros(2_000));
-        db.install(&snapshot, op_id, at, b"conf").expect("install");
+        db.install(&snapshot, op_id, at, &[(b"\x01conf".to_vec(), b"conf".to_vec())])
+            .expect("install");
         assert_eq!(scan(&db, 5_000), [7], "the snapshot's document");
         drop((db, leader));
         let _ = (std::fs::remove_dir_all(&dir), std::fs::remove_dir_all(&leader_dir));

@@ -298,7 +298,7 @@ mod tests {
         let row = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::Int32(1))]);
         let mut batch = DocWriteBatch::new();
         batch.push(&DocPath::new(row, vec![]), &Value::new(ValueKind::PackedRow(body)));
-        db.write(&batch, HybridTime::from_micros(1000), None).expect("write");
+        db.write(&batch, HybridTime::from_micros(1000), None, &[]).expect("write");
         let cutoff = HybridTime::from_micros(2000);
         let err = db.compact(cutoff, CompactionKind::Full, None, None).expect_err("undecodable");
         let text = err.to_string();
@@ -327,7 +327,7 @@ mod tests {
         let mut batch = DocWriteBatch::new();
         let path = DocPath::new(row.clone(), column);
         batch.push(&path, &Value::new(ValueKind::PackedRow(body)));
-        db.write(&batch, HybridTime::from_micros(1000), None).expect("write");
+        db.write(&batch, HybridTime::from_micros(1000), None, &[]).expect("write");
         let root = DocPath::new(row, vec![]);
         let err = db.get(&root, HybridTime::from_micros(2000), None).expect_err("refused");
         let key = "4880000001214b8a2380ff05543df729bc18804b"; // row 1, col(10), @1000 µs

@@ -14,7 +14,7 @@ use rocksdb::WriteBatch;
 /// Metadata key holding the replica's configuration as of the frontier: an opaque
 /// encoding chosen by the replica (docsim's rule; YB keeps it in the consensus metadata
 /// file, `ConsensusMetadata::committed_config`).
-const CONF_KEY: &[u8] = b"\x01conf";
+pub const CONF_KEY: &[u8] = b"\x01conf";
 /// Metadata key holding the op id of the last snapshot installed (16 bytes, big-endian).
 const SNAPSHOT_KEY: &[u8] = b"\x01snapshot";
 
@@ -27,20 +27,42 @@ pub struct Export {
 }
 
 impl DocDb {
-    /// Record the configuration `conf` made by the entry `op_id` (which carries no write):
-    /// the frontier moves to it, `ht` being the last applied write's time.
-    pub fn write_conf(&self, conf: &[u8], op_id: OpId, ht: HybridTime) -> Result<()> {
+    /// Record the metadata `pairs` (keys `\x01...`) that the entry `op_id` (which carries
+    /// no document write) made: the frontier moves to it, `ht` being the entry's time (or
+    /// the last applied write's). One RocksDB batch: the metadata is durable exactly with
+    /// its frontier.
+    pub fn write_metadata(
+        &self,
+        pairs: &[(&[u8], &[u8])],
+        op_id: OpId,
+        ht: HybridTime,
+    ) -> Result<()> {
         let mut batch = WriteBatch::default();
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
-        batch.put(CONF_KEY, conf);
+        for (key, value) in pairs {
+            assert_eq!(key.first(), Some(&META_PREFIX), "a metadata key");
+            batch.put(key, value);
+        }
         self.write_unlogged(batch)?;
         super::lock(&self.unflushed).written(op_id, ht);
         Ok(())
     }
 
+    /// Record the configuration `conf` made by the entry `op_id`.
+    pub fn write_conf(&self, conf: &[u8], op_id: OpId, ht: HybridTime) -> Result<()> {
+        self.write_metadata(&[(CONF_KEY, conf)], op_id, ht)
+    }
+
+    /// The metadata stored under `key`, as of the flushed frontier and what was applied
+    /// since.
+    pub fn metadata(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        assert_eq!(key.first(), Some(&META_PREFIX), "a metadata key");
+        Ok(self.db().get(key)?)
+    }
+
     /// The configuration as of the flushed frontier (what [`DocDb::write_conf`] wrote).
     pub fn durable_conf(&self) -> Result<Option<Vec<u8>>> {
-        Ok(self.db().get(CONF_KEY)?)
+        self.metadata(CONF_KEY)
     }
 
     /// The op id of the last snapshot installed, as of the flushed frontier.
@@ -62,16 +84,17 @@ impl DocDb {
         Ok(Export { pairs, history_cutoff: self.history_cutoff_ht })
     }
 
-    /// Replace everything with `export`, as of the entry `op_id` (last write at `ht`) and
-    /// the configuration `conf`, durably: one batch deletes every key and writes the
-    /// snapshot's, then a flush installs it atomically (RocksDB's MANIFEST). A crash
-    /// before the flush completes keeps the old instance whole.
+    /// Replace everything with `export`, as of the entry `op_id` (last write at `ht`),
+    /// with the metadata `meta` (the configuration, the tablet's schema), durably: one
+    /// batch deletes every key and writes the snapshot's, then a flush installs it
+    /// atomically (RocksDB's MANIFEST). A crash before the flush completes keeps the old
+    /// instance whole.
     pub fn install(
         &mut self,
         export: &Export,
         op_id: OpId,
         ht: HybridTime,
-        conf: &[u8],
+        meta: &[(Vec<u8>, Vec<u8>)],
     ) -> Result<()> {
         let mut batch = WriteBatch::default();
         self.for_each_stored(|key, _, _| {
@@ -84,7 +107,10 @@ impl DocDb {
         let cutoff = export.history_cutoff;
         batch.put(HISTORY_CUTOFF_KEY, cutoff.raw().to_be_bytes());
         batch.put(FRONTIER_KEY, encode_frontier(op_id, ht));
-        batch.put(CONF_KEY, conf);
+        for (key, value) in meta {
+            assert_eq!(key.first(), Some(&META_PREFIX), "a metadata key");
+            batch.put(key, value);
+        }
         batch.put(SNAPSHOT_KEY, encode_u64s(&[op_id.term, op_id.index]));
         self.write_unlogged(batch)?;
         super::lock(&self.unflushed).written(op_id, ht);

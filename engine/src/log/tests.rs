@@ -35,7 +35,7 @@ fn synced_entries_and_the_hard_state_survive_a_crash() {
     let (log, recovery) = Log::open(&d, "t", 1 << 20, 0, Plants::NONE).unwrap();
     assert_eq!(indexes(&recovery), [1, 2, 3, 4, 5]);
     assert_eq!(recovery.hard_state, HardState { term: 1, vote: 1, commit: 5 });
-    assert_eq!(log.last_op_id(), OpId::new(1, 5));
+    assert_eq!(log.segments().last().expect("a segment").last, OpId::new(1, 5));
     assert_eq!(recovery.truncated, None);
 }
 
@@ -394,7 +394,7 @@ fn a_reset_starts_the_log_after_a_snapshot_keeping_the_hard_state() {
     assert_eq!(indexes(&recovery), [31]);
     assert_eq!(recovery.hard_state, hs);
     assert_eq!(recovery.snapshot, Some(OpId::new(3, 30)));
-    assert_eq!(log.last_op_id(), OpId::new(4, 31));
+    assert_eq!(log.segments().last().expect("a segment").last, OpId::new(4, 31));
 }
 
 #[test]
@@ -437,7 +437,7 @@ fn reopening_keeps_the_term_of_an_overwrite_that_ends_at_its_segments_prev() {
     let active = log.segments().last().unwrap();
     assert_eq!((active.prev, active.last), (OpId::new(1, last), OpId::new(2, last)));
     let (reopened, _) = Log::open(&d, "t", 200, 0, Plants::NONE).unwrap();
-    assert_eq!(reopened.last_op_id(), OpId::new(2, last));
+    assert_eq!(reopened.segments().last().expect("a segment").last, OpId::new(2, last));
     assert_eq!(reopened.segments(), log.segments());
     // Log GC keeps the segment holding 1.last: reading the new one starts after its
     // `prev`, 1.last, which 2.last replaces.

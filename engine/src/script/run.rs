@@ -17,7 +17,7 @@ use crate::log::SegmentInfo;
 use crate::node::{Node, NodeOptions};
 use crate::notation::{format_duration_us, Subkey};
 use crate::redis;
-use crate::tablet::RestartReport;
+use crate::replica::RestartReport;
 use std::collections::VecDeque;
 use std::fmt::Write as _;
 use std::io::Write;
@@ -211,11 +211,8 @@ impl Runner {
     pub fn in_storage(dir: &Path, plants: Plants, storage: StorageConfig) -> Runner {
         let disk = SimDisk::new(0, FaultConfig::default());
         let options = NodeOptions {
-            in_memory: false,
-            disk,
-            segment_bytes: SCRIPT_SEGMENT_BYTES,
-            plants,
             storage,
+            ..NodeOptions::alone(disk, SCRIPT_SEGMENT_BYTES, plants, false)
         };
         // Only an in-memory node allocates anything (its RocksDB environment) when made; a
         // node on disk opens its tablets' stores as they are created or used.

@@ -4,9 +4,13 @@
 
 use super::*;
 use crate::disk::{FaultConfig, Tear};
-use crate::doc_write::WriteKind;
+use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
+use crate::document::Document;
+use crate::encoding::DocPath;
 use crate::error::ErrorKind;
 use crate::notation::Parser;
+use crate::tablet::{Reply, Request, Schema};
+use raft::eraftpb::MessageType;
 use std::collections::{BTreeSet, VecDeque};
 use std::path::PathBuf;
 
@@ -17,7 +21,7 @@ const TICK_US: u64 = 10_000;
 struct Group {
     env: rocksdb::Env,
     disks: Vec<SimDisk>,
-    peers: Vec<Option<Peer>>,
+    peers: Vec<Option<Replica>>,
     queue: VecDeque<Envelope>,
     /// Links (from, to) that drop everything.
     cut: BTreeSet<(u64, u64)>,
@@ -31,8 +35,8 @@ struct Group {
     segment_bytes: usize,
 }
 
-fn options(id: u64, plants: Plants) -> PeerOptions {
-    PeerOptions {
+fn options(id: u64, plants: Plants) -> ReplicaOptions {
+    ReplicaOptions {
         id,
         voters: vec![1, 2, 3],
         election_tick: 10 + id as usize, // distinct timeouts: peer 1 campaigns first
@@ -131,7 +135,7 @@ impl Group {
         self.deliver();
     }
 
-    fn peer(&mut self, id: u64) -> &mut Peer {
+    fn peer(&mut self, id: u64) -> &mut Replica {
         self.peers[id as usize - 1].as_mut().expect("the peer is up")
     }
 
@@ -191,7 +195,7 @@ impl Group {
 
     fn write(&mut self, leader: u64, writes: &[DocWrite]) -> OpId {
         let now = self.now_us;
-        let (op_id, _) = self.peer(leader).propose(writes, now).expect("the leader proposes");
+        let (op_id, _) = propose(self.peer(leader), writes, now).expect("the leader proposes");
         let out = self.peer(leader).process().expect("the leader persists");
         self.queue.extend(out);
         self.deliver();
@@ -211,10 +215,15 @@ impl Group {
     }
 
     /// Open (or reopen) peer `id` from its disk.
-    fn restart(&mut self, id: u64) -> BootReport {
+    fn restart(&mut self, id: u64) -> RestartReport {
         let disk = &self.disks[id as usize - 1];
-        let options = PeerOptions { segment_bytes: self.segment_bytes, ..options(id, self.plants) };
-        let opened = Peer::open(&dir(id), Some(&self.env), disk, "log", options, self.now_us);
+        let options =
+            ReplicaOptions { segment_bytes: self.segment_bytes, ..options(id, self.plants) };
+        let (env, plants) = (Some(&self.env), self.plants);
+        let schema = Schema::Docs { default_ttl_ms: None };
+        let tablet = crate::tablet::Tablet::open(&dir(id), env, plants, Default::default(), schema);
+        let opened =
+            Replica::open(tablet.expect("the tablet opens"), disk, "log", options, self.now_us);
         let (peer, report) = opened.expect("the peer opens");
         self.peers[id as usize - 1] = Some(peer);
         report
@@ -222,7 +231,11 @@ impl Group {
 
     fn get(&mut self, id: u64, text: &str, read_ht: HybridTime) -> Result<Option<Document>> {
         let now = self.now_us;
-        self.peer(id).read(&path(text), read_ht, now)
+        let request = Request::Get { path: path(text) };
+        self.peer(id).read(&request, read_ht, now).map(|reply| match reply {
+            Reply::Document(doc) => doc,
+            other => panic!("a get answers a document: {other:?}"),
+        })
     }
 
     /// A read at peer `id`'s clock's "now".
@@ -246,6 +259,14 @@ fn envelope(kind: MessageType, (from, to): (u64, u64), term: u64, ht: HybridTime
     msg.set_msg_type(kind);
     (msg.from, msg.to, msg.term) = (from, to, term);
     Envelope { from, to, ht, ht_lease: ht, echo: None, safe: None, msg }
+}
+
+/// Propose `writes` (optional markers) at `peer`, at a time from its clock: the entry and
+/// its time.
+fn propose(peer: &mut Replica, writes: &[DocWrite], now: u64) -> Result<(OpId, HybridTime)> {
+    let request = Request::Write { writes: writes.to_vec(), markers: MarkerMode::Optional };
+    let proposed = peer.propose(&request, None, now)?;
+    Ok((proposed.op_id.expect("a write proposes an entry"), proposed.ht))
 }
 
 /// A follower of `leader` (the lowest other id).
@@ -281,7 +302,7 @@ fn three_peers_elect_replicate_and_agree() {
 fn a_write_to_a_follower_names_the_leader() {
     let refusals = |g: &mut Group, id: u64| {
         let now = g.now_us;
-        let write = g.peer(id).propose(&[set("doc(1i32;).\"a\"", 1)], now);
+        let write = propose(g.peer(id), &[set("doc(1i32;).\"a\"", 1)], now);
         let change = g.peer(id).propose_membership(&[Membership::AddLearner(4)], now);
         [write.map(|_| ()).expect_err("a follower"), change.expect_err("a follower")]
     };
@@ -337,7 +358,7 @@ fn a_partitioned_leader_refuses_reads_once_its_lease_runs_out() {
     }
 }
 
-/// The lease's boundary (a rule of docsim's, `Peer::check_servable`): a read at exactly
+/// The lease's boundary (a rule of docsim's, `Replica::check_servable`): a read at exactly
 /// the lease is inside it, so behind a write still pending it waits for the safe time;
 /// only a read above the lease is refused as past it.
 #[test]
@@ -472,7 +493,7 @@ fn echoes_and_safe_times_come_only_from_the_leader_in_its_term() {
         safe: Some((1, far)),
         ..envelope(MessageType::MsgHeartbeatResponse, (from, to), term, far)
     };
-    let held = |p: &Peer| (p.echo, p.propagated);
+    let held = |p: &Replica| (p.echo, p.propagated);
     for (from, to) in [(other, follower), (follower, leader)] {
         let before = held(g.peer(to));
         let now = g.now_us;
@@ -585,7 +606,7 @@ fn the_quiet_period_ends_exactly_at_its_deadline() {
 fn a_power_cut_after_commit_leaves_the_entry_to_raft_on_restart() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     let follower = follower_of(leader);
-    g.peer(follower).arm_crash(Some(PeerCrash::AfterCommit));
+    g.peer(follower).arm_crash(Some(CrashPoint::AfterCommit));
     let op_id = g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.run_ms(50);
     assert!(g.peers[follower as usize - 1].is_none(), "the cut fired");
@@ -720,7 +741,7 @@ fn a_follower_takes_the_propagated_safe_time_once_applied_that_far() {
     let peer = g.peer(follower);
     let (applied, applied_ht) = (peer.applied, peer.applied_ht);
     let far = HybridTime::from_micros(applied_ht.physical_us() + 1_000_000);
-    let safe_with = |peer: &mut Peer, index: u64| {
+    let safe_with = |peer: &mut Replica, index: u64| {
         peer.propagated = Some((index, far));
         peer.safe_time()
     };
@@ -755,7 +776,7 @@ fn a_peers_clock_moves_past_the_time_an_envelope_carries() {
 fn a_leader_reads_below_its_first_unapplied_write_only() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     let now = g.now_us;
-    let (op, ht) = g.peer(leader).propose(&[set("doc(1i32;).\"a\"", 1)], now).expect("proposed");
+    let (op, ht) = propose(g.peer(leader), &[set("doc(1i32;).\"a\"", 1)], now).expect("proposed");
     let _held_back = g.peer(leader).process().expect("appended"); // never delivered
     let below = HybridTime::from_raw(ht.raw() - 1);
     let refused = g.get(leader, "doc(1i32;).\"a\"", ht).expect_err("not applied yet");
@@ -854,7 +875,7 @@ fn a_write_costs_each_replica_one_sync() {
 fn a_power_cut_after_append_waits_for_entries() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     let follower = follower_of(leader);
-    g.peer(follower).arm_crash(Some(PeerCrash::AfterAppend));
+    g.peer(follower).arm_crash(Some(CrashPoint::AfterAppend));
     g.run_ms(100);
     assert!(g.peers[follower as usize - 1].is_some(), "heartbeats append nothing");
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
@@ -867,9 +888,10 @@ fn a_power_cut_after_append_waits_for_entries() {
 fn a_followers_clock_moves_past_the_entries_it_appends() {
     let (mut g, leader) = Group::elected(Plants::NONE);
     let follower = follower_of(leader);
-    let (now, ahead) = (g.now_us, g.now_us + 1_000_000);
+    // Ahead of the follower's clock, within the leader's lease (200 ms here).
+    let (now, ahead) = (g.now_us, g.now_us + 50_000);
     let writes = [set("doc(1i32;).\"a\"", 1)];
-    let (_, entry_ht) = g.peer(leader).propose(&writes, ahead).expect("the leader proposes");
+    let (_, entry_ht) = propose(g.peer(leader), &writes, ahead).expect("the leader proposes");
     let out = g.peer(leader).process().expect("the leader persists");
     let is_append =
         |e: &Envelope| e.to == follower && e.msg.get_msg_type() == MessageType::MsgAppend;
@@ -896,7 +918,7 @@ fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
     let heartbeat = envelope(MessageType::MsgHeartbeat, (follower, leader), 9, ht);
     let peer = g.peer(follower);
     assert!(!peer.crash_after_send(&[vote(true)]), "not armed");
-    peer.arm_crash(Some(PeerCrash::AfterSend));
+    peer.arm_crash(Some(CrashPoint::AfterSend));
     assert!(!peer.crash_after_send(&[]), "nothing sent");
     assert!(!peer.powered_off());
     assert!(peer.crash_after_send(std::slice::from_ref(&heartbeat)));
@@ -909,7 +931,7 @@ fn a_power_cut_after_a_send_or_a_vote_fires_only_then() {
     g.crash(follower);
     g.restart(follower);
     let peer = g.peer(follower);
-    peer.arm_crash(Some(PeerCrash::AfterVote));
+    peer.arm_crash(Some(CrashPoint::AfterVote));
     assert!(!peer.crash_after_send(&[heartbeat, vote(false)]), "no vote granted");
     assert!(peer.crash_after_send(&[vote(true)]));
     assert!(peer.powered_off());

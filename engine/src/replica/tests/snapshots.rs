@@ -1,7 +1,13 @@
 //! Log GC while peers run, and the snapshots that replace collected entries.
 
 use super::*;
-use raft::Storage;
+use raft::{ProgressState, Storage};
+
+/// Flush `peer` and collect its log: the segments removed.
+fn flush(peer: &mut Replica) -> usize {
+    peer.flush().expect("a flush");
+    peer.gc_log().expect("log GC")
+}
 
 /// Three elected peers with logs of small segments, so a flush lets GC remove some.
 fn small_segments() -> (Group, u64) {
@@ -32,7 +38,7 @@ fn follower_behind_collected_log() -> (Group, u64, u64) {
     g.write(leader, &[set("doc(1i32;).\"a\"", 1)]);
     g.isolate(behind);
     fill(&mut g, leader, 40);
-    let removed = g.peer(leader).flush().expect("the leader flushes");
+    let removed = flush(g.peer(leader));
     assert!(removed > 0, "log GC removed segments");
     g.cut.clear();
     (g, leader, behind)
@@ -65,7 +71,7 @@ fn a_snapshot_install_cut_short_by_a_crash_is_finished_at_boot() {
     let (mut g, leader, behind) = follower_behind_collected_log();
     let raft = &g.peer(behind).raw.raft;
     let (term, vote) = (raft.term, raft.vote);
-    g.peer(behind).arm_crash(Some(PeerCrash::AfterSnapshot));
+    g.peer(behind).arm_crash(Some(CrashPoint::AfterSnapshot));
     g.run_ms(500);
     assert!(g.peers[behind as usize - 1].is_none(), "the power went after the documents");
     let report = g.restart(behind);
@@ -98,7 +104,7 @@ fn membership_outlives_the_entries_that_made_it() {
     fill(&mut g, leader, 40);
     g.run_ms(100);
     for id in [1, 2, 3, spare] {
-        assert!(g.peer(id).flush().expect("a flush") > 0, "replica {id} collected its log");
+        assert!(flush(g.peer(id)) > 0, "replica {id} collected its log");
     }
     for id in [1, 2, 3, spare] {
         g.crash(id);
@@ -131,7 +137,7 @@ fn a_removed_replica_restarts_removed() {
 }
 
 /// A snapshot lost on the way is reported lost once the leader has waited
-/// [`SNAPSHOT_TIMEOUT_TICKS`] ticks past the one it was sent in (docsim's rule: raft-rs
+/// [`ready::SNAPSHOT_TIMEOUT_TICKS`] ticks past the one it was sent in (docsim's rule: raft-rs
 /// waits for its caller's report), and sent again; once one arrives, the follower
 /// installs it.
 #[test]
@@ -145,7 +151,7 @@ fn a_lost_snapshot_is_sent_again_after_the_timeout() {
         waiting.push(progress == Some(ProgressState::Snapshot));
     }
     let runs: Vec<usize> = waiting.split(|w| !w).map(<[bool]>::len).filter(|&n| n > 0).collect();
-    let whole = SNAPSHOT_TIMEOUT_TICKS as usize + 1;
+    let whole = ready::SNAPSHOT_TIMEOUT_TICKS as usize + 1;
     assert_eq!(runs.get(..2), Some(&[whole, whole][..]), "ticks waited per snapshot: {runs:?}");
     g.lost.clear();
     g.run_ms(500);
@@ -172,7 +178,7 @@ fn raft_rs_forgets_exactly_the_entries_log_gc_removed() {
     fill(&mut g, leader, 40);
     g.run_ms(50);
     let peer = g.peer(leader);
-    assert!(peer.flush().expect("a flush") > 0, "log GC removed segments");
+    assert!(flush(peer) > 0, "log GC removed segments");
     let prev = peer.log.segments()[0].prev;
     let store = peer.raw.store();
     assert_eq!(store.first_index().expect("held"), prev.index + 1);

@@ -6,35 +6,44 @@
 //! segments copied as files). A snapshot here does the catching up in place.
 //!
 //! ```text
-//! snapshot data := "docsnap1" applied_ht:u64be history_cutoff:u64be count:u64be
-//!                  (key_len:u32le key value_len:u32le value)*  crc32c(all before):u32le
+//! snapshot data := "docsnap2" applied_ht:u64be history_cutoff:u64be
+//!                  count:u64be (key_len:u32le key value_len:u32le value)*
+//!                  meta_count:u64be (key_len:u32le key value_len:u32le value)*
+//!                  crc32c(all before):u32le
 //! ```
-//! The op id and the configuration travel in raft-rs's snapshot metadata.
+//! The first pairs are the documents, the second the tablet's metadata (its schema with
+//! every packing version, its list-index counter: `tablet.rs`), so the receiver reads
+//! the data it installs under the schema it was written under. The op id and the
+//! configuration travel in raft-rs's snapshot metadata.
 
 use crate::db::Export;
 use crate::hybrid_time::HybridTime;
 
-const MAGIC: &[u8; 8] = b"docsnap1";
+const MAGIC: &[u8; 8] = b"docsnap2";
 
 /// A replica's documents at its applied entry, and that entry's last write time.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(super) struct SnapshotData {
     pub applied_ht: HybridTime,
     pub export: Export,
+    /// The tablet's metadata keys and values.
+    pub metadata: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl SnapshotData {
     pub fn encode(&self) -> Vec<u8> {
         let mut out = MAGIC.to_vec();
         let cutoff = self.export.history_cutoff.raw();
-        let count = self.export.pairs.len() as u64;
-        for v in [self.applied_ht.raw(), cutoff, count] {
+        for v in [self.applied_ht.raw(), cutoff] {
             out.extend_from_slice(&v.to_be_bytes());
         }
-        for (key, value) in &self.export.pairs {
-            for bytes in [key, value] {
-                out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                out.extend_from_slice(bytes);
+        for pairs in [&self.export.pairs, &self.metadata] {
+            out.extend_from_slice(&(pairs.len() as u64).to_be_bytes());
+            for (key, value) in pairs {
+                for bytes in [key, value] {
+                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+                    out.extend_from_slice(bytes);
+                }
             }
         }
         let crc = crc32c::crc32c(&out);
@@ -56,18 +65,17 @@ impl SnapshotData {
         }
         let applied_ht = HybridTime::from_raw(reader.u64()?);
         let history_cutoff = HybridTime::from_raw(reader.u64()?);
-        let count = reader.u64()?;
-        let mut pairs = Vec::new();
-        for _ in 0..count {
-            let key = reader.sized()?.to_vec();
-            pairs.push((key, reader.sized()?.to_vec()));
-        }
+        let pairs = reader.pairs()?;
+        let metadata = reader.pairs()?;
         if reader.at != body.len() {
             return Err(format!("{} bytes after the last pair", body.len() - reader.at));
         }
-        Ok(SnapshotData { applied_ht, export: Export { pairs, history_cutoff } })
+        Ok(SnapshotData { applied_ht, export: Export { pairs, history_cutoff }, metadata })
     }
 }
+
+/// Keys and values, in order.
+type Pairs = Vec<(Vec<u8>, Vec<u8>)>;
 
 struct Reader<'a> {
     bytes: &'a [u8],
@@ -87,6 +95,16 @@ impl<'a> Reader<'a> {
         Ok(u64::from_be_bytes(self.take(8)?.try_into().expect("8 bytes")))
     }
 
+    fn pairs(&mut self) -> Result<Pairs, String> {
+        let count = self.u64()?;
+        let mut pairs = Vec::new();
+        for _ in 0..count {
+            let key = self.sized()?.to_vec();
+            pairs.push((key, self.sized()?.to_vec()));
+        }
+        Ok(pairs)
+    }
+
     fn sized(&mut self) -> Result<&'a [u8], String> {
         let len = u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
         self.take(len as usize)
@@ -100,7 +118,8 @@ mod tests {
     fn sample() -> SnapshotData {
         let pairs = vec![(b"k1".to_vec(), b"v1".to_vec()), (b"k2".to_vec(), vec![])];
         let export = Export { pairs, history_cutoff: HybridTime::from_raw(7) };
-        SnapshotData { applied_ht: HybridTime::from_raw(99), export }
+        let metadata = vec![(b"\x01schema".to_vec(), b"docs".to_vec())];
+        SnapshotData { applied_ht: HybridTime::from_raw(99), export, metadata }
     }
 
     #[test]
@@ -135,12 +154,14 @@ mod tests {
         let sealed = |body: &[u8]| [body, &crc32c::crc32c(body).to_le_bytes()].concat();
         let refused = |body: &[u8]| SnapshotData::decode(&sealed(body)).unwrap_err();
         assert_eq!(SnapshotData::decode(&sealed(body)), Ok(sample()));
-        assert_eq!(refused(&[b"docsnap2", &body[8..]].concat()), "not a docsim snapshot");
+        assert_eq!(refused(&[b"docsnap1", &body[8..]].concat()), "not a docsim snapshot");
         assert_eq!(refused(&body[..30]), "cut short at byte 24");
         assert_eq!(refused(&body[..37]), "cut short at byte 36");
+        // A third document pair read where the metadata count is (54..62): an empty key,
+        // then a value length of 2^24 (the count's last bytes), cut short at its start.
         let mut one_pair_more = body.to_vec();
         one_pair_more[31] += 1;
-        assert_eq!(refused(&one_pair_more), format!("cut short at byte {}", body.len()));
+        assert_eq!(refused(&one_pair_more), "cut short at byte 62");
         assert_eq!(refused(&[body, b"xy"].concat()), "2 bytes after the last pair");
         let mut huge_key = body.to_vec();
         huge_key[32..36].copy_from_slice(&u32::MAX.to_le_bytes());

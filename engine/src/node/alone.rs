@@ -1,0 +1,256 @@
+//! The synchronous way into a node whose replicas are their groups' only voters: every
+//! write is evaluated, proposed, synced, committed and applied in one call, and returns
+//! once applied (or with the error that cut it). docscript's runner and the engine's tests
+//! use it; the simulator drives groups of one through the replicated calls instead, and
+//! both run the same replicas. The document tablet is created on first use.
+//!
+//! An armed power cut that fires takes the whole node down: the write that fired it
+//! fails with `crashed <point>` and its entry is *in doubt* ([`Node::take_in_doubt`]).
+
+use super::{Armed, Node};
+use crate::cql::{self, CqlTable, Statement};
+use crate::crash::CrashPoint;
+use crate::db::{Layout, RawEntry};
+use crate::doc_write::{DocWrite, MarkerMode};
+use crate::document::Document;
+use crate::encoding::DocPath;
+use crate::error::{Error, Result};
+use crate::gc::CompactionKind;
+use crate::hybrid_time::HybridTime;
+use crate::ids::{OpId, TabletId};
+use crate::redis;
+use crate::replica::RestartReport;
+use crate::tablet::{Reply, Request, Schema};
+
+/// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
+pub struct TabletDump<'a> {
+    /// The CQL table of the tablet (`None`: the document tablet).
+    pub table: Option<&'a CqlTable>,
+    /// Every stored entry in key order, decoded, with its raw key and value.
+    pub entries: Vec<RawEntry>,
+}
+
+impl Node {
+    /// Write one batch of document writes at `ht` to the document tablet.
+    pub fn write(
+        &mut self,
+        ht: HybridTime,
+        writes: &[DocWrite],
+        markers: MarkerMode,
+    ) -> Result<()> {
+        let request = Request::Write { writes: writes.to_vec(), markers };
+        self.alone_write(&TabletId::Docs, &request, Some(ht)).map(|_| ())
+    }
+
+    /// The subdocument at `path` of the document tablet as of `ht`.
+    pub fn get(&mut self, path: &DocPath, ht: HybridTime) -> Result<Option<Document>> {
+        self.docs()?;
+        self.alone_read(&TabletId::Docs, &Request::Get { path: path.clone() }, ht).map(|reply| {
+            match reply {
+                Reply::Document(doc) => doc,
+                other => unreachable!("a get answers a document: {other:?}"),
+            }
+        })
+    }
+
+    /// The subdocument at `path` of CQL table `table`'s tablet as of `ht` (a row is the
+    /// document `doc(<hash key>; <clustering key>)`).
+    pub fn get_in_table(
+        &mut self,
+        table: &str,
+        path: &DocPath,
+        ht: HybridTime,
+    ) -> Result<Option<Document>> {
+        let id = TabletId::Table(table.to_owned());
+        match self.alone_read(&id, &Request::Get { path: path.clone() }, ht)? {
+            Reply::Document(doc) => Ok(doc),
+            other => unreachable!("a get answers a document: {other:?}"),
+        }
+    }
+
+    /// Set the document tablet's default TTL (a metadata change: a Raft entry).
+    pub fn set_default_ttl(&mut self, ttl_ms: Option<u64>) -> Result<()> {
+        self.docs()?;
+        self.alone_write(&TabletId::Docs, &Request::DefaultTtl(ttl_ms), None).map(|_| ())
+    }
+
+    /// How the CQL tables created from now on store their rows.
+    pub fn set_layout(&mut self, layout: Layout) {
+        self.options.storage.layout = layout;
+    }
+
+    /// Create a CQL table's tablet, its rows stored as the node's layout says.
+    pub fn create_table(&mut self, table: CqlTable) -> Result<()> {
+        let mut table = table;
+        table.packed_rows = match self.options.storage.layout {
+            Layout::Declared => table.packed_rows,
+            Layout::Packed | Layout::Entity => true,
+            Layout::Unpacked => false,
+        };
+        table.entity_rows = self.options.storage.layout == Layout::Entity;
+        let id = TabletId::Table(table.name.clone());
+        self.create_tablet(id, Schema::table(table), self.now_us).map(|_| ())
+    }
+
+    /// Run a CQL statement on its table: a SELECT reads at `ht`, the others write at it.
+    pub fn cql(&mut self, ht: HybridTime, statement: &Statement) -> Result<cql::Outcome> {
+        let id = TabletId::Table(statement.table().to_owned());
+        let request = Request::Cql(statement.clone());
+        let reply = match request.is_read() {
+            true => self.alone_read(&id, &request, ht)?,
+            false => self.alone_write(&id, &request, Some(ht))?,
+        };
+        Ok(match reply {
+            Reply::Rows(rows) => cql::Outcome::Rows(rows),
+            _ => cql::Outcome::Written,
+        })
+    }
+
+    /// Run a Redis command on the document tablet at `ht`.
+    pub fn redis(&mut self, ht: HybridTime, command: &redis::Command) -> Result<redis::Reply> {
+        self.docs()?;
+        let request = Request::Redis(command.clone());
+        let reply = match request.is_read() {
+            true => self.alone_read(&TabletId::Docs, &request, ht)?,
+            false => self.alone_write(&TabletId::Docs, &request, Some(ht))?,
+        };
+        match reply {
+            Reply::Redis(reply) => Ok(reply),
+            other => unreachable!("a Redis command answers Redis: {other:?}"),
+        }
+    }
+
+    /// The document tablet, created on first use.
+    fn docs(&mut self) -> Result<()> {
+        self.check_on()?;
+        if !self.hosts(&TabletId::Docs) {
+            let schema = Schema::Docs { default_ttl_ms: None };
+            self.create_tablet(TabletId::Docs, schema, self.now_us)?;
+        }
+        Ok(())
+    }
+
+    /// Propose `request` at tablet `id` and see it through: once applied, acknowledged;
+    /// an error after it was proposed leaves its entry in doubt, and a power cut that
+    /// fired takes the node down.
+    fn alone_write(
+        &mut self,
+        id: &TabletId,
+        request: &Request,
+        at: Option<HybridTime>,
+    ) -> Result<Reply> {
+        if *id == TabletId::Docs {
+            self.docs()?;
+        }
+        let now_us = self.now_us;
+        let proposed = self.replica_mut(id)?.propose(request, at, now_us)?;
+        let Some(op_id) = proposed.op_id else { return Ok(proposed.reply) };
+        match self.replica_mut(id)?.process() {
+            Ok(sent) => {
+                assert!(sent.is_empty(), "a group of one sends nothing: {sent:?}");
+                let replica = self.replica(id)?;
+                assert!(replica.is_applied(op_id), "a group of one applies what it proposes");
+                self.acks.push((id.clone(), op_id));
+                Ok(proposed.reply)
+            }
+            Err(e) => {
+                self.in_doubt.push((id.clone(), op_id));
+                if matches!(e, Error::Io(_) | Error::DiskFull { .. }) {
+                    crate::probe::hit("disk.write_failed_tablet_down");
+                }
+                if let (Error::Crashed(_), Some(armed)) = (&e, self.armed) {
+                    self.crash(armed.tear);
+                }
+                Err(e)
+            }
+        }
+    }
+
+    fn alone_read(&mut self, id: &TabletId, request: &Request, ht: HybridTime) -> Result<Reply> {
+        let now_us = self.now_us;
+        self.replica_mut(id)?.read(request, ht, now_us)
+    }
+
+    /// The highest history cutoff of the document tablet.
+    pub fn history_cutoff(&mut self) -> Result<HybridTime> {
+        self.docs()?;
+        Ok(self.replica(&TabletId::Docs)?.history_cutoff())
+    }
+
+    /// Flush every tablet, then GC their logs.
+    pub fn flush(&mut self) -> Result<()> {
+        self.check_on()?;
+        for id in self.tablet_ids() {
+            self.replica_mut(&id)?.flush()?;
+        }
+        self.gc_logs(None)
+    }
+
+    /// Flush and compact every tablet with history cutoff `cutoff`, then GC their logs.
+    pub fn compact(&mut self, cutoff: HybridTime, kind: CompactionKind) -> Result<()> {
+        self.docs()?; // the document tablet's cutoff moves too, even while empty
+        for id in self.tablet_ids() {
+            self.replica_mut(&id)?.compact(cutoff, kind, None)?;
+        }
+        self.gc_logs(None)
+    }
+
+    /// A minor compaction of the run `files` of SST files (oldest first, 0-based, as
+    /// [`Node::files`] lists them) of one tablet — the document tablet, or CQL table
+    /// `table`'s — with history cutoff `cutoff`, then that tablet's log GC.
+    pub fn compact_files(
+        &mut self,
+        table: Option<&str>,
+        files: std::ops::RangeInclusive<usize>,
+        cutoff: HybridTime,
+    ) -> Result<()> {
+        let id = match table {
+            None => {
+                self.docs()?;
+                TabletId::Docs
+            }
+            Some(name) => TabletId::Table(name.to_owned()),
+        };
+        self.replica_mut(&id)?.compact(cutoff, CompactionKind::Minor, Some(files))?;
+        self.gc_logs(Some(&id))
+    }
+
+    /// Log GC after a flush (of every tablet, or of `only`), unless a power cut was armed
+    /// for this moment: then the node goes down, the flush durable, its log GC not done.
+    pub fn gc_logs(&mut self, only: Option<&TabletId>) -> Result<()> {
+        if let Some(Armed { at: CrashPoint::AfterFlush, tear }) = self.armed {
+            self.crash(tear);
+            return Err(Error::Crashed(CrashPoint::AfterFlush));
+        }
+        for id in self.tablet_ids().iter().filter(|id| only.is_none_or(|o| o == *id)) {
+            self.replica_mut(id)?.gc_log()?;
+        }
+        Ok(())
+    }
+
+    /// Reopen every tablet (stopping them first if they run): [`Node::restart_at`].
+    pub fn restart(&mut self) -> Result<Vec<(TabletId, RestartReport)>> {
+        self.restart_at(self.now_us)
+    }
+
+    /// Writes acknowledged since the last call, by tablet.
+    pub fn take_acks(&mut self) -> Vec<(TabletId, OpId)> {
+        std::mem::take(&mut self.acks)
+    }
+
+    /// The in-doubt entry of a failed write, by tablet.
+    pub fn take_in_doubt(&mut self) -> Vec<(TabletId, OpId)> {
+        std::mem::take(&mut self.in_doubt)
+    }
+
+    /// Every stored entry of every tablet, document tablet first.
+    pub fn dump(&self) -> Result<Vec<TabletDump<'_>>> {
+        self.check_on()?;
+        self.replicas()
+            .map(|(_, replica)| {
+                let table = replica.tablet().schema().cql();
+                Ok(TabletDump { table, entries: replica.dump()? })
+            })
+            .collect()
+    }
+}
