@@ -142,7 +142,8 @@ fn check(
         .iter()
         .map(|step| match step {
             Step::Write(w, us) => {
-                Command::Write { write: w.clone(), ht: HybridTime::from_micros(*us) }.to_string()
+                Command::Write { write: w.clone(), ht: Some(HybridTime::from_micros(*us)), route: Default::default() }
+                    .to_string()
             }
             Step::Expire(doc, ttl_ms, us) => format!("# EXPIRE d{doc} {ttl_ms}ms @T{us}"),
             Step::Flush => "flush".into(),

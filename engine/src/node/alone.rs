@@ -19,6 +19,7 @@ use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, TabletId};
 use crate::redis;
+use crate::script::At;
 use crate::replica::RestartReport;
 use crate::tablet::{Reply, Request, Schema};
 
@@ -38,8 +39,31 @@ impl Node {
         writes: &[DocWrite],
         markers: MarkerMode,
     ) -> Result<()> {
+        self.write_at(Some(ht), writes, markers)
+    }
+
+    /// [`Node::write`] at `ht`, or at a time from the tablet's clock (`None`).
+    pub fn write_at(
+        &mut self,
+        ht: Option<HybridTime>,
+        writes: &[DocWrite],
+        markers: MarkerMode,
+    ) -> Result<()> {
         let request = Request::Write { writes: writes.to_vec(), markers };
-        self.alone_write(&TabletId::Docs, &request, Some(ht)).map(|_| ())
+        self.alone_write(&TabletId::Docs, &request, ht).map(|_| ())
+    }
+
+    /// The hybrid time `at` names: itself, or this node's clock now (plus `ahead_us`; a
+    /// group of one is always caught up, so `@safe` is now too).
+    pub fn read_time(&mut self, at: At) -> HybridTime {
+        let ahead_us = match at {
+            At::Ht(ht) => return ht,
+            At::Now { ahead_us } => ahead_us,
+            At::Safe => 0,
+        };
+        let now_us = self.now_us;
+        let clocks = self.replicas.values_mut().map(|r| r.now_ht(now_us));
+        clocks.max().unwrap_or(HybridTime::from_micros(now_us)).add_micros(ahead_us)
     }
 
     /// The subdocument at `path` of the document tablet as of `ht`.
@@ -94,11 +118,23 @@ impl Node {
 
     /// Run a CQL statement on its table: a SELECT reads at `ht`, the others write at it.
     pub fn cql(&mut self, ht: HybridTime, statement: &Statement) -> Result<cql::Outcome> {
+        self.cql_at(Some(ht), statement)
+    }
+
+    /// [`Node::cql`] at `ht`, or (`None`) at a time from the tablet's clock.
+    pub fn cql_at(
+        &mut self,
+        ht: Option<HybridTime>,
+        statement: &Statement,
+    ) -> Result<cql::Outcome> {
         let id = TabletId::Table(statement.table().to_owned());
         let request = Request::Cql(statement.clone());
         let reply = match request.is_read() {
-            true => self.alone_read(&id, &request, ht)?,
-            false => self.alone_write(&id, &request, Some(ht))?,
+            true => {
+                let ht = ht.unwrap_or_else(|| self.read_time(At::Now { ahead_us: 0 }));
+                self.alone_read(&id, &request, ht)?
+            }
+            false => self.alone_write(&id, &request, ht)?,
         };
         Ok(match reply {
             Reply::Rows(rows) => cql::Outcome::Rows(rows),
@@ -108,11 +144,23 @@ impl Node {
 
     /// Run a Redis command on the document tablet at `ht`.
     pub fn redis(&mut self, ht: HybridTime, command: &redis::Command) -> Result<redis::Reply> {
+        self.redis_at(Some(ht), command)
+    }
+
+    /// [`Node::redis`] at `ht`, or (`None`) at a time from the tablet's clock.
+    pub fn redis_at(
+        &mut self,
+        ht: Option<HybridTime>,
+        command: &redis::Command,
+    ) -> Result<redis::Reply> {
         self.docs()?;
         let request = Request::Redis(command.clone());
         let reply = match request.is_read() {
-            true => self.alone_read(&TabletId::Docs, &request, ht)?,
-            false => self.alone_write(&TabletId::Docs, &request, Some(ht))?,
+            true => {
+                let ht = ht.unwrap_or_else(|| self.read_time(At::Now { ahead_us: 0 }));
+                self.alone_read(&TabletId::Docs, &request, ht)?
+            }
+            false => self.alone_write(&TabletId::Docs, &request, ht)?,
         };
         match reply {
             Reply::Redis(reply) => Ok(reply),

@@ -1,14 +1,25 @@
-//! docscript commands: one per line, parsed with line/column errors and printed back as
-//! the same text (reproducers and traces are docscript).
+//! docscript commands, one per line: the contract's, docsim's extensions (README), and
+//! the commands of a replicated script (a script whose first command is a `cluster`
+//! header). A script without a header is a group of one. Each command parses with
+//! line/column errors (`script/parse.rs`) and prints back as the same text (reproducers
+//! and traces are docscript).
+//!
+//! Routing options (replicated scripts; in a group of one they name node 1 or nothing):
+//! a write takes ` to=<i>` (the replica it is sent to; default: the one that claims to
+//! lead) and ` nowait`; a read ` from=<i>`; a node's own command (`flush`, `compact`,
+//! `crash`, `fault`, `restart`, `disarm`, `dump`, `files`, `log`) ` node=<i>` (default:
+//! every node for `flush` and `compact`, node 1 otherwise). A write may omit its `@T`
+//! (the leader's clock gives the time), and a read may read `@now`, `@now+<dur>` (the
+//! replica's clock) or `@safe` (its safe time).
 
 use crate::crash::CrashPoint;
+use crate::db::Layout;
 use crate::disk::{IoTarget, SimDisk};
 use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
-use crate::document::Document;
 use crate::encoding::DocPath;
 use crate::error::Error;
 use crate::hybrid_time::HybridTime;
-use crate::notation::{format_duration_us, PResult, Parser};
+use crate::notation::format_duration_us;
 use std::fmt;
 
 /// Which `dump`.
@@ -22,54 +33,117 @@ pub enum DumpStyle {
     Raw,
 }
 
+/// When a read reads (or, `Ht` only, when a write writes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum At {
+    /// `@T`: this hybrid time.
+    Ht(HybridTime),
+    /// `@now` / `@now+<dur>`: the replica's clock now, plus `ahead_us`.
+    Now { ahead_us: u64 },
+    /// `@safe`: the replica's safe time.
+    Safe,
+}
+
+/// Where a request goes: the replica it is sent to or read from (`to=<i>`, `from=<i>`;
+/// `None`: the one that claims to lead), and for a write whether the script waits for its
+/// answer (` nowait`: it goes on at once).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Route {
+    pub node: Option<u64>,
+    pub nowait: bool,
+}
+
+/// A replicated script's first line: `cluster replicas=<n> seed=<s> [loss=<p>%]
+/// [max-skew=<dur>]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// Replicas per tablet: 1, 3 or 5.
+    pub replicas: usize,
+    /// The seed of madsim's network (message delays and loss).
+    pub seed: u64,
+    /// Percent of messages the network drops.
+    pub loss_percent: u32,
+    /// The clock-skew bound (it sets how long a restarted replica stays quiet).
+    pub max_skew_us: u64,
+}
+
+/// One membership change (`conf ...`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConfChange {
+    AddLearner(u64),
+    AddVoter(u64),
+    Remove(u64),
+    /// Remove the first, add the second as a voter: one joint change.
+    Replace(u64, u64),
+}
+
 /// One docscript command.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Command {
+    /// `cluster replicas=<n> seed=<s> ...`: the group (first command only).
+    Header(Header),
     /// `markers optional|required`.
     Markers(MarkerMode),
-    /// `layout packed|declared` (docsim extension): how the CQL tables declared after it
-    /// store their rows (`packed`: every one packs, as `WITH packed_rows = true`).
-    Layout(crate::db::Layout),
-    /// A document write (`set`, `extend`, `obj`, `del`) at one hybrid time.
-    Write { write: DocWrite, ht: HybridTime },
+    /// `layout packed|entity|declared|unpacked` (docsim extension): how the CQL tables
+    /// declared after it store their rows.
+    Layout(Layout),
+    /// A document write (`set`, `extend`, `obj`, `del`).
+    Write { write: DocWrite, ht: Option<HybridTime>, route: Route },
     /// `batch @T { ...; ... }`: one write batch.
-    Batch { ht: HybridTime, writes: Vec<DocWrite> },
+    Batch { ht: Option<HybridTime>, writes: Vec<DocWrite>, route: Route },
     /// `default_ttl <dur>` (microseconds) or `default_ttl none`.
     DefaultTtl(Option<u64>),
-    /// `get <path> @T [table=<name>]`: from the document tablet, or from a CQL table's.
-    Get { path: DocPath, ht: HybridTime, table: Option<String> },
+    /// `get <path> @T [table=<name>]`: from the document tablet, or a CQL table's.
+    Get { path: DocPath, at: At, table: Option<String>, from: Option<u64> },
     /// `dump`, `dump names`, `dump raw`.
-    Dump(DumpStyle),
+    Dump { style: DumpStyle, node: Option<u64> },
     /// `flush`.
-    Flush,
+    Flush { node: Option<u64> },
     /// `compact [minor] cutoff=T`, or (docsim extension) `compact minor
     /// files=<first>..<last> cutoff=T [table=<name>]`: a minor compaction of that run of one
     /// tablet's SST files, numbered oldest first from 0 as `files` prints them.
-    Compact { cutoff: HybridTime, minor: bool, run: Option<FileRun> },
+    Compact { cutoff: HybridTime, minor: bool, run: Option<FileRun>, node: Option<u64> },
     /// `files` (docsim extension): one line per SST file of each tablet.
-    Files,
-    /// `crash [torn[=<k>]]` (power loss now: `at` is `None`), or `crash at <point>
-    /// [torn[=<k>]]` (a docsim extension: power loss at that stage of the next write, or
-    /// after the next flush). `torn=k` keeps each file's unsynced tail up to its `k`-th
-    /// sector boundary (`torn` is `torn=0`, the first), tearing the last append.
-    Crash { at: Option<CrashPoint>, tear: Option<u32> },
+    Files { node: Option<u64> },
+    /// `crash [torn[=<k>]]` (power loss now), or `crash at <point> [torn[=<k>]]` (docsim
+    /// extension: at that point of the next write, or after the next flush).
+    Crash { at: Option<CrashPoint>, tear: Option<u32>, node: Option<u64> },
+    /// `disarm` (docsim extension): cancel a power cut armed and not reached.
+    Disarm { node: Option<u64> },
     /// `fault ...` (docsim extension): a disk fault, injected exactly.
-    Fault(FaultCommand),
+    Fault { fault: FaultCommand, node: Option<u64> },
     /// `restart`.
-    Restart,
-    /// `log` (a docsim extension): one line per Raft log segment of each tablet.
-    Log,
+    Restart { node: Option<u64> },
+    /// `log` (docsim extension): one line per Raft log segment of each tablet.
+    Log { node: Option<u64> },
     /// `table <CREATE TABLE ...>`.
     Table(String),
     /// `cql @T <statement>`.
-    Cql { ht: HybridTime, statement: String },
+    Cql { at: Option<At>, statement: String, route: Route },
     /// `redis @T <command>`.
-    Redis { ht: HybridTime, command: String },
-    /// `expect <line>` (docsim extension): the next output line of the command before it
-    /// must be exactly `<line>`; `expect error: <kind>` requires the command to have failed
-    /// with that kind of error (`snapshot_too_old`, ...), `expect error` with any.
-    /// Reproducers use it to fail by themselves.
+    Redis { at: Option<At>, command: String, route: Route },
+    /// `expect <line>` (docsim extension).
     Expect(String),
+    /// `partition 1,2 | 3 [| 4,5]`: every link between two groups cut.
+    Partition(Vec<Vec<u64>>),
+    /// `cut 1-3,2-3`: these links cut, both ways.
+    Cut(Vec<(u64, u64)>),
+    /// `heal`: every link restored.
+    Heal,
+    /// `skew node=<i> [-]<dur>`: a replica's clock offset from true simulated time.
+    Skew(u64, i64),
+    /// `slow node=<i> <dur>`: a replica's log syncs take this long (0: as fast as the rest).
+    Slow(u64, u64),
+    /// `wait <dur>`: simulated time passes.
+    Wait(u64),
+    /// `conf add-learner <i> | add-voter <i> | remove <i> | replace <i> with <j> [to=<i>]
+    /// [tablet=<table>]`: a membership change of the document tablet's group, or a table's.
+    Conf { change: ConfChange, to: Option<u64>, table: Option<String> },
+    /// `leader`, `status`: what the script prints of the groups.
+    Leader,
+    Status,
+    /// `converge`: faults stop, the network heals, every node runs; the groups must agree.
+    Converge,
 }
 
 /// A run of SST files by age, `files=<first>..<last>`, of one tablet.
@@ -96,304 +170,43 @@ pub enum FaultCommand {
     Flip { file: String, offset: usize, bit: u8 },
 }
 
-/// The line without its `#` comment (a `#` inside a quoted string is text).
-pub fn strip_comment(line: &str) -> &str {
-    let mut quote: Option<char> = None;
-    let mut escaped = false;
-    for (i, c) in line.char_indices() {
-        match quote {
-            Some(_) if escaped => escaped = false,
-            Some(q) if c == '\\' && q == '"' => escaped = true,
-            Some(q) if c == q => quote = None,
-            Some(_) => {}
-            None if c == '"' || c == '\'' => quote = Some(c),
-            None if c == '#' => return &line[..i],
-            None => {}
+impl Command {
+    /// Whether the command needs a replicated group (the simulator's executor): a
+    /// network command, or a node other than node 1.
+    pub fn is_replicated(&self) -> bool {
+        let beyond_one = |node: &Option<u64>| node.is_some_and(|n| n != 1);
+        match self {
+            Command::Header(h) => h.replicas > 1,
+            Command::Partition(_)
+            | Command::Cut(_)
+            | Command::Heal
+            | Command::Skew(..)
+            | Command::Slow(..)
+            | Command::Wait(_)
+            | Command::Conf { .. }
+            | Command::Leader
+            | Command::Status
+            | Command::Converge => true,
+            Command::Write { route, .. }
+            | Command::Batch { route, .. }
+            | Command::Cql { route, .. }
+            | Command::Redis { route, .. } => beyond_one(&route.node) || route.nowait,
+            Command::Get { from, .. } => beyond_one(from),
+            Command::Dump { node, .. }
+            | Command::Flush { node }
+            | Command::Compact { node, .. }
+            | Command::Files { node }
+            | Command::Crash { node, .. }
+            | Command::Disarm { node }
+            | Command::Fault { node, .. }
+            | Command::Restart { node }
+            | Command::Log { node } => beyond_one(node),
+            Command::Markers(_)
+            | Command::Layout(_)
+            | Command::DefaultTtl(_)
+            | Command::Table(_)
+            | Command::Expect(_) => false,
         }
-    }
-    line
-}
-
-/// Parse one line (comment already stripped); `None` for a blank line.
-pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
-    let mut p = Parser::new(text, line);
-    if p.at_end() {
-        return Ok(None);
-    }
-    let start = p.pos();
-    let Some(word) = p.word() else {
-        return Err(p.error(format!("expected a command, found {}", p.found())));
-    };
-    let command = match word {
-        "markers" => Command::Markers(match p.word() {
-            Some("optional") => MarkerMode::Optional,
-            Some("required") => MarkerMode::Required,
-            _ => return Err(p.error("expected `optional` or `required`")),
-        }),
-        "layout" => Command::Layout(match p.word() {
-            Some("packed") => crate::db::Layout::Packed,
-            Some("declared") => crate::db::Layout::Declared,
-            Some("unpacked") => crate::db::Layout::Unpacked,
-            Some("entity") => crate::db::Layout::Entity,
-            _ => return Err(p.error("expected `packed`, `entity`, `declared` or `unpacked`")),
-        }),
-        "set" | "extend" | "obj" | "del" => {
-            let write = parse_write(&mut p, word, true)?;
-            p.expect("@")?;
-            let ht = p.hybrid_time()?;
-            let write = parse_ttl(&mut p, write)?;
-            Command::Write { write, ht }
-        }
-        "batch" => parse_batch(&mut p)?,
-        "default_ttl" => {
-            Command::DefaultTtl(if p.eat_word("none") { None } else { Some(p.duration_us()?) })
-        }
-        "get" => {
-            let path = p.path()?;
-            p.expect("@")?;
-            let ht = p.hybrid_time()?;
-            let table = if p.eat_word("table") {
-                p.expect("=")?;
-                let Some(name) = p.word() else {
-                    return Err(p.error(format!("expected a table name, found {}", p.found())));
-                };
-                Some(name.to_owned())
-            } else {
-                None
-            };
-            Command::Get { path, ht, table }
-        }
-        "dump" => Command::Dump(match p.word() {
-            None => DumpStyle::Plain,
-            Some("names") => DumpStyle::Names,
-            Some("raw") => DumpStyle::Raw,
-            Some(other) => return Err(p.error(format!("unknown dump style `{other}`"))),
-        }),
-        "flush" => Command::Flush,
-        "files" => Command::Files,
-        "compact" => parse_compact(&mut p)?,
-        "expect" => Command::Expect(p.take_rest()),
-        "crash" => parse_crash(&mut p)?,
-        "fault" => Command::Fault(parse_fault(&mut p)?),
-        "restart" => Command::Restart,
-        "log" => Command::Log,
-        "table" => Command::Table(p.take_rest()),
-        "cql" | "redis" => parse_statement_line(&mut p, word)?,
-        other => return Err(p.error_at(start, format!("unknown command `{other}`"))),
-    };
-    p.finish()?;
-    Ok(Some(command))
-}
-
-/// `compact [minor] cutoff=T`.
-fn parse_compact(p: &mut Parser<'_>) -> PResult<Command> {
-    let minor = p.eat_word("minor");
-    let mut run = None;
-    if minor && p.eat_word("files") {
-        p.expect("=")?;
-        let first = index(p)?;
-        p.expect("..")?;
-        let last = index(p)?;
-        run = Some(FileRun { first, last, table: None });
-    }
-    if !p.eat_word("cutoff") {
-        return Err(p.error(format!("expected `cutoff=`, found {}", p.found())));
-    }
-    p.expect("=")?;
-    let cutoff = p.hybrid_time()?;
-    if let Some(run) = run.as_mut().filter(|_| p.eat_word("table")) {
-        p.expect("=")?;
-        let name = p.word().ok_or_else(|| p.error("expected a table name"))?;
-        run.table = Some(name.to_owned());
-    }
-    Ok(Command::Compact { cutoff, minor, run })
-}
-
-/// A file index.
-fn index(p: &mut Parser<'_>) -> PResult<usize> {
-    let at = p.pos();
-    let n = p.unsigned()?;
-    usize::try_from(n).map_err(|_| p.error_at(at, format!("file index {n} is out of range")))
-}
-
-/// `cql @T <statement>` or `redis @T <command>`: the text is its own language's, parsed
-/// when it runs.
-fn parse_statement_line(p: &mut Parser<'_>, word: &str) -> PResult<Command> {
-    p.expect("@")?;
-    let ht = p.hybrid_time()?;
-    if p.rest().trim().is_empty() {
-        return Err(p.error(format!("expected a {word} statement")));
-    }
-    let rest = p.take_rest();
-    Ok(match word {
-        "cql" => Command::Cql { ht, statement: rest },
-        _ => Command::Redis { ht, command: rest },
-    })
-}
-
-fn parse_write(p: &mut Parser<'_>, word: &str, _top: bool) -> PResult<DocWrite> {
-    let path = p.path()?;
-    let kind = match word {
-        "set" | "extend" => {
-            p.expect("=")?;
-            let at = p.pos();
-            let doc = p.document()?;
-            if word == "set" {
-                WriteKind::Set(doc)
-            } else if matches!(doc, Document::Object(_)) {
-                WriteKind::Extend(doc)
-            } else {
-                return Err(p.error_at(at, "extend needs an object literal `{...}`"));
-            }
-        }
-        "obj" => WriteKind::Obj,
-        _ => WriteKind::Del,
-    };
-    Ok(DocWrite { path, kind, ttl_us: None })
-}
-
-fn parse_ttl(p: &mut Parser<'_>, mut write: DocWrite) -> PResult<DocWrite> {
-    if p.eat_word("ttl") {
-        let at = p.pos();
-        p.expect("=")?;
-        let ttl_us = p.duration_us()?;
-        if ttl_us % 1000 != 0 {
-            return Err(p.error_at(at, "a TTL is stored in whole milliseconds"));
-        }
-        if write.kind == WriteKind::Del {
-            return Err(p.error_at(at, "a tombstone carries no TTL"));
-        }
-        write.ttl_us = Some(ttl_us);
-    }
-    Ok(write)
-}
-
-fn parse_batch(p: &mut Parser<'_>) -> PResult<Command> {
-    p.expect("@")?;
-    let ht = p.hybrid_time()?;
-    let writes = parse_batch_body(p)?;
-    Ok(Command::Batch { ht, writes })
-}
-
-/// The writes of a command without its `@T` (replicated docscript, where the leader picks
-/// the time): `set|extend|obj|del <path> ... [ttl=<dur>]`, or `batch { ...; ... }`, the
-/// command word already read as `word`.
-pub fn parse_writes(p: &mut Parser<'_>, word: &str) -> PResult<Vec<DocWrite>> {
-    match word {
-        "batch" => parse_batch_body(p),
-        _ => {
-            let write = parse_write(p, word, true)?;
-            Ok(vec![parse_ttl(p, write)?])
-        }
-    }
-}
-
-/// `writes` as [`parse_writes`] reads them back.
-pub fn format_writes(writes: &[DocWrite]) -> String {
-    struct Writes<'a>(&'a [DocWrite]);
-    impl fmt::Display for Writes<'_> {
-        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-            match self.0 {
-                [one] => {
-                    write!(f, "{one}")?;
-                    write_ttl(f, one.ttl_us)
-                }
-                writes => {
-                    f.write_str("batch ")?;
-                    write_batch_body(f, writes)
-                }
-            }
-        }
-    }
-    Writes(writes).to_string()
-}
-
-fn parse_batch_body(p: &mut Parser<'_>) -> PResult<Vec<DocWrite>> {
-    p.expect("{")?;
-    let mut writes = Vec::new();
-    while !p.eat("}") {
-        let at = p.pos();
-        let word = p.word().unwrap_or_default();
-        if !matches!(word, "set" | "extend" | "obj" | "del") {
-            return Err(p.error_at(at, "expected set, extend, obj or del inside a batch"));
-        }
-        let write = parse_write(p, word, false)?;
-        writes.push(parse_ttl(p, write)?);
-        if !p.eat(";") {
-            p.expect("}")?;
-            break;
-        }
-    }
-    Ok(writes)
-}
-
-fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
-    let mut at = None;
-    if p.eat_word("at") {
-        p.skip_ws();
-        let pos = p.pos();
-        let name = hyphenated(p);
-        at = match CrashPoint::from_name(&name) {
-            Some(point) => Some(point),
-            None => {
-                let known = "after-append, after-sync, after-apply or after-flush";
-                return Err(p.error_at(pos, format!("expected a crash stage ({known})")));
-            }
-        };
-    }
-    let tear =
-        if p.eat_word("torn") { Some(if p.eat("=") { sector_count(p)? } else { 0 }) } else { None };
-    Ok(Command::Crash { at, tear })
-}
-
-fn sector_count(p: &mut Parser<'_>) -> PResult<u32> {
-    let at = p.pos();
-    let k = p.unsigned()?;
-    u32::try_from(k).map_err(|_| p.error_at(at, format!("sector {k} is out of range")))
-}
-
-/// A word that may hold hyphens (`next-append`).
-fn hyphenated(p: &mut Parser<'_>) -> String {
-    let mut name = p.word().unwrap_or_default().to_owned();
-    while p.rest().starts_with('-') {
-        p.eat("-");
-        name = format!("{name}-{}", p.word().unwrap_or_default());
-    }
-    name
-}
-
-fn parse_fault(p: &mut Parser<'_>) -> PResult<FaultCommand> {
-    p.skip_ws();
-    let at = p.pos();
-    match hyphenated(p).as_str() {
-        "io-error" => {
-            p.skip_ws();
-            let at = p.pos();
-            match hyphenated(p).as_str() {
-                "next-append" => Ok(FaultCommand::IoError(IoTarget::NextAppend)),
-                "next-sync" => Ok(FaultCommand::IoError(IoTarget::NextSync)),
-                _ => Err(p.error_at(at, "expected `next-append` or `next-sync`")),
-            }
-        }
-        "disk-full" => Ok(FaultCommand::DiskFull { free_bytes: p.unsigned()? }),
-        "clear" => Ok(FaultCommand::Clear),
-        "flip" => {
-            let Some(file) = p.token() else {
-                return Err(p.error(format!("expected a log file name, found {}", p.found())));
-            };
-            let file = file.to_owned();
-            let offset_at = p.pos();
-            let offset = usize::try_from(p.unsigned()?)
-                .map_err(|_| p.error_at(offset_at, "offset out of range"))?;
-            p.expect("bit")?;
-            p.expect("=")?;
-            let bit_at = p.pos();
-            let bit = p.unsigned()?;
-            let bit = u8::try_from(bit).ok().filter(|b| *b < 8);
-            let bit = bit.ok_or_else(|| p.error_at(bit_at, "a bit is 0 to 7"))?;
-            Ok(FaultCommand::Flip { file, offset, bit })
-        }
-        _ => Err(p.error_at(at, "expected a fault: io-error, disk-full, clear or flip")),
     }
 }
 
@@ -435,6 +248,66 @@ impl fmt::Display for DocWrite {
     }
 }
 
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            At::Ht(ht) => write!(f, "@{ht}"),
+            At::Now { ahead_us: 0 } => f.write_str("@now"),
+            At::Now { ahead_us } => write!(f, "@now+{}", format_duration_us(*ahead_us)),
+            At::Safe => f.write_str("@safe"),
+        }
+    }
+}
+
+impl fmt::Display for Header {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "cluster replicas={} seed={}", self.replicas, self.seed)?;
+        if self.loss_percent > 0 {
+            write!(f, " loss={}%", self.loss_percent)?;
+        }
+        if self.max_skew_us > 0 {
+            write!(f, " max-skew={}", format_duration_us(self.max_skew_us))?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Display for ConfChange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ConfChange::AddLearner(id) => write!(f, "add-learner {id}"),
+            ConfChange::AddVoter(id) => write!(f, "add-voter {id}"),
+            ConfChange::Remove(id) => write!(f, "remove {id}"),
+            ConfChange::Replace(out, into) => write!(f, "replace {out} with {into}"),
+        }
+    }
+}
+
+impl ConfChange {
+    /// The replicas the change names.
+    pub fn nodes(self) -> Vec<u64> {
+        match self {
+            ConfChange::AddLearner(id) | ConfChange::AddVoter(id) | ConfChange::Remove(id) => {
+                vec![id]
+            }
+            ConfChange::Replace(out, into) => vec![out, into],
+        }
+    }
+
+    /// The change as Raft membership changes.
+    pub fn changes(self) -> Vec<crate::replica::Membership> {
+        use crate::replica::Membership;
+        match self {
+            ConfChange::AddLearner(id) => vec![Membership::AddLearner(id)],
+            ConfChange::AddVoter(id) => vec![Membership::AddVoter(id)],
+            ConfChange::Remove(id) => vec![Membership::Remove(id)],
+            ConfChange::Replace(out, into) => {
+                vec![Membership::AddVoter(into), Membership::Remove(out)]
+            }
+        }
+    }
+}
+
 /// `{ <write>; <write> }`.
 fn write_batch_body(f: &mut fmt::Formatter<'_>, writes: &[DocWrite]) -> fmt::Result {
     f.write_str("{ ")?;
@@ -455,45 +328,104 @@ fn write_ttl(f: &mut fmt::Formatter<'_>, ttl_us: Option<u64>) -> fmt::Result {
     }
 }
 
+fn write_ht(f: &mut fmt::Formatter<'_>, ht: &Option<HybridTime>) -> fmt::Result {
+    match ht {
+        Some(ht) => write!(f, " @{ht}"),
+        None => Ok(()),
+    }
+}
+
+fn write_route(f: &mut fmt::Formatter<'_>, word: &str, route: &Route) -> fmt::Result {
+    if let Some(node) = route.node {
+        write!(f, " {word}={node}")?;
+    }
+    if route.nowait {
+        f.write_str(" nowait")?;
+    }
+    Ok(())
+}
+
+fn write_node(f: &mut fmt::Formatter<'_>, node: &Option<u64>) -> fmt::Result {
+    match node {
+        Some(node) => write!(f, " node={node}"),
+        None => Ok(()),
+    }
+}
+
+/// Whether a CQL or Redis text reads (its route prints as `from=`, else `to=`).
+fn reads(word: &str, text: &str) -> bool {
+    let first = text.split_whitespace().next().unwrap_or_default().to_ascii_lowercase();
+    match word {
+        "cql" => first == "select",
+        _ => matches!(first.as_str(), "get" | "hget" | "hgetall" | "smembers"),
+    }
+}
+
 impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            Command::Header(header) => write!(f, "{header}"),
             Command::Markers(MarkerMode::Optional) => f.write_str("markers optional"),
             Command::Markers(MarkerMode::Required) => f.write_str("markers required"),
-            Command::Layout(crate::db::Layout::Packed) => f.write_str("layout packed"),
-            Command::Layout(crate::db::Layout::Declared) => f.write_str("layout declared"),
-            Command::Layout(crate::db::Layout::Unpacked) => f.write_str("layout unpacked"),
-            Command::Layout(crate::db::Layout::Entity) => f.write_str("layout entity"),
-            Command::Write { write, ht } => {
-                write!(f, "{write} @{ht}")?;
-                write_ttl(f, write.ttl_us)
+            Command::Layout(Layout::Packed) => f.write_str("layout packed"),
+            Command::Layout(Layout::Declared) => f.write_str("layout declared"),
+            Command::Layout(Layout::Unpacked) => f.write_str("layout unpacked"),
+            Command::Layout(Layout::Entity) => f.write_str("layout entity"),
+            Command::Write { write, ht, route } => {
+                write!(f, "{write}")?;
+                write_ht(f, ht)?;
+                write_ttl(f, write.ttl_us)?;
+                write_route(f, "to", route)
             }
-            Command::Batch { ht, writes } => {
-                write!(f, "batch @{ht} ")?;
-                write_batch_body(f, writes)
+            Command::Batch { ht, writes, route } => {
+                f.write_str("batch")?;
+                write_ht(f, ht)?;
+                f.write_str(" ")?;
+                write_batch_body(f, writes)?;
+                write_route(f, "to", route)
             }
             Command::DefaultTtl(None) => f.write_str("default_ttl none"),
             Command::DefaultTtl(Some(us)) => write!(f, "default_ttl {}", format_duration_us(*us)),
-            Command::Get { path, ht, table: None } => write!(f, "get {path} @{ht}"),
-            Command::Get { path, ht, table: Some(t) } => write!(f, "get {path} @{ht} table={t}"),
-            Command::Dump(DumpStyle::Plain) => f.write_str("dump"),
-            Command::Dump(DumpStyle::Names) => f.write_str("dump names"),
-            Command::Dump(DumpStyle::Raw) => f.write_str("dump raw"),
-            Command::Flush => f.write_str("flush"),
-            Command::Compact { cutoff, minor: false, .. } => write!(f, "compact cutoff={cutoff}"),
-            Command::Compact { cutoff, minor: true, run: None } => {
-                write!(f, "compact minor cutoff={cutoff}")
-            }
-            Command::Compact { cutoff, minor: true, run: Some(run) } => {
-                write!(f, "compact minor files={}..{} cutoff={cutoff}", run.first, run.last)?;
-                match &run.table {
-                    Some(table) => write!(f, " table={table}"),
-                    None => Ok(()),
+            Command::Get { path, at, table, from } => {
+                write!(f, "get {path} {at}")?;
+                if let Some(t) = table {
+                    write!(f, " table={t}")?;
                 }
+                write_route(f, "from", &Route { node: *from, nowait: false })
             }
-            Command::Files => f.write_str("files"),
-            Command::Crash { at, tear } => {
+            Command::Dump { style, node } => {
+                f.write_str(match style {
+                    DumpStyle::Plain => "dump",
+                    DumpStyle::Names => "dump names",
+                    DumpStyle::Raw => "dump raw",
+                })?;
+                write_node(f, node)
+            }
+            Command::Flush { node } => {
+                f.write_str("flush")?;
+                write_node(f, node)
+            }
+            Command::Compact { cutoff, minor, run, node } => {
+                f.write_str("compact")?;
+                if *minor {
+                    f.write_str(" minor")?;
+                }
+                if let Some(run) = run {
+                    write!(f, " files={}..{}", run.first, run.last)?;
+                }
+                write!(f, " cutoff={cutoff}")?;
+                if let Some(table) = run.as_ref().and_then(|r| r.table.as_ref()) {
+                    write!(f, " table={table}")?;
+                }
+                write_node(f, node)
+            }
+            Command::Files { node } => {
+                f.write_str("files")?;
+                write_node(f, node)
+            }
+            Command::Crash { at, tear, node } => {
                 f.write_str("crash")?;
+                write_node(f, node)?;
                 if let Some(point) = at {
                     write!(f, " at {point}")?;
                 }
@@ -503,13 +435,42 @@ impl fmt::Display for Command {
                     Some(k) => write!(f, " torn={k}"),
                 }
             }
-            Command::Fault(fault) => write!(f, "fault {fault}"),
-            Command::Restart => f.write_str("restart"),
-            Command::Log => f.write_str("log"),
+            Command::Disarm { node } => {
+                f.write_str("disarm")?;
+                write_node(f, node)
+            }
+            Command::Fault { fault, node } => {
+                f.write_str("fault")?;
+                write_node(f, node)?;
+                write!(f, " {fault}")
+            }
+            Command::Restart { node } => {
+                f.write_str("restart")?;
+                write_node(f, node)
+            }
+            Command::Log { node } => {
+                f.write_str("log")?;
+                write_node(f, node)
+            }
             Command::Table(stmt) => write!(f, "table {stmt}"),
-            Command::Cql { ht, statement } => write!(f, "cql @{ht} {statement}"),
-            Command::Redis { ht, command } => write!(f, "redis @{ht} {command}"),
+            Command::Cql { at, statement, route } => {
+                f.write_str("cql")?;
+                if let Some(at) = at {
+                    write!(f, " {at}")?;
+                }
+                write_route(f, if reads("cql", statement) { "from" } else { "to" }, route)?;
+                write!(f, " {statement}")
+            }
+            Command::Redis { at, command, route } => {
+                f.write_str("redis")?;
+                if let Some(at) = at {
+                    write!(f, " {at}")?;
+                }
+                write_route(f, if reads("redis", command) { "from" } else { "to" }, route)?;
+                write!(f, " {command}")
+            }
             Command::Expect(line) => write!(f, "expect {line}"),
+            _ => super::parse::write_replicated(f, self),
         }
     }
 }

@@ -22,14 +22,15 @@
 //! see segment rolls and log GC); RocksDB's files are real, in the run's directory.
 
 mod command;
+mod parse;
 mod run;
 #[cfg(test)]
 mod tests;
 
 pub use command::{
-    format_writes, parse_line, parse_writes, strip_comment, Command, DumpStyle, FaultCommand,
-    FileRun,
+    At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route,
 };
+pub use parse::{parse_line, strip_comment};
 pub use run::{
     error_kind_names, format_entry, format_get, format_restart, format_restart_full,
     format_segment, run_script, run_script_in, CommandError, Runner, ScriptOutcome,

@@ -2,7 +2,8 @@
 //! its typed result printed as the contract says. The adapter keeps only what is
 //! docscript's own: the `markers` setting and the `expect` checks.
 
-use super::command::{parse_line, strip_comment, Command, DumpStyle};
+use super::command::{Command, DumpStyle};
+use super::parse::{parse_line, strip_comment};
 use crate::canary::Plants;
 use crate::cql::{self, CqlTable};
 use crate::db::StorageConfig;
@@ -51,6 +52,9 @@ pub enum CommandError {
     /// The Redis command line does not parse.
     #[error("{0}")]
     Redis(#[from] redis::SyntaxError),
+    /// A command of a replicated script in a group of one (this runner's).
+    #[error("`{0}` needs a replicated group: run the script with `docsim script`")]
+    Replicated(String),
 }
 
 impl CommandError {
@@ -59,6 +63,7 @@ impl CommandError {
         match self {
             CommandError::Node(e) => e.kind().name(),
             CommandError::Cql(_) | CommandError::Redis(_) => "syntax_error",
+            CommandError::Replicated(_) => "invalid_request",
         }
     }
 }
@@ -220,68 +225,79 @@ impl Runner {
         Runner { node, markers: MarkerMode::Optional, restarts: VecDeque::new() }
     }
 
-    /// Execute one command, appending its output lines to `out`.
+    /// Execute one command, appending its output lines to `out`. A group of one: routing
+    /// options may name node 1 only, and the replicated commands need the simulator.
     pub fn execute(&mut self, command: &Command, out: &mut String) -> Result<(), CommandError> {
+        if command.is_replicated() {
+            return Err(CommandError::Replicated(command.to_string()));
+        }
         let node = &mut self.node;
         let line = |out: &mut String, text: String| {
             out.push_str(&text);
             out.push('\n');
         };
         match command {
+            Command::Header(_) => {} // a group of one: `is_replicated` refused the others
             Command::Markers(mode) => self.markers = *mode,
             Command::Layout(layout) => self.node.set_layout(*layout),
-            Command::Write { write, ht } => {
-                node.write(*ht, std::slice::from_ref(write), self.markers)?
+            Command::Write { write, ht, .. } => {
+                node.write_at(*ht, std::slice::from_ref(write), self.markers)?
             }
-            Command::Batch { ht, writes } => node.write(*ht, writes, self.markers)?,
+            Command::Batch { ht, writes, .. } => node.write_at(*ht, writes, self.markers)?,
             Command::DefaultTtl(ttl_us) => {
                 node.set_default_ttl(ttl_us.map(|us| us.div_ceil(1000)))?
             }
-            Command::Get { path, ht, table } => {
+            Command::Get { path, at, table, .. } => {
+                let ht = node.read_time(*at);
                 let doc = match table {
-                    None => node.get(path, *ht)?,
-                    Some(table) => node.get_in_table(table, path, *ht)?,
+                    None => node.get(path, ht)?,
+                    Some(table) => node.get_in_table(table, path, ht)?,
                 };
-                line(out, format_get(path, *ht, doc.as_ref()))
+                line(out, format_get(path, ht, doc.as_ref()))
             }
-            Command::Dump(style) => dump(node, *style, out)?,
-            Command::Flush => node.flush()?,
-            Command::Compact { cutoff, minor: _, run: Some(run) } => {
+            Command::Dump { style, .. } => dump(node, *style, out)?,
+            Command::Flush { .. } => node.flush()?,
+            Command::Compact { cutoff, minor: _, run: Some(run), .. } => {
                 node.compact_files(run.table.as_deref(), run.first..=run.last, *cutoff)?
             }
-            Command::Compact { cutoff, minor, run: None } => {
+            Command::Compact { cutoff, minor, run: None, .. } => {
                 let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
                 node.compact(*cutoff, kind)?
             }
-            Command::Files => {
+            Command::Files { .. } => {
                 for (id, files) in node.files()? {
                     files.iter().enumerate().for_each(|(i, f)| line(out, format_file(&id, i, f)));
                 }
             }
             Command::Expect(_) => {} // checked by the script loop
-            Command::Crash { at: None, tear: k } => node.crash(tear(*k)),
-            Command::Crash { at: Some(point), tear: k } => node.arm_crash(*point, tear(*k))?,
-            Command::Fault(fault) => fault.inject(node.disk())?,
-            Command::Restart => {
+            Command::Crash { at: None, tear: k, .. } => node.crash(tear(*k)),
+            Command::Crash { at: Some(point), tear: k, .. } => node.arm_crash(*point, tear(*k))?,
+            Command::Disarm { .. } => node.disarm(),
+            Command::Fault { fault, .. } => fault.inject(node.disk())?,
+            Command::Restart { .. } => {
                 let reports = node.restart()?;
                 reports.iter().for_each(|(id, report)| line(out, format_restart(id, report)));
                 self.restarts = reports.iter().map(|(id, r)| format_restart_full(id, r)).collect();
             }
-            Command::Log => {
+            Command::Log { .. } => {
                 for (id, segments) in node.log_segments()? {
                     segments.iter().for_each(|s| line(out, format_segment(&id, s)));
                 }
             }
             Command::Table(statement) => node.create_table(CqlTable::parse(statement)?)?,
-            Command::Cql { ht, statement } => {
-                let outcome = node.cql(*ht, &cql::parse_statement(statement)?)?;
+            Command::Cql { at, statement, .. } => {
+                let ht = at.map(|at| node.read_time(at));
+                let outcome = node.cql_at(ht, &cql::parse_statement(statement)?)?;
                 if let cql::Outcome::Rows(rows) = outcome {
                     cql::format_rows(&rows).into_iter().for_each(|l| line(out, l));
                 }
             }
-            Command::Redis { ht, command } => {
-                line(out, node.redis(*ht, &redis::Command::parse(command)?)?.to_string())
+            Command::Redis { at, command, .. } => {
+                let ht = at.map(|at| node.read_time(at));
+                let reply = node.redis_at(ht, &redis::Command::parse(command)?)?;
+                line(out, reply.to_string())
             }
+            other => unreachable!("a replicated command: {other}"),
         }
         Ok(())
     }

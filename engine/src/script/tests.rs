@@ -1,8 +1,7 @@
 //! Every docscript command prints back as the text it was parsed from: reproducers and
 //! traces are docscript, so a printed command must run again as itself.
 
-use super::{format_writes, parse_line, parse_writes};
-use crate::notation::Parser;
+use super::parse_line;
 
 /// One line of each command and each of its forms, in the form it prints.
 const LINES: &[&str] = &[
@@ -46,6 +45,42 @@ const LINES: &[&str] = &[
     "cql @T1000 INSERT INTO t (k) VALUES (1)",
     "redis @T1000 SET k v",
     "expect error: io",
+    // Routing options and replicated commands (a script with a `cluster` header).
+    "cluster replicas=5 seed=9 loss=5% max-skew=500ms",
+    "cluster replicas=3 seed=7",
+    r#"set doc(; "k")."a" = {"x": 1, "y": "s"} ttl=5s to=2 nowait"#,
+    r#"batch { del doc(; "k"); obj doc(; "k")."b"; extend doc(; "k") = {1: 2} } to=1"#,
+    r#"get doc(; "k")."x" @now+50ms from=3"#,
+    r#"get doc(; "k") @safe from=1"#,
+    r#"get doc(; "k") @T1000.3 table=t from=2"#,
+    "cql to=2 nowait INSERT INTO t (k) VALUES (1)",
+    "cql @now from=3 SELECT * FROM t WHERE k = 1",
+    "redis @T1000 to=1 SET k to=2",
+    "redis from=2 GET k",
+    "dump names node=2",
+    "flush node=3",
+    "files node=1",
+    "log node=2",
+    "restart node=2",
+    "disarm node=2",
+    "compact minor files=0..2 cutoff=T10 table=t node=2",
+    "crash node=2 at after-sync",
+    "crash node=1 at after-commit torn=2",
+    "fault node=3 disk-full 7",
+    "partition 1,3 | 2",
+    "partition 1,2 | 3 | 4,5",
+    "cut 1-3,2-3",
+    "heal",
+    "skew node=3 -5ms",
+    "skew node=3 0",
+    "slow node=2 200ms",
+    "slow node=2 0",
+    "wait 250ms",
+    "conf add-learner 4",
+    "conf replace 2 with 4 to=1 tablet=t",
+    "leader",
+    "status",
+    "converge",
 ];
 
 #[test]
@@ -56,22 +91,20 @@ fn every_command_prints_as_the_line_it_was_parsed_from() {
     }
 }
 
-/// The writes of a replicated command (no `@T`: the leader picks the time) print back as
-/// themselves too, one write or a batch.
+/// A write without its `@T` (a replicated script: the leader's clock gives the time) and
+/// a read without one (`@now`) parse; the write prints as written, the read with `@now`.
 #[test]
-fn replicated_writes_print_as_the_text_they_were_parsed_from() {
-    let texts = [
-        r#"set doc(; "k")."a" = 1 ttl=5s"#,
-        r#"del doc(; "k")"#,
-        r#"batch { set doc(; "k")."a" = 1 ttl=2s; obj doc(; "j"); del doc(; "i") }"#,
-    ];
-    for text in texts {
-        let mut p = Parser::new(text, 1);
-        let word = p.word().expect("a command word");
-        let writes = parse_writes(&mut p, word).expect(text);
-        p.finish().expect(text);
-        assert_eq!(format_writes(&writes), text);
-    }
+fn times_may_be_left_to_the_replica() {
+    let command = |line: &str| parse_line(line, 1).expect(line).expect("not blank");
+    let write = r#"set doc(; "k")."a" = 1 ttl=5s"#;
+    assert_eq!(command(write).to_string(), write);
+    let read = command(r#"get doc(; "k") from=2"#);
+    assert_eq!(read.to_string(), r#"get doc(; "k") @now from=2"#);
+    assert!(read.is_replicated() && !command(write).is_replicated());
+    assert!(!command(r#"get doc(; "k") @T5 from=1"#).is_replicated(), "node 1 of a group of one");
+    let error = |line: &str| parse_line(line, 1).unwrap_err().to_string();
+    assert!(error("cluster replicas=4 seed=1").contains("1, 3 or 5"), "a group's size");
+    assert_eq!(error("flush node=0"), "line 1, column 12: replicas are numbered from 1");
 }
 
 /// A bit to flip is 0 to 7: 8 is refused where it stands; and a flip names its file.
