@@ -25,7 +25,7 @@ use crate::disk::{SimDisk, Tear};
 use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, TabletId};
-use crate::replica::{Envelope, Proposed, Replica, ReplicaOptions, RestartReport};
+use crate::replica::{AppliedEntry, Envelope, Proposed, Replica, ReplicaOptions, RestartReport};
 use crate::tablet::{Reply, Request, Schema, Tablet};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -108,6 +108,10 @@ pub struct Node {
     /// Writes the synchronous API acknowledged, and the entry of a write it failed.
     acks: Vec<(TabletId, OpId)>,
     in_doubt: Vec<(TabletId, OpId)>,
+    /// What stopped replicas applied and installed before the power went, not yet taken
+    /// ([`Node::take_applied`]).
+    applied: Vec<(TabletId, AppliedEntry)>,
+    installed: Vec<(TabletId, OpId)>,
 }
 
 impl Node {
@@ -126,6 +130,8 @@ impl Node {
             now_us: 0,
             acks: Vec::new(),
             in_doubt: Vec::new(),
+            applied: Vec::new(),
+            installed: Vec::new(),
         })
     }
 
@@ -147,14 +153,14 @@ impl Node {
     }
 
     /// Host a replica of tablet `id`, created with `schema` (the master's `CreateTablet`),
-    /// and open it. A tablet the node hosts already is refused.
+    /// and open it: its bootstrap's report, or `None` while the node is down (it opens at
+    /// the next restart). A tablet the node hosts already is refused.
     pub fn create_tablet(
         &mut self,
         id: TabletId,
         schema: Schema,
         now_us: u64,
-    ) -> Result<RestartReport> {
-        self.check_on()?;
+    ) -> Result<Option<RestartReport>> {
         if self.catalog.contains_key(&id) {
             return Err(match id {
                 TabletId::Table(name) => Error::TableExists(name),
@@ -163,7 +169,10 @@ impl Node {
         }
         self.catalog.insert(id.clone(), schema);
         self.created.push(id.clone());
-        self.open_replica(&id, now_us)
+        match self.powered {
+            true => self.open_replica(&id, now_us).map(Some),
+            false => Ok(None), // opened at the next restart, as a master's retry would
+        }
     }
 
     /// Whether the node hosts tablet `id` (running or not).
@@ -200,6 +209,11 @@ impl Node {
     pub fn replica(&self, id: &TabletId) -> Result<&Replica> {
         self.check_on()?;
         self.replicas.get(id).ok_or_else(|| no_such(id))
+    }
+
+    /// Whether an error stopped one of its replicas (it serves nothing until a restart).
+    pub fn any_replica_down(&self) -> bool {
+        self.replicas.values().any(Replica::is_down)
     }
 
     /// The running replica of tablet `id`, to drive.
@@ -284,6 +298,18 @@ impl Node {
         self.armed.map(|a| a.tear)
     }
 
+    /// Whether the power goes once `sent` has left (a replica armed after a send, or after
+    /// a vote when what it sent grants one); that replica then refuses everything.
+    pub fn crash_after_send(&mut self, sent: &[(TabletId, Envelope)]) -> bool {
+        let mut fires = false;
+        for (id, replica) in &mut self.replicas {
+            let own: Vec<Envelope> =
+                sent.iter().filter(|(t, _)| t == id).map(|(_, e)| e.clone()).collect();
+            fires |= replica.crash_after_send(&own);
+        }
+        fires
+    }
+
     /// Whether an armed power cut fired inside a replica (the caller cuts the power).
     pub fn cut_fired(&self) -> bool {
         self.replicas.values().any(Replica::powered_off)
@@ -297,10 +323,40 @@ impl Node {
         self.options.disk.crash(tear);
     }
 
-    /// Stop every replica (a clean stop: no flush; the logs are durable anyway).
+    /// Stop every replica (a clean stop: no flush; the logs are durable anyway), keeping
+    /// what they applied for [`Node::take_applied`].
     fn stop(&mut self) {
+        self.gather();
         self.replicas.clear();
         self.powered = false;
+    }
+
+    fn gather(&mut self) {
+        for (id, replica) in &mut self.replicas {
+            let applied = replica.take_applied().into_iter().map(|a| (id.clone(), a));
+            self.applied.extend(applied);
+            let installed = replica.take_installed().into_iter().map(|op| (id.clone(), op));
+            self.installed.extend(installed);
+        }
+    }
+
+    /// The entries the replicas applied (live or replayed) since the last call, by tablet,
+    /// in the order each applied them.
+    pub fn take_applied(&mut self) -> Vec<(TabletId, AppliedEntry)> {
+        self.gather();
+        std::mem::take(&mut self.applied)
+    }
+
+    /// The snapshots the replicas installed since the last call (their op ids).
+    pub fn take_installed(&mut self) -> Vec<(TabletId, OpId)> {
+        self.gather();
+        std::mem::take(&mut self.installed)
+    }
+
+    /// Log syncs of the running replicas since they opened (a slow disk's caller holds
+    /// back what follows each).
+    pub fn syncs(&self) -> u64 {
+        self.replicas.values().map(Replica::syncs).sum()
     }
 
     /// Reopen every tablet the node hosts (stopping them first if they run), each

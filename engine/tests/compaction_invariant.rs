@@ -141,10 +141,12 @@ fn check(
     let script: Vec<String> = steps
         .iter()
         .map(|step| match step {
-            Step::Write(w, us) => {
-                Command::Write { write: w.clone(), ht: Some(HybridTime::from_micros(*us)), route: Default::default() }
-                    .to_string()
+            Step::Write(w, us) => Command::Write {
+                write: w.clone(),
+                ht: Some(HybridTime::from_micros(*us)),
+                route: Default::default(),
             }
+            .to_string(),
             Step::Expire(doc, ttl_ms, us) => format!("# EXPIRE d{doc} {ttl_ms}ms @T{us}"),
             Step::Flush => "flush".into(),
         })

@@ -19,8 +19,8 @@ use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, TabletId};
 use crate::redis;
-use crate::script::At;
 use crate::replica::RestartReport;
+use crate::script::At;
 use crate::tablet::{Reply, Request, Schema};
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -94,8 +94,17 @@ impl Node {
 
     /// Set the document tablet's default TTL (a metadata change: a Raft entry).
     pub fn set_default_ttl(&mut self, ttl_ms: Option<u64>) -> Result<()> {
+        self.set_default_ttl_at(None, ttl_ms)
+    }
+
+    /// [`Node::set_default_ttl`] as a metadata change at `ht` (`None`: the tablet's clock).
+    pub fn set_default_ttl_at(
+        &mut self,
+        ht: Option<HybridTime>,
+        ttl_ms: Option<u64>,
+    ) -> Result<()> {
         self.docs()?;
-        self.alone_write(&TabletId::Docs, &Request::DefaultTtl(ttl_ms), None).map(|_| ())
+        self.alone_write(&TabletId::Docs, &Request::DefaultTtl(ttl_ms), ht).map(|_| ())
     }
 
     /// How the CQL tables created from now on store their rows.
@@ -112,6 +121,7 @@ impl Node {
             Layout::Unpacked => false,
         };
         table.entity_rows = self.options.storage.layout == Layout::Entity;
+        self.check_on()?;
         let id = TabletId::Table(table.name.clone());
         self.create_tablet(id, Schema::table(table), self.now_us).map(|_| ())
     }
@@ -203,9 +213,6 @@ impl Node {
             }
             Err(e) => {
                 self.in_doubt.push((id.clone(), op_id));
-                if matches!(e, Error::Io(_) | Error::DiskFull { .. }) {
-                    crate::probe::hit("disk.write_failed_tablet_down");
-                }
                 if let (Error::Crashed(_), Some(armed)) = (&e, self.armed) {
                     self.crash(armed.tear);
                 }

@@ -88,40 +88,90 @@ pub enum Command {
     /// declared after it store their rows.
     Layout(Layout),
     /// A document write (`set`, `extend`, `obj`, `del`).
-    Write { write: DocWrite, ht: Option<HybridTime>, route: Route },
+    Write {
+        write: DocWrite,
+        ht: Option<HybridTime>,
+        route: Route,
+    },
     /// `batch @T { ...; ... }`: one write batch.
-    Batch { ht: Option<HybridTime>, writes: Vec<DocWrite>, route: Route },
-    /// `default_ttl <dur>` (microseconds) or `default_ttl none`.
-    DefaultTtl(Option<u64>),
+    Batch {
+        ht: Option<HybridTime>,
+        writes: Vec<DocWrite>,
+        route: Route,
+    },
+    /// `default_ttl <dur>` (microseconds) or `default_ttl none`, and (docsim extension) the
+    /// time the metadata change takes, `@T` (else the tablet's clock gives it).
+    DefaultTtl {
+        ttl_us: Option<u64>,
+        ht: Option<HybridTime>,
+    },
     /// `get <path> @T [table=<name>]`: from the document tablet, or a CQL table's.
-    Get { path: DocPath, at: At, table: Option<String>, from: Option<u64> },
+    Get {
+        path: DocPath,
+        at: At,
+        table: Option<String>,
+        from: Option<u64>,
+    },
     /// `dump`, `dump names`, `dump raw`.
-    Dump { style: DumpStyle, node: Option<u64> },
+    Dump {
+        style: DumpStyle,
+        node: Option<u64>,
+    },
     /// `flush`.
-    Flush { node: Option<u64> },
+    Flush {
+        node: Option<u64>,
+    },
     /// `compact [minor] cutoff=T`, or (docsim extension) `compact minor
     /// files=<first>..<last> cutoff=T [table=<name>]`: a minor compaction of that run of one
     /// tablet's SST files, numbered oldest first from 0 as `files` prints them.
-    Compact { cutoff: HybridTime, minor: bool, run: Option<FileRun>, node: Option<u64> },
+    Compact {
+        cutoff: HybridTime,
+        minor: bool,
+        run: Option<FileRun>,
+        node: Option<u64>,
+    },
     /// `files` (docsim extension): one line per SST file of each tablet.
-    Files { node: Option<u64> },
+    Files {
+        node: Option<u64>,
+    },
     /// `crash [torn[=<k>]]` (power loss now), or `crash at <point> [torn[=<k>]]` (docsim
     /// extension: at that point of the next write, or after the next flush).
-    Crash { at: Option<CrashPoint>, tear: Option<u32>, node: Option<u64> },
+    Crash {
+        at: Option<CrashPoint>,
+        tear: Option<u32>,
+        node: Option<u64>,
+    },
     /// `disarm` (docsim extension): cancel a power cut armed and not reached.
-    Disarm { node: Option<u64> },
+    Disarm {
+        node: Option<u64>,
+    },
     /// `fault ...` (docsim extension): a disk fault, injected exactly.
-    Fault { fault: FaultCommand, node: Option<u64> },
+    Fault {
+        fault: FaultCommand,
+        node: Option<u64>,
+    },
     /// `restart`.
-    Restart { node: Option<u64> },
+    Restart {
+        node: Option<u64>,
+    },
     /// `log` (docsim extension): one line per Raft log segment of each tablet.
-    Log { node: Option<u64> },
+    Log {
+        node: Option<u64>,
+    },
     /// `table <CREATE TABLE ...>`.
     Table(String),
     /// `cql @T <statement>`.
-    Cql { at: Option<At>, statement: String, route: Route },
+    Cql {
+        at: Option<At>,
+        statement: String,
+        route: Route,
+    },
     /// `redis @T <command>`.
-    Redis { at: Option<At>, command: String, route: Route },
+    Redis {
+        at: Option<At>,
+        command: String,
+        route: Route,
+    },
     /// `expect <line>` (docsim extension).
     Expect(String),
     /// `partition 1,2 | 3 [| 4,5]`: every link between two groups cut.
@@ -138,7 +188,11 @@ pub enum Command {
     Wait(u64),
     /// `conf add-learner <i> | add-voter <i> | remove <i> | replace <i> with <j> [to=<i>]
     /// [tablet=<table>]`: a membership change of the document tablet's group, or a table's.
-    Conf { change: ConfChange, to: Option<u64>, table: Option<String> },
+    Conf {
+        change: ConfChange,
+        to: Option<u64>,
+        table: Option<String>,
+    },
     /// `leader`, `status`: what the script prints of the groups.
     Leader,
     Status,
@@ -203,7 +257,7 @@ impl Command {
             | Command::Log { node } => beyond_one(node),
             Command::Markers(_)
             | Command::Layout(_)
-            | Command::DefaultTtl(_)
+            | Command::DefaultTtl { .. }
             | Command::Table(_)
             | Command::Expect(_) => false,
         }
@@ -384,8 +438,13 @@ impl fmt::Display for Command {
                 write_batch_body(f, writes)?;
                 write_route(f, "to", route)
             }
-            Command::DefaultTtl(None) => f.write_str("default_ttl none"),
-            Command::DefaultTtl(Some(us)) => write!(f, "default_ttl {}", format_duration_us(*us)),
+            Command::DefaultTtl { ttl_us, ht } => {
+                match ttl_us {
+                    None => f.write_str("default_ttl none")?,
+                    Some(us) => write!(f, "default_ttl {}", format_duration_us(*us))?,
+                }
+                write_ht(f, ht)
+            }
             Command::Get { path, at, table, from } => {
                 write!(f, "get {path} {at}")?;
                 if let Some(t) = table {

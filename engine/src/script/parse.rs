@@ -1,9 +1,7 @@
 //! Parsing docscript lines into [`Command`]s (the grammar is `command.rs`'s), and printing
 //! the replicated commands.
 
-use super::command::{
-    At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route,
-};
+use super::command::{At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route};
 use crate::crash::CrashPoint;
 use crate::disk::IoTarget;
 use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
@@ -65,7 +63,8 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Command::Batch { ht, writes, route: write_route(&mut p)? }
         }
         "default_ttl" => {
-            Command::DefaultTtl(if p.eat_word("none") { None } else { Some(p.duration_us()?) })
+            let ttl_us = if p.eat_word("none") { None } else { Some(p.duration_us()?) };
+            Command::DefaultTtl { ttl_us, ht: optional_ht(&mut p)? }
         }
         "get" => parse_get(&mut p)?,
         "dump" => {

@@ -78,9 +78,10 @@ fn is_kind_name(text: &str) -> bool {
     error_kind_names().any(|k| k == text)
 }
 
-/// The previous command's output, as `expect` lines check it.
+/// The previous command's output, as `expect` lines check it (one for each runner of
+/// docscript: this one, and the simulator's).
 #[derive(Default)]
-struct Last {
+pub struct Last {
     lines: Vec<String>,
     /// How many lines `expect` consumed so far.
     cursor: usize,
@@ -88,6 +89,66 @@ struct Last {
     error: Option<&'static str>,
     /// A `restart`'s reports in full, one per tablet; `expect restart` takes them in turn.
     restarts: VecDeque<String>,
+}
+
+impl Last {
+    /// A command printed `lines`, failed with an error of kind `error` (if it did), and
+    /// restarted tablets reporting `restarts` in full (if it was a restart).
+    pub fn new(lines: Vec<String>, error: Option<&'static str>, restarts: Vec<String>) -> Last {
+        Last { lines, cursor: 0, error, restarts: restarts.into() }
+    }
+
+    /// Check one `expect` line (its text after `expect `): `Ok(true)` when it expected
+    /// the error the command failed with (which then no longer fails the script), or the
+    /// complaint.
+    pub fn check(&mut self, want: &str) -> Result<bool, String> {
+        if want.starts_with("restart ") {
+            return self.check_restart(want).map(|()| false);
+        }
+        if let Some(line) = want.strip_prefix("absent ") {
+            return self.check_absent(line).map(|()| false);
+        }
+        self.check_line(want)
+    }
+
+    /// `expect restart <report>`: the previous restart's next tablet report, every field
+    /// of it ([`format_restart_full`]).
+    fn check_restart(&mut self, want: &str) -> Result<(), String> {
+        match self.restarts.pop_front() {
+            Some(got) if got == want => Ok(()),
+            Some(got) => Err(format!("expected `{want}`, got `{got}`")),
+            None => Err(format!("expected `{want}`, but no restart report is left to check")),
+        }
+    }
+
+    /// `expect absent <line>`: no output line of the previous command is `line`.
+    fn check_absent(&self, line: &str) -> Result<(), String> {
+        match self.lines.iter().position(|got| got == line) {
+            None => Ok(()),
+            Some(at) => Err(format!("expected `absent {line}`, got it as output line {}", at + 1)),
+        }
+    }
+
+    /// One `expect` line against the previous command's next output line.
+    fn check_line(&mut self, want: &str) -> Result<bool, String> {
+        let got = self.lines.get(self.cursor).cloned();
+        self.cursor += 1;
+        let got_error = got.as_deref().is_some_and(|g| g.starts_with("error:"));
+        let kind = want.strip_prefix("error:").map(str::trim).filter(|k| is_kind_name(k));
+        let matched = match kind {
+            Some(kind) => got_error && self.error == Some(kind),
+            None if want == "error" => got_error,
+            None => got.as_deref() == Some(want),
+        };
+        if matched {
+            return Ok(got_error && self.error.take().is_some());
+        }
+        let got = got.unwrap_or_else(|| "no more output".into());
+        match (kind, self.error) {
+            (Some(_), Some(kind)) => Err(format!("expected `{want}`, got `{got}` (kind {kind})")),
+            _ => Err(format!("expected `{want}`, got `{got}`")),
+        }
+    }
 }
 
 /// Run `text` with its tablets under `dir`, writing the output to `out`.
@@ -120,78 +181,29 @@ pub fn run_script_in(
                 break;
             }
             Ok(None) => {}
-            Ok(Some(Command::Expect(want))) => {
-                let checked = if want.starts_with("restart ") {
-                    check_restart(&mut last, &want)
-                } else if let Some(line) = want.strip_prefix("absent ") {
-                    check_absent(&last, line)
-                } else {
-                    check_expect(&mut last, &want, &mut outcome)
-                };
-                if let Err(complaint) = checked {
+            Ok(Some(Command::Expect(want))) => match last.check(&want) {
+                Ok(true) => outcome.failed_commands -= 1,
+                Ok(false) => {}
+                Err(complaint) => {
                     writeln!(out, "error: line {}: {complaint}", i + 1)?;
                     outcome.failed_commands += 1;
                 }
-            }
+            },
             Ok(Some(command)) => {
                 let mut printed = String::new();
-                last.error = None;
+                let mut error = None;
                 if let Err(e) = runner.execute(&command, &mut printed) {
                     writeln!(printed, "error: {e}").expect("write to String");
                     outcome.failed_commands += 1;
-                    last.error = Some(e.kind_name());
+                    error = Some(e.kind_name());
                 }
                 out.write_all(printed.as_bytes())?;
-                last.lines = printed.lines().map(str::to_owned).collect();
-                last.cursor = 0;
-                last.restarts = std::mem::take(&mut runner.restarts);
+                let lines = printed.lines().map(str::to_owned).collect();
+                last = Last::new(lines, error, std::mem::take(&mut runner.restarts));
             }
         }
     }
     Ok(outcome)
-}
-
-/// Check one `expect restart <report>` against the previous restart's next tablet report,
-/// every field of it ([`format_restart_full`]).
-fn check_restart(last: &mut Last, want: &str) -> Result<(), String> {
-    match last.restarts.pop_front() {
-        Some(got) if got == want => Ok(()),
-        Some(got) => Err(format!("expected `{want}`, got `{got}`")),
-        None => Err(format!("expected `{want}`, but no restart report is left to check")),
-    }
-}
-
-/// Check one `expect absent <line>`: no output line of the previous command is `line`.
-fn check_absent(last: &Last, line: &str) -> Result<(), String> {
-    match last.lines.iter().position(|got| got == line) {
-        None => Ok(()),
-        Some(at) => Err(format!("expected `absent {line}`, got it as output line {}", at + 1)),
-    }
-}
-
-/// Check one `expect` line against the previous command's next output line. An error
-/// that was expected is no longer a failure of the script.
-fn check_expect(last: &mut Last, want: &str, outcome: &mut ScriptOutcome) -> Result<(), String> {
-    let got = last.lines.get(last.cursor).cloned();
-    last.cursor += 1;
-    let got_error = got.as_deref().is_some_and(|g| g.starts_with("error:"));
-    let kind = want.strip_prefix("error:").map(str::trim).filter(|k| is_kind_name(k));
-    let matched = match kind {
-        Some(kind) => got_error && last.error == Some(kind),
-        None if want == "error" => got_error,
-        None => got.as_deref() == Some(want),
-    };
-    if matched && got_error && last.error.take().is_some() {
-        outcome.failed_commands -= 1;
-    }
-    if matched {
-        return Ok(());
-    }
-    let got = got.unwrap_or_else(|| "no more output".into());
-    match (kind, last.error) {
-        (Some(_), Some(kind)) => Err(format!("expected `{want}`, got `{got}` (kind {kind})")),
-        _ => Err(format!("expected `{want}`, got `{got}`")),
-    }
 }
 
 /// A script's node and its one setting of its own, the marker mode.
@@ -199,7 +211,7 @@ pub struct Runner {
     node: Node,
     markers: MarkerMode,
     /// The last restart's reports in full, for `expect restart`.
-    restarts: VecDeque<String>,
+    restarts: Vec<String>,
 }
 
 /// Raft log segment size of script runs: small, so that scripts see several segments.
@@ -222,7 +234,7 @@ impl Runner {
         // Only an in-memory node allocates anything (its RocksDB environment) when made; a
         // node on disk opens its tablets' stores as they are created or used.
         let node = Node::new(dir, options).expect("a node on disk is made without I/O");
-        Runner { node, markers: MarkerMode::Optional, restarts: VecDeque::new() }
+        Runner { node, markers: MarkerMode::Optional, restarts: Vec::new() }
     }
 
     /// Execute one command, appending its output lines to `out`. A group of one: routing
@@ -244,8 +256,8 @@ impl Runner {
                 node.write_at(*ht, std::slice::from_ref(write), self.markers)?
             }
             Command::Batch { ht, writes, .. } => node.write_at(*ht, writes, self.markers)?,
-            Command::DefaultTtl(ttl_us) => {
-                node.set_default_ttl(ttl_us.map(|us| us.div_ceil(1000)))?
+            Command::DefaultTtl { ttl_us, ht } => {
+                node.set_default_ttl_at(*ht, ttl_us.map(|us| us.div_ceil(1000)))?
             }
             Command::Get { path, at, table, .. } => {
                 let ht = node.read_time(*at);
@@ -308,7 +320,8 @@ fn tear(k: Option<u32>) -> Tear {
     k.map_or(Tear::None, Tear::Sector)
 }
 
-fn dump(node: &Node, style: DumpStyle, out: &mut String) -> Result<(), Error> {
+/// What `dump` prints of `node`'s tablets (document tablet first), in `style`.
+pub fn dump(node: &Node, style: DumpStyle, out: &mut String) -> Result<(), Error> {
     for tablet in node.dump()? {
         for ((key, value), raw_key, raw_value) in tablet.entries {
             let names = style == DumpStyle::Names;

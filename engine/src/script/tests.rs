@@ -18,6 +18,7 @@ const LINES: &[&str] = &[
     r#"batch @T1000 { set doc(; "k")."a" = 1 ttl=2s; obj doc(; "j"); del doc(; "i") }"#,
     "default_ttl none",
     "default_ttl 10s",
+    "default_ttl 1500ms @T7000",
     r#"get doc(; "k") @T1000"#,
     r#"get doc(; "k") @T1000 table=t"#,
     "dump",
