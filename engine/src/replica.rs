@@ -222,6 +222,8 @@ impl PhysicalClock for Given {
 
 /// A write proposed here and not applied yet: what later writes must wait for.
 struct InFlight {
+    /// The term it was proposed in (an entry of another term at its index replaced it).
+    term: u64,
     /// The documents it writes.
     writes_to: Vec<crate::encoding::DocKey>,
     /// It changes the tablet's metadata.
@@ -430,6 +432,12 @@ impl Replica {
             true => Err(Error::Removed { id: self.options.id }),
             false => Ok(()),
         }
+    }
+
+    /// Whether an error stopped this replica (a failed log or RocksDB write, a power cut):
+    /// it serves nothing until its node restarts.
+    pub fn is_down(&self) -> bool {
+        self.down.is_some()
     }
 
     fn check_powered(&self) -> Result<()> {

@@ -223,9 +223,16 @@ impl Replica {
         HybridTime::from_micros(self.now_us.saturating_add(self.options.lease_us))
     }
 
-    /// A follower's safe time: its last applied write's, or the leader's propagated one
-    /// once applied up to the leader's applied index then.
+    /// The highest time this replica serves reads at now. A leader's: its bound (lease,
+    /// first entry not applied), no later than its physical time as last set (nor below
+    /// its last applied write's); `HybridTime::MIN` while it serves nothing. A follower's:
+    /// its last applied write's, or the leader's propagated one once applied up to the
+    /// leader's applied index then.
     pub fn safe_time(&self) -> HybridTime {
+        if self.raw.raft.state == StateRole::Leader {
+            let now = HybridTime::from_micros(self.now_us).max(self.applied_ht);
+            return self.leader_bound().map_or(HybridTime::MIN, |bound| bound.min(now));
+        }
         match self.propagated {
             Some((index, safe)) if self.applied >= index => safe.max(self.applied_ht),
             _ => self.applied_ht,

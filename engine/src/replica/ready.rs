@@ -32,6 +32,9 @@ impl Replica {
             Ok(out)
         });
         if let Err(e) = &result {
+            if matches!(e, Error::Io(_) | Error::DiskFull { .. }) {
+                crate::probe::hit("disk.write_failed_tablet_down");
+            }
             self.down = Some(e.clone());
         }
         self.note_leadership();
@@ -117,11 +120,16 @@ impl Replica {
     }
 
     /// New entries reached this replica's log: a tail they replace is gone (with the
-    /// proposals it held), and the clock moves past their times.
+    /// proposals it held: a proposal stays in flight only while its own entry is in the
+    /// log), and the clock moves past their times.
     fn appended(&mut self, entries: &[LogEntry]) -> Result<()> {
         let Some(first) = entries.first() else { return Ok(()) };
         self.unapplied.split_off(&first.op_id.index);
-        self.in_flight.retain(|&index, _| index < first.op_id.index);
+        let kept = |index: u64, term: u64| {
+            index < first.op_id.index
+                || entries.iter().any(|e| e.op_id.index == index && e.op_id.term == term)
+        };
+        self.in_flight.retain(|&index, w| kept(index, w.term));
         for entry in entries {
             if let Some(ht) = super::entry_ht(entry)? {
                 self.see(ht);

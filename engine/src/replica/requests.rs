@@ -80,8 +80,11 @@ impl Replica {
         // Pending from now on: the messages that carry it also carry the leader's safe
         // time, which must stay below it.
         self.unapplied.insert(op_id.index, ht);
-        let in_flight =
-            InFlight { writes_to: request.writes_to(), metadata: request.is_metadata() };
+        let in_flight = InFlight {
+            term: op_id.term,
+            writes_to: request.writes_to(),
+            metadata: request.is_metadata(),
+        };
         self.in_flight.insert(op_id.index, in_flight);
         Ok(Proposed { op_id: Some(op_id), ht, reply: evaluated.reply })
     }

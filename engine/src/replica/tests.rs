@@ -293,6 +293,12 @@ fn three_peers_elect_replicate_and_agree() {
     let above = HybridTime::from_raw(safe.raw() + (1 << 20));
     let refused = g.get(follower, "doc(1i32;).\"a\"", above).expect_err("above its safe time");
     assert_eq!(refused.kind(), ErrorKind::SafeTimeBehind, "{refused}");
+    // The leader's safe time moves on with its clock, past its last write's (a leader
+    // was once stuck there: it kept a follower's safe time).
+    g.run_ms(50);
+    let leader_safe = g.peer(leader).safe_time();
+    assert!(leader_safe > g.peer(leader).applied_ht, "{leader_safe}");
+    assert_eq!(g.get(leader, "doc(1i32;).\"a\"", leader_safe).expect("served"), int(7));
     assert_eq!(g.get_now(leader, "doc(1i32;).\"a\"").expect("a leased leader read"), int(7));
 }
 
@@ -786,6 +792,30 @@ fn a_leader_reads_below_its_first_unapplied_write_only() {
     g.run_ms(50); // the heartbeats carry it on: it commits and applies
     assert!(g.peer(leader).is_applied(op));
     assert_eq!(g.get(leader, "doc(1i32;).\"a\"", ht).expect("applied"), int(1));
+}
+
+/// A write that reads before it writes waits (`try_again`) for the leader's write in
+/// flight to its document, also once that write is in the leader's log: it stays in
+/// flight until it applies (seen red when appending the leader's own entry ended it).
+#[test]
+fn a_write_in_the_leaders_log_stays_in_flight_until_it_applies() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let now = g.now_us;
+    let (op, _) = propose(g.peer(leader), &[set("doc(1i32;).\"a\"", 1)], now).expect("proposed");
+    let _held_back = g.peer(leader).process().expect("appended"); // never delivered
+    let reads = |g: &mut Group| {
+        let request = Request::Write {
+            writes: vec![set("doc(1i32;).\"a\".\"b\"", 2)],
+            markers: MarkerMode::Required,
+        };
+        g.peer(leader).propose(&request, None, now).map(|p| p.op_id)
+    };
+    let waits = reads(&mut g).expect_err("its document has a write in flight");
+    assert_eq!(waits.kind(), ErrorKind::TryAgain, "{waits}");
+    g.run_ms(50);
+    assert!(g.peer(leader).is_applied(op));
+    let conflict = reads(&mut g).expect_err("evaluated against the applied write");
+    assert_eq!(conflict.kind(), ErrorKind::TypeConflict, "{conflict}");
 }
 
 /// The leader heartbeats every `heartbeat_tick` ticks (3 here; raft-rs's default is 2).
