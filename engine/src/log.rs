@@ -89,6 +89,9 @@ pub struct Recovery {
     pub segments_skipped: usize,
     /// The op id of the newest snapshot the log was reset to ([`Log::reset`]), if read.
     pub snapshot: Option<OpId>,
+    /// An entry replaced one before where reading started (refused as corruption: when
+    /// reading skipped segments, [`Log::open`] reads them all instead).
+    pub reached_back: bool,
 }
 
 /// The open log. The last segment is the active one.
@@ -140,6 +143,29 @@ impl Log {
         check_unbroken(&names, &headers)?;
         let prevs: Vec<OpId> = headers.iter().map(|h| h.1).collect();
         let start = first_segment_to_read(&prevs, from_index);
+        let recovery = match log.read_from(&names, &headers, start) {
+            // A new leader's overwrite reached back into a skipped segment (it replaced
+            // entries after the frontier there): read every segment instead.
+            Err((_, true)) if start > 0 => {
+                log.segments.clear();
+                log.read_from(&names, &headers, 0).map_err(|(e, _)| e)?
+            }
+            result => result.map_err(|(e, _)| e)?,
+        };
+        log.hard_state = recovery.hard_state;
+        Ok((log, recovery))
+    }
+
+    /// Read the segments `names` (with their `headers`) from segment `start` on, checking
+    /// the ones before it; on failure, the error and whether an entry reached back before
+    /// where reading started.
+    fn read_from(
+        &mut self,
+        names: &[String],
+        headers: &[(u64, OpId, HardState, bool)],
+        start: usize,
+    ) -> std::result::Result<Recovery, (Error, bool)> {
+        let prevs: Vec<OpId> = headers.iter().map(|h| h.1).collect();
         let mut recovery = Recovery {
             prev: prevs[start],
             hard_state: headers[start].2,
@@ -151,18 +177,18 @@ impl Log {
             let newest = i + 1 == names.len();
             if i < start {
                 let last = prevs[i + 1];
-                log.skip_segment(SegmentInfo {
-                    seq,
-                    name: name.clone(),
-                    prev,
-                    last,
-                    bytes: 0,
-                    lowest: 0,
-                })?;
+                let skipped =
+                    SegmentInfo { seq, name: name.clone(), prev, last, bytes: 0, lowest: 0 };
+                self.skip_segment(skipped)?;
                 continue;
             }
-            let synced = if newest { Some(log.mark.synced_len(dir, seq)?) } else { None };
-            let (bytes, lowest) = log.read_segment(name, synced, &mut recovery)?;
+            let synced = match newest {
+                true => Some(self.mark.synced_len(&self.dir, seq).map_err(|e| (e, false))?),
+                false => None,
+            };
+            let (bytes, lowest) = self
+                .read_segment(name, synced, &mut recovery)
+                .map_err(|e| (e, recovery.reached_back))?;
             // The segment's last entry if it holds one, else its header's prev. (Not "the
             // last entry if above prev": a new leader's overwrite may end at or below it.)
             let last = match recovery.entries.last() {
@@ -170,10 +196,9 @@ impl Log {
                 _ => prev,
             };
             let name = name.clone();
-            log.segments.push(SegmentInfo { seq, name, prev, last, bytes, lowest });
+            self.segments.push(SegmentInfo { seq, name, prev, last, bytes, lowest });
         }
-        log.hard_state = recovery.hard_state;
-        Ok((log, recovery))
+        Ok(recovery)
     }
 
     /// The newest reset supersedes every older segment: a crash cut the reset short before
@@ -197,12 +222,15 @@ impl Log {
     /// Take a segment bootstrap skips: its entries are all at or below the frontier, so
     /// none is kept — but its records are checked all the same (a damaged segment is
     /// corruption whether or not this bootstrap needs it: peers or a later GC bound might).
-    fn skip_segment(&mut self, mut segment: SegmentInfo) -> Result<()> {
+    /// On failure, the error and whether an entry reached back before the segment's start
+    /// (a new leader's overwrite of an older segment's entries: read them all instead).
+    fn skip_segment(&mut self, mut segment: SegmentInfo) -> std::result::Result<(), (Error, bool)> {
         let mut scratch = Recovery { prev: segment.prev, ..Recovery::default() };
         (segment.bytes, segment.lowest) = if self.plants.contains(Plant::SkippedSegmentsUnchecked) {
-            self.planted_unchecked_skip(&segment)?
+            self.planted_unchecked_skip(&segment).map_err(|e| (e, false))?
         } else {
-            self.read_segment(&segment.name, None, &mut scratch)?
+            let read = self.read_segment(&segment.name, None, &mut scratch);
+            read.map_err(|e| (e, scratch.reached_back))?
         };
         self.segments.push(segment);
         Ok(())
@@ -431,6 +459,7 @@ impl Recovery {
                 let last = self.entries.last().map_or(self.prev, |e| e.op_id);
                 let index = entry.op_id.index;
                 if index <= self.prev.index {
+                    self.reached_back = true;
                     let why = format!(
                         "entry {} replaces one before where the log starts ({})",
                         entry.op_id, self.prev
@@ -454,9 +483,9 @@ impl Recovery {
 /// The index of the segment bootstrap starts reading at: the newest one whose first entry
 /// is at or below `from_index + 1` (every entry it skips is at or below `from_index`), or
 /// the oldest when none qualifies. `prevs[i]` is the op id before segment `i`'s first entry.
-/// (It cannot see a new leader's overwrite reaching back into older segments, which
-/// reading would then refuse as "replaces one before where the log starts": only one-voter
-/// replicas open from a frontier, and they never overwrite; peers read from the start.)
+/// (It cannot see a new leader's overwrite reaching back into older segments: reading
+/// then finds an entry that "replaces one before where the log starts", and [`Log::open`]
+/// reads every segment instead.)
 pub fn first_segment_to_read(prevs: &[OpId], from_index: u64) -> usize {
     prevs.iter().rposition(|prev| prev.index <= from_index).unwrap_or(0)
 }

@@ -124,6 +124,40 @@ fn a_new_leader_overwrites_the_tail() {
     assert_eq!(ids, [OpId::new(1, 1), OpId::new(2, 2)]);
 }
 
+/// A replica that flushed a new leader's entry which replaced the last entry of an older
+/// segment opens from that frontier: reading from the newest segment alone would find the
+/// entry "before where the log starts", so every segment is read (seed 29 with three
+/// replicas failed its restart so before).
+#[test]
+fn an_overwrite_reaching_into_a_skipped_segment_is_read_from_the_start() {
+    let d = disk();
+    let mut log = filled(&d, 12, 200);
+    let mut last = 12;
+    while log.segments().last().unwrap().bytes < 200 {
+        last += 1;
+        log.append(&[entry(1, last, b"old")], None).unwrap();
+    }
+    let hs = HardState { term: 2, vote: 2, commit: last };
+    log.append(&[entry(2, last, b"new"), entry(2, last + 1, b"next")], Some(hs)).unwrap();
+    log.sync().unwrap();
+    let (reopened, recovery) = Log::open(&d, "t", 200, last, Plants::NONE).expect("opens");
+    let tail: Vec<OpId> = recovery.entries.iter().rev().take(2).map(|e| e.op_id).collect();
+    assert_eq!(tail, [OpId::new(2, last + 1), OpId::new(2, last)]);
+    assert_eq!(recovery.segments_skipped, 0, "every segment read");
+    assert_eq!(reopened.segments(), log.segments());
+    // The segment holding the overwrite is skipped too once a newer one starts at or
+    // below the frontier: checking it alone finds the same reach-back.
+    let mut next = last + 2;
+    while log.segments().last().unwrap().prev.index <= last + 1 {
+        log.append(&[entry(2, next, b"more")], None).unwrap();
+        next += 1;
+    }
+    log.sync().unwrap();
+    let (_, recovery) = Log::open(&d, "t", 200, next - 1, Plants::NONE).expect("opens");
+    assert_eq!(recovery.entries.last().map(|e| e.op_id), Some(OpId::new(2, next - 1)));
+    assert_eq!(recovery.segments_skipped, 0, "every segment read");
+}
+
 /// A record framed by hand: length, checksum (by the independent reference), kind, payload.
 fn framed(kind: u8, payload: &[u8]) -> Vec<u8> {
     let covered: Vec<u8> = std::iter::once(kind).chain(payload.iter().copied()).collect();
