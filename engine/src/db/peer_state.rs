@@ -6,6 +6,7 @@
 //! read back at open is the state as of the flushed frontier.
 
 use super::{decode_u64s, encode_u64s, DocDb, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
+use crate::encoding::Value;
 use crate::error::Result;
 use crate::hybrid_time::HybridTime;
 use crate::ids::OpId;
@@ -72,12 +73,19 @@ impl DocDb {
         Ok(Some(OpId::new(term, index)))
     }
 
-    /// Every document entry, for a snapshot.
+    /// Every document entry, for a snapshot. An entity row goes as the packed row it
+    /// stores (its columns read back): the snapshot carries values, and a packed row reads
+    /// alike in either layout (`db/packed.rs`).
     pub fn export(&self) -> Result<Export> {
         let mut pairs = Vec::new();
-        self.for_each_stored(|key, value, _| {
-            if key.first() != Some(&META_PREFIX) {
-                pairs.push((key.to_vec(), value.to_vec()));
+        self.for_each_stored(|key, value, it| {
+            if key.first() == Some(&META_PREFIX) {
+                return Ok(());
+            }
+            let decoded = Value::decode(value).map_err(|e| super::with_key(key, e))?;
+            match self.entity_as_packed(key, &decoded, it)? {
+                Some(packed) => pairs.push((key.to_vec(), packed.encode())),
+                None => pairs.push((key.to_vec(), value.to_vec())),
             }
             Ok(())
         })?;
