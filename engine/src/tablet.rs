@@ -266,8 +266,8 @@ impl Tablet {
 
     /// The subdocument at `path`. In a table's tablet a row is the document
     /// `doc(<hash key>; <clustering key>)`; a dropped column's values stay stored until
-    /// repacking or GC removes them, and the row's document does not show them (a rule
-    /// of docsim's: no column has them).
+    /// repacking or GC removes them, and the row's document does not show them, nor is a
+    /// row of nothing else there (a rule of docsim's: no column has them).
     fn get(&self, path: &DocPath, read_ht: HybridTime) -> Result<Option<Document>> {
         let ttl = self.schema.default_ttl_ms();
         let Some(table) = self.schema.cql() else { return self.db.get(path, read_ht, ttl) };
@@ -282,7 +282,11 @@ impl Tablet {
         // Only a row's own keys are column ids: below a column, the filter keeps all.
         Ok(match self.db.get(path, read_ht, ttl)? {
             Some(Document::Object(map)) if path.subkeys.is_empty() => {
-                Some(Document::Object(map.into_iter().filter(|(k, _)| current(k)).collect()))
+                // Nothing current left: no row (dropped columns do not make one exist,
+                // however far compaction has removed them).
+                let row: std::collections::BTreeMap<_, _> =
+                    map.into_iter().filter(|(k, _)| current(k)).collect();
+                (!row.is_empty()).then_some(Document::Object(row))
             }
             other => other,
         })
