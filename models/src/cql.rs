@@ -23,6 +23,10 @@
 //! double; `j = j || {...}` writes the object's entries without a marker at the column
 //! (merge).
 
+mod types;
+
+pub use types::CqlType;
+
 use crate::doc::{Doc, DocId, Entry, Key, Model, ModelError, Scalar, Time, Ttl};
 use serde::{Deserialize, Serialize};
 use std::cmp::Ordering;
@@ -53,6 +57,28 @@ pub enum Json {
 }
 
 impl Json {
+    /// The JSON text a statement writes for this value (the model's own spelling, which
+    /// the statement writers use: a text column stores a JSON literal as this text).
+    pub fn text(&self) -> String {
+        match self {
+            Json::Null => "null".into(),
+            Json::Bool(b) => b.to_string(),
+            Json::Int(v) => v.to_string(),
+            Json::Double(bits) => format!("{:?}", f64::from_bits(*bits)),
+            Json::Str(text) => json_string(text),
+            Json::Array(items) => {
+                format!("[{}]", items.iter().map(Json::text).collect::<Vec<_>>().join(", "))
+            }
+            Json::Object(items) => {
+                let items: Vec<String> = items
+                    .iter()
+                    .map(|(k, v)| format!("{}: {}", json_string(k), v.text()))
+                    .collect();
+                format!("{{{}}}", items.join(", "))
+            }
+        }
+    }
+
     /// The document a jsonb column stores for this value.
     pub fn doc(&self) -> Doc {
         match self {
@@ -79,7 +105,7 @@ impl Json {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Regular {
     pub name: String,
-    pub kind: ColKind,
+    pub ty: CqlType,
     /// The column id its values are stored under.
     pub id: i32,
 }
@@ -102,7 +128,7 @@ pub struct Schema {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Alter {
     /// `ADD <column> <ty>` (`ty`: the CQL type's name, for the statement's text).
-    Add { column: String, kind: ColKind, ty: String },
+    Add { column: String, ty: CqlType },
     /// `DROP <column>`.
     Drop { column: String },
 }
@@ -113,11 +139,11 @@ impl Schema {
         name: &str,
         hash: Vec<String>,
         range: Vec<(String, bool)>,
-        regular: Vec<(String, ColKind)>,
+        regular: Vec<(String, CqlType)>,
         default_ttl_s: Option<u64>,
     ) -> Schema {
         let regular: Vec<Regular> =
-            (10..).zip(regular).map(|(id, (name, kind))| Regular { name, kind, id }).collect();
+            (10..).zip(regular).map(|(id, (name, ty))| Regular { name, ty, id }).collect();
         let next_id = 10 + regular.len() as i32;
         Schema { name: name.into(), hash, range, regular, default_ttl_s, next_id }
     }
@@ -126,11 +152,12 @@ impl Schema {
     /// one that does not (or a key column), is refused.
     pub fn alter(&mut self, change: &Alter) -> Result<(), ModelError> {
         match change {
-            Alter::Add { column, kind, .. } => {
+            Alter::Add { column, ty } => {
                 if self.is_column(column) {
                     return Err(ModelError::InvalidRequest);
                 }
-                self.regular.push(Regular { name: column.clone(), kind: *kind, id: self.next_id });
+                let ty = ty.clone();
+                self.regular.push(Regular { name: column.clone(), ty, id: self.next_id });
                 self.next_id += 1;
             }
             Alter::Drop { column } => {
@@ -159,7 +186,7 @@ impl Schema {
     }
 
     fn kind(&self, name: &str) -> ColKind {
-        self.regular_column(name).kind
+        self.regular_column(name).ty.kind()
     }
 
     fn doc(&self, key: &[Scalar]) -> DocId {
@@ -174,6 +201,21 @@ impl Schema {
                 .collect(),
         }
     }
+}
+
+/// A JSON string literal: quotes, with `"`, `\` and control characters escaped.
+fn json_string(text: &str) -> String {
+    let mut out = String::from('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// A column value in a statement.
@@ -282,9 +324,10 @@ impl Model {
             CqlOp::Alter(change) => return schema.alter(change).map(|()| CqlResult::Written),
             _ => &*schema,
         };
-        if !names_known_columns(schema, op) {
+        if !names_known_columns(schema, op) || !values_fit(schema, op) {
             return Err(ModelError::InvalidRequest);
         }
+        let op = &coerced(schema, op);
         let mut out: Entries = Vec::new();
         match op {
             CqlOp::Insert { key, values, ttl_s } => {
@@ -393,6 +436,57 @@ fn names_known_columns(schema: &Schema, op: &CqlOp) -> bool {
         CqlOp::Select { columns, .. } => columns.iter().flatten().all(|n| schema.is_column(n)),
         CqlOp::DeleteRow { .. } | CqlOp::Alter(_) => true,
     }
+}
+
+/// Whether every value a write names fits its column's type (`cql/types.rs`); the
+/// columns are known.
+fn values_fit(schema: &Schema, op: &CqlOp) -> bool {
+    let ty = |name: &str| &schema.regular_column(name).ty;
+    match op {
+        CqlOp::Insert { values, .. } => values.iter().all(|(n, v)| ty(n).fits(v)),
+        CqlOp::Update { assigns, .. } => assigns.iter().all(|a| match a {
+            Assign::Whole(n, v) => ty(n).fits(v),
+            Assign::MapPut(n, k, v) => match ty(n) {
+                CqlType::Map(kt, vt) => kt.fits_scalar(k) && vt.fits_scalar(v),
+                _ => false,
+            },
+            Assign::Add(n, v) => ty(n).fits_added(v),
+            Assign::Remove(n, keys) => ty(n).fits_removed(keys),
+        }),
+        _ => true,
+    }
+}
+
+/// `op` with every value as its column's type stores it (`CqlType::coerce`).
+fn coerced(schema: &Schema, op: &CqlOp) -> CqlOp {
+    let ty = |name: &str| &schema.regular_column(name).ty;
+    let mut op = op.clone();
+    match &mut op {
+        CqlOp::Insert { values, .. } => {
+            for (n, v) in values {
+                *v = ty(n).coerce(v);
+            }
+        }
+        CqlOp::Update { assigns, .. } => {
+            for a in assigns {
+                match a {
+                    Assign::Whole(n, v) | Assign::Add(n, v) => *v = ty(n).coerce(v),
+                    Assign::MapPut(n, k, v) => {
+                        if let CqlType::Map(kt, vt) = ty(n) {
+                            (*k, *v) = (kt.coerce_scalar(k), vt.coerce_scalar(v));
+                        }
+                    }
+                    Assign::Remove(n, keys) => {
+                        if let CqlType::Set(e) | CqlType::Map(e, _) = ty(n) {
+                            keys.iter_mut().for_each(|k| *k = e.coerce_scalar(k));
+                        }
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+    op
 }
 
 fn column(schema: &Schema, name: &str) -> Key {

@@ -177,6 +177,8 @@ pub struct Model {
     docs: BTreeMap<DocId, Node>,
     table_ttl_ms: Option<u64>,
     cutoff: Time,
+    /// Batches stored so far (a caller asking whether an operation changed anything).
+    batches: u64,
 }
 
 impl Model {
@@ -201,6 +203,12 @@ impl Model {
         self.cutoff = self.cutoff.max(cutoff);
     }
 
+    /// How many non-empty batches were stored so far: an operation stored nothing iff
+    /// this is the same after it.
+    pub fn batches(&self) -> u64 {
+        self.batches
+    }
+
     /// The highest history cutoff so far.
     pub fn cutoff(&self) -> Time {
         self.cutoff
@@ -209,6 +217,7 @@ impl Model {
     /// Store one batch of entries at `time`; entry `i` has write id `i`. A version with the
     /// same time and write id as a stored one replaces it (it is the same stored key).
     pub fn write_entries(&mut self, time: Time, entries: Vec<(DocId, Vec<Key>, Entry, Ttl)>) {
+        self.batches += u64::from(!entries.is_empty());
         for (write_id, (doc, path, entry, ttl)) in entries.into_iter().enumerate() {
             let write_id = write_id as u32;
             let node = self.node_mut(&doc, &path);

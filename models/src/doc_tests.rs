@@ -15,12 +15,15 @@ fn t(us: u64) -> Time {
 }
 
 /// Table `t` with hash key `k`, these clustering columns (descending?) and regular columns.
-fn table_t(range: &[(&str, bool)], regular: &[(&str, cql::ColKind)]) -> cql::Schema {
+fn table_t(range: &[(&str, bool)], regular: &[(&str, &str)]) -> cql::Schema {
     cql::Schema::new(
         "t",
         vec!["k".into()],
         range.iter().map(|(n, desc)| (n.to_string(), *desc)).collect(),
-        regular.iter().map(|(n, kind)| (n.to_string(), *kind)).collect(),
+        regular
+            .iter()
+            .map(|(n, ty)| (n.to_string(), cql::CqlType::parse(ty).expect("a type")))
+            .collect(),
         None,
     )
 }
@@ -200,7 +203,7 @@ fn cql_double_clustering_keys_order_numerically() {
 #[test]
 fn cql_row_existence() {
     use cql::*;
-    let mut schema = table_t(&[], &[("v", ColKind::Scalar)]);
+    let mut schema = table_t(&[], &[("v", "text")]);
     let mut m = Model::new();
     let key = |s: &str| vec![Scalar::Str(s.into())];
     let v = |s: &str| CqlValue::Scalar(Scalar::Str(s.into()));
@@ -276,7 +279,7 @@ fn redis_hashes_and_sets() {
 #[test]
 fn cql_list_appends_keep_write_order() {
     use cql::*;
-    let mut schema = table_t(&[], &[("l", ColKind::List)]);
+    let mut schema = table_t(&[], &[("l", "list<int>")]);
     let mut m = Model::new();
     let key = vec![Scalar::Int32(1)];
     let list = |items: &[i32]| CqlValue::List(items.iter().map(|&i| Scalar::Int32(i)).collect());
@@ -368,7 +371,7 @@ fn required_markers_ignore_the_table_tombstone() {
 #[test]
 fn cql_schema_changes_hide_dropped_columns_and_never_reuse_ids() {
     use cql::*;
-    let mut schema = table_t(&[], &[("a", ColKind::Scalar), ("b", ColKind::Scalar)]);
+    let mut schema = table_t(&[], &[("a", "text"), ("b", "text")]);
     let mut m = Model::new();
     let key = |k: i32| vec![Scalar::Int32(k)];
     let v = |s: &str| CqlValue::Scalar(Scalar::Str(s.into()));
@@ -380,13 +383,13 @@ fn cql_schema_changes_hide_dropped_columns_and_never_reuse_ids() {
         ttl_s: None,
     };
     m.cql(t(1), &mut schema, &update).unwrap();
-    let add = |kind| Alter::Add { column: "b".into(), kind, ty: "text".into() };
+    let add = |ty| Alter::Add { column: "b".into(), ty };
     assert_eq!(
-        m.cql(t(2), &mut schema, &CqlOp::Alter(add(ColKind::Scalar))),
+        m.cql(t(2), &mut schema, &CqlOp::Alter(add(CqlType::Text))),
         Err(ModelError::InvalidRequest)
     );
     m.cql(t(2), &mut schema, &CqlOp::Alter(Alter::Drop { column: "b".into() })).unwrap();
-    m.cql(t(3), &mut schema, &CqlOp::Alter(add(ColKind::Scalar))).unwrap();
+    m.cql(t(3), &mut schema, &CqlOp::Alter(add(CqlType::Text))).unwrap();
     assert_eq!(
         schema.regular.iter().map(|r| (r.name.as_str(), r.id)).collect::<Vec<_>>(),
         [("a", 10), ("b", 12)]
@@ -406,4 +409,33 @@ fn cql_schema_changes_hide_dropped_columns_and_never_reuse_ids() {
     assert_eq!(select(&mut m, 2), CqlResult::Rows(vec![]));
     let drop_key = CqlOp::Alter(Alter::Drop { column: "k".into() });
     assert_eq!(m.cql(t(5), &mut schema, &drop_key), Err(ModelError::InvalidRequest));
+}
+
+/// A value that does not fit its column's type is refused, whatever the workload thought
+/// the column was (a schema change it sent may not have committed).
+#[test]
+fn cql_values_must_fit_their_columns_type() {
+    use cql::*;
+    let mut schema = table_t(&[], &[("a", "text"), ("l", "list<int>")]);
+    let mut m = Model::new();
+    let key = vec![Scalar::Int32(1)];
+    let insert = |name: &str, v: CqlValue| CqlOp::Insert {
+        key: key.clone(),
+        values: vec![(name.into(), v)],
+        ttl_s: None,
+    };
+    let refused = Err(ModelError::InvalidRequest);
+    assert_eq!(
+        m.cql(t(1), &mut schema, &insert("a", CqlValue::Scalar(Scalar::Bool(true)))),
+        refused
+    );
+    let text = CqlValue::Scalar(Scalar::Str("t0".into()));
+    assert_eq!(m.cql(t(1), &mut schema, &insert("l", text.clone())), refused);
+    assert_eq!(m.cql(t(1), &mut schema, &insert("a", text)), Ok(CqlResult::Written));
+    let put = CqlOp::Update {
+        key: key.clone(),
+        assigns: vec![Assign::MapPut("l".into(), Scalar::Str("k".into()), Scalar::Int32(1))],
+        ttl_s: None,
+    };
+    assert_eq!(m.cql(t(2), &mut schema, &put), refused, "a map put into a list");
 }
