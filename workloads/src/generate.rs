@@ -1,7 +1,7 @@
 //! The generator: profiles, swarm knobs, and the next operation.
 
 use crate::op::{CqlTableSpec, DocWrite, Op};
-use docsim_models::cql::{Alter, Assign, Cmp, ColKind, CqlOp, CqlValue, Json, Schema};
+use docsim_models::cql::{Alter, Assign, Cmp, ColKind, CqlOp, CqlType, CqlValue, Json, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_models::{Doc, DocId, Key, Markers, Scalar, Time, Ttl, Write};
 use rand::Rng;
@@ -214,6 +214,14 @@ impl Workload {
         }
     }
 
+    /// The write the workload generated at `generated` was given the hybrid time `actual`
+    /// (a replicated group's leader times its writes): TTL-boundary reads aim at it.
+    pub fn retime(&mut self, generated: Time, actual: Time) {
+        if let Some(entry) = self.recent.iter_mut().rev().find(|(ht, _)| *ht == generated) {
+            entry.0 = actual;
+        }
+    }
+
     /// A read time: now, the cutoff, anywhere in between, or right at a TTL boundary.
     fn read_time(&self, rng: &mut ChaCha8Rng, now: Time, cutoff: Time, past: bool) -> Time {
         if !past || now <= cutoff {
@@ -406,7 +414,7 @@ impl Workload {
             }
             3 | 4 => {
                 let col = s.regular[rng.random_range(0..s.regular.len())].clone();
-                let assign = update_assign(rng, &spec, col.name, col.kind);
+                let assign = update_assign(rng, &spec, col.name, col.ty.kind());
                 CqlOp::Update { key, assigns: vec![assign], ttl_s }
             }
             5 => CqlOp::DeleteRow { key },
@@ -463,14 +471,14 @@ fn alter(rng: &mut ChaCha8Rng, spec: &CqlTableSpec) -> Alter {
     let column = free[rng.random_range(0..free.len())].clone();
     let types = ["int", "text", "bigint", "double", "boolean", "set<int>", "map<text, int>"];
     let ty = types[rng.random_range(0..types.len())].to_owned();
-    Alter::Add { column, kind: col_kind(&ty), ty }
+    Alter::Add { column, ty: CqlType::parse(&ty).expect("a type the generator declares") }
 }
 
 /// Apply a schema change to the generator's copy of a table.
 fn apply_alter(spec: &mut CqlTableSpec, change: &Alter) {
     spec.schema.alter(change).expect("the generator's changes are valid");
     match change {
-        Alter::Add { column, ty, .. } => spec.types.push((column.clone(), ty.clone())),
+        Alter::Add { column, ty } => spec.types.push((column.clone(), ty.name())),
         Alter::Drop { column } => {
             spec.types.retain(|(n, _)| n != column);
             spec.dropped.push(column.clone());
@@ -617,21 +625,6 @@ fn cql_value(rng: &mut ChaCha8Rng, spec: &CqlTableSpec, name: &str, nullable: bo
     CqlValue::Scalar(cql_scalar(rng, ty))
 }
 
-/// The shape of a column of CQL type `ty`.
-fn col_kind(ty: &str) -> ColKind {
-    if ty.starts_with("map<") {
-        ColKind::Map
-    } else if ty.starts_with("set<") {
-        ColKind::Set
-    } else if ty.starts_with("list<") {
-        ColKind::List
-    } else if ty == "jsonb" {
-        ColKind::Jsonb
-    } else {
-        ColKind::Scalar
-    }
-}
-
 /// A table: its key columns, every column's `(name, CQL type)`, its default TTL.
 fn table_spec(
     name: &str,
@@ -647,7 +640,7 @@ fn table_spec(
         range.iter().map(|(n, d)| (n.to_string(), *d)).collect(),
         cols.iter()
             .filter(|(n, _)| !key_names.contains(n))
-            .map(|(n, t)| (n.to_string(), col_kind(t)))
+            .map(|(n, t)| (n.to_string(), CqlType::parse(t).expect("a declared type")))
             .collect(),
         default_ttl_s,
     );

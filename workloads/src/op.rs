@@ -35,47 +35,9 @@ impl DocWrite {
     }
 }
 
-/// Where a crash cuts the power.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum CrashPoint {
-    /// At once.
-    Now,
-    /// In the next write, once its entry is appended to the log but not synced.
-    AfterAppend,
-    /// In the next write, once its entry is durable but not applied.
-    AfterSync,
-    /// In the next write, once its entry is applied but not acknowledged.
-    AfterApply,
-    /// After the next flush (or compaction) is durable, before its log GC.
-    AfterFlush,
-}
-
-/// A disk fault, exact so that a reproducer replays it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub enum DiskFault {
-    /// The next append to any log file fails with an I/O error.
-    AppendError,
-    /// The next sync of any log file fails with an I/O error.
-    SyncError,
-    /// The disk holds only `free_bytes` more than it holds now.
-    DiskFull {
-        /// Bytes left.
-        free_bytes: u64,
-    },
-    /// Disarm an I/O error not yet fired and lift the capacity.
-    Clear,
-    /// Flip bit `bit` of byte `offset` of the log file `file` (synced data).
-    Flip {
-        /// The file's name on the simulated disk.
-        file: String,
-        /// The byte.
-        offset: usize,
-        /// The bit, 0 to 7.
-        bit: u8,
-    },
-}
-
-/// One operation. Times are the model's raw hybrid times (`physical_us << 12 | logical`).
+/// One client operation. Times are the model's raw hybrid times (`physical_us << 12 |
+/// logical`). A write's time is the workload's guess: a replica's clock gives the time it
+/// writes at.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Op {
     // Document ops
@@ -128,35 +90,19 @@ pub enum Op {
         /// The command.
         op: RedisOp,
     },
-    // Node ops, drawn by the simulator's schedule
-    /// Flush the memtables.
-    Flush,
-    /// A compaction with history cutoff `cutoff`; `minor` keeps tombstones.
-    Compact {
-        /// The history cutoff (inclusive).
-        cutoff: Time,
-        /// A minor compaction (not bottommost).
-        minor: bool,
-        /// `Some((first, last))`: only that run of the document tablet's SST files,
-        /// numbered oldest first from 0 (a minor compaction); `None`: every file of every
-        /// tablet.
-        files: Option<(usize, usize)>,
-    },
-    /// Cut the power at `at`; `tear` tears the last unsynced append.
-    Crash {
-        /// When the power goes.
-        at: CrashPoint,
-        /// `Some(k)`: each file keeps its unsynced tail up to its `k`-th sector boundary
-        /// (clamped to the last one inside the tail); `None`: no unsynced byte survives.
-        tear: Option<u32>,
-    },
-    /// Inject a disk fault (docscript `fault ...`).
-    Fault(DiskFault),
-    /// Restart after a crash: replay what the log holds above the persisted frontier.
-    Restart,
 }
 
 impl Op {
+    /// The hybrid time the workload gave the op, if it carries one (0: none given).
+    pub fn time(&self) -> Option<Time> {
+        let ht = match self {
+            Op::Write { ht, .. } | Op::Batch { ht, .. } | Op::Get { ht, .. } => *ht,
+            Op::Cql { ht, .. } | Op::Redis { ht, .. } => *ht,
+            Op::Markers(_) | Op::DefaultTtl { .. } | Op::Table(_) => 0,
+        };
+        (ht > 0).then_some(ht)
+    }
+
     /// Whether the op reads (and so is checked against the model).
     pub fn is_read(&self) -> bool {
         match self {

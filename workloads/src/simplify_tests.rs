@@ -1,5 +1,4 @@
 use super::*;
-use crate::op::CrashPoint;
 use docsim_models::cql::Cmp;
 use docsim_models::{DocId, Key, Markers};
 use std::collections::BTreeMap;
@@ -247,16 +246,11 @@ fn redis_commands_lose_an_item_or_their_ttl() {
 }
 
 #[test]
-fn reads_and_node_ops_have_no_variants() {
+fn reads_and_settings_have_no_variants() {
     let ops = [
         Op::Get { ht: HT, doc: doc(), path: vec![key("a")] },
         Op::Markers(Markers::Required),
         Op::DefaultTtl { ttl_ms: Some(5) },
-        Op::Flush,
-        Op::Compact { cutoff: HT, minor: false, files: None },
-        Op::Crash { at: CrashPoint::AfterApply, tear: Some(2) },
-        Op::Fault(crate::DiskFault::AppendError),
-        Op::Restart,
     ];
     for op in ops {
         assert_eq!(variants(&op), vec![]);
