@@ -1,17 +1,29 @@
-//! What a replica keeps in its RocksDB instance beside the documents: the configuration
-//! its applied entries made, and whole-instance export and install for Raft snapshots.
+//! Every metadata key the instance holds beside the documents (keys `\x01...`: the history
+//! cutoff, the flushed frontier, the replica's configuration, the last snapshot installed)
+//! and their encodings, with whole-instance export and install for Raft snapshots.
 //!
-//! Both ride on the flushed-frontier rule of the parent module: metadata written in the
-//! same RocksDB batch as the frontier reaches an SST file in the same flush, so what is
-//! read back at open is the state as of the flushed frontier.
+//! All ride on the flushed-frontier rule (`FRONTIER_KEY`, `db/frontier.rs`): metadata
+//! written in the same RocksDB batch as the frontier reaches an SST file in the same flush,
+//! so what is read back at open is the state as of the flushed frontier.
 
-use super::{decode_u64s, encode_u64s, DocDb, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
+use super::{corrupt_record, DocDb};
 use crate::encoding::Value;
 use crate::error::Result;
 use crate::hybrid_time::HybridTime;
 use crate::ids::OpId;
 use rocksdb::WriteBatch;
 
+/// First byte of the engine's own metadata keys; sorts before every document key.
+pub(super) const META_PREFIX: u8 = 0x01;
+/// Metadata key holding the highest history cutoff so far (8 bytes, big-endian raw HT).
+pub(super) const HISTORY_CUTOFF_KEY: &[u8] = b"\x01history_cutoff";
+/// Metadata key holding the op id (term, index) and hybrid time of the last Raft entry
+/// applied (24 bytes, big-endian). It is put into the memtable just before each flush
+/// (`db/frontier.rs`), so it reaches an SST file in the same flush as the data it covers:
+/// RocksDB installs a flush's files atomically (MANIFEST), and without a WAL a crash
+/// keeps only what was flushed. Read back at open (memtables are empty then), it is
+/// therefore exactly the **flushed frontier**: the last entry whose data is durable.
+pub(super) const FRONTIER_KEY: &[u8] = b"\x01frontier";
 /// Metadata key holding the replica's configuration as of the frontier: an opaque
 /// encoding chosen by the replica (docsim's rule; YB keeps it in the consensus metadata
 /// file, `ConsensusMetadata::committed_config`).
@@ -130,4 +142,22 @@ impl DocDb {
 
 pub(super) fn encode_frontier(op_id: OpId, ht: HybridTime) -> Vec<u8> {
     encode_u64s(&[op_id.term, op_id.index, ht.raw()])
+}
+
+pub(super) fn decode_frontier(raw: &[u8]) -> Result<(crate::ids::OpId, HybridTime)> {
+    let v: [u64; 3] = decode_u64s(FRONTIER_KEY, raw)?;
+    Ok((crate::ids::OpId::new(v[0], v[1]), HybridTime::from_raw(v[2])))
+}
+
+/// The `N` big-endian u64s a metadata value at `key` holds.
+fn decode_u64s<const N: usize>(key: &[u8], raw: &[u8]) -> Result<[u64; N]> {
+    if raw.len() != 8 * N {
+        return Err(corrupt_record(key, format!("{} bytes, not {}", raw.len(), 8 * N)));
+    }
+    Ok(std::array::from_fn(|i| u64::from_be_bytes(raw[i * 8..i * 8 + 8].try_into().expect("8"))))
+}
+
+/// `values` as big-endian bytes, for a metadata value.
+fn encode_u64s(values: &[u64]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_be_bytes()).collect()
 }

@@ -1,0 +1,219 @@
+//! The storage configuration: the metamorphic set of RocksDB options and row layouts
+//! (`StorageConfig`, `Layout`), the block cache every instance shares, the RocksDB options
+//! a DocDB instance opens with, and opening RocksDB itself.
+
+use super::gc_filter::{new_gc_filter, GcEntityFilter, GcState};
+use super::metadata::META_PREFIX;
+use super::OPEN_CLOSE;
+use crate::encoding::doc_key_len;
+use crate::error::Result;
+use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// RocksDB options and row layouts that must never change what a reader sees (the
+/// metamorphic set, `docsim run --metamorphic`). Only options that change neither which
+/// files a compaction sees nor when flushes happen belong here: no memtable small enough
+/// to flush by itself (a larger one is in the set), no leveled compaction (GC's
+/// full-compaction premise).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StorageConfig {
+    /// The data block size of SST files.
+    pub block_bytes: usize,
+    /// Bloom filters over the document-key prefix.
+    pub bloom_filter: bool,
+    /// Snappy compression of SST blocks (the only codec librocksdb-sys builds here).
+    pub snappy: bool,
+    /// How CQL rows are stored.
+    pub layout: Layout,
+    /// The memtable size (`write_buffer_size`), in MiB; RocksDB's default is 64.
+    pub memtable_mib: usize,
+}
+
+/// How CQL rows are stored: the tables' own choice, or packed rows for every table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// Each table as declared: one entry per column unless `WITH packed_rows = true`.
+    Declared,
+    /// Every table packs its rows (`WITH packed_rows = true` for all).
+    Packed,
+    /// No table packs its rows, whatever its `WITH` says (tests compare the two).
+    Unpacked,
+    /// Every table packs its rows, each packed row stored as a RocksDB entity with one
+    /// column per CQL column (`db/packed.rs`).
+    Entity,
+}
+
+impl Default for StorageConfig {
+    fn default() -> StorageConfig {
+        StorageConfig::SET[0]
+    }
+}
+
+impl StorageConfig {
+    /// The metamorphic set: the default first. RocksDB's own default compression is
+    /// snappy when it is built in, as here.
+    pub const SET: [StorageConfig; 7] = [
+        config(32, true, true, DECL, 64),
+        config(1, true, true, DECL, 64),
+        config(32, false, true, DECL, 64),
+        config(4, false, false, DECL, 64),
+        config(32, true, true, PACKED, 64),
+        config(32, true, true, ENTITY, 64),
+        config(32, true, true, DECL, 256),
+    ];
+}
+
+/// A configuration of the set: block size in KiB, bloom filters, snappy, the layout and
+/// the memtable size in MiB.
+const fn config(
+    block_kib: usize,
+    bloom_filter: bool,
+    snappy: bool,
+    layout: Layout,
+    memtable_mib: usize,
+) -> StorageConfig {
+    StorageConfig { block_bytes: block_kib << 10, bloom_filter, snappy, layout, memtable_mib }
+}
+
+const DECL: Layout = Layout::Declared;
+const PACKED: Layout = Layout::Packed;
+const ENTITY: Layout = Layout::Entity;
+
+impl std::fmt::Display for StorageConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bloom = if self.bloom_filter { "bloom" } else { "no-bloom" };
+        let codec = if self.snappy { "snappy" } else { "uncompressed" };
+        let layout = match self.layout {
+            Layout::Declared => "",
+            Layout::Packed => " packed",
+            Layout::Unpacked => " unpacked",
+            Layout::Entity => " entity",
+        };
+        write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)?;
+        match self.memtable_mib {
+            64 => Ok(()),
+            mib => write!(f, " memtable={mib}MiB"),
+        }
+    }
+}
+
+/// The block cache shared by every engine instance in the process (as a YB-TServer shares
+/// one across its tablets).
+fn shared_block_cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| Cache::new_lru_cache(64 << 20))
+}
+
+/// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer
+/// refuses a registration stamped earlier than the task it is running, which happens when
+/// the opening thread's clock is madsim's simulated one. Nothing is written by a failed
+/// open, and the data decides nothing about when it succeeds.
+pub(super) fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
+    let open = || {
+        let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
+        DB::open(opts, dir)
+    };
+    for _ in 0..100 {
+        match open() {
+            Err(e) if e.to_string().contains("register periodic task") => {
+                std::thread::sleep(std::time::Duration::from_millis(2));
+            }
+            other => return Ok(other?),
+        }
+    }
+    Ok(open()?)
+}
+
+pub(super) fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result<Options> {
+    let mut opts = Options::default();
+    opts.create_if_missing(true);
+    opts.set_disable_auto_compactions(true);
+    // DocDB's layout: universal compaction in one level, so a manual compaction always
+    // covers every file (the GC's "full compaction" premise).
+    opts.set_compaction_style(DBCompactionStyle::Universal);
+    opts.set_num_levels(1);
+    opts.set_max_subcompactions(1);
+    opts.set_max_background_jobs(2);
+    // No periodic statistics: the tasks run on RocksDB's timer thread and are stamped with
+    // the opening thread's clock, which in simulation is madsim's; they would fire at
+    // arbitrary moments (and race DB close). The engine reports what it needs itself.
+    opts.set_stats_dump_period_sec(0);
+    opts.set_stats_persist_period_sec(0);
+    opts.set_skip_stats_update_on_db_open(true);
+    // Open table files on the opening thread: the default (16) starts and joins 15 threads
+    // at every open, which was half of a restart's wall time.
+    opts.set_max_file_opening_threads(1);
+    opts.set_prefix_extractor(SliceTransform::create(
+        "docdb_doc_key",
+        doc_key_prefix,
+        Some(is_doc_key),
+    ));
+    let mut table = BlockBasedOptions::default();
+    table.set_block_cache(shared_block_cache());
+    table.set_cache_index_and_filter_blocks(true);
+    // Bloom filters over the document-key prefix: reads within one document skip files.
+    if storage.bloom_filter {
+        table.set_bloom_filter(10.0, false);
+    }
+    table.set_whole_key_filtering(false);
+    table.set_block_size(storage.block_bytes);
+    opts.set_write_buffer_size(storage.memtable_mib << 20);
+    opts.set_block_based_table_factory(&table);
+    opts.set_compression_type(match storage.snappy {
+        true => rocksdb::DBCompressionType::Snappy,
+        false => rocksdb::DBCompressionType::None,
+    });
+    // Not in the Rust API: a close (and so a crash) must not persist memtables, or replay
+    // after a crash would never be exercised. (This builds new options: what must outlive
+    // the database, like the logger below, is set on them afterwards.)
+    let mut opts = opts.get_options_from_string("avoid_flush_during_shutdown=true")?;
+    // The GC filter, through the shim's `FilterV3` so it is shown entities too; set on the
+    // final options, last.
+    let make: crate::entity::MakeFilter =
+        Box::new(move |_full, _manual| Box::new(GcEntityFilter(new_gc_filter(&gc), false)));
+    crate::entity::set_filter_factory(&mut opts, make);
+    // No info LOG file: every open would format hundreds of option lines into it. Header
+    // lines reach the callback whatever its level, hence the filter; fatal messages still
+    // reach stderr, and failures reach the caller as statuses regardless.
+    opts.set_info_logger(rocksdb::InfoLogger::new_callback_logger(
+        rocksdb::LogLevel::Fatal,
+        |level, message| {
+            if level == rocksdb::LogLevel::Fatal {
+                eprintln!("rocksdb: {}", message.trim_end());
+            }
+        },
+    ));
+    Ok(opts)
+}
+
+fn doc_key_prefix(key: &[u8]) -> &[u8] {
+    &key[..doc_key_len(key).unwrap_or(key.len())]
+}
+
+fn is_doc_key(key: &[u8]) -> bool {
+    key.first() != Some(&META_PREFIX) && doc_key_len(key).is_some()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::StorageConfig;
+
+    /// The metamorphic set as reports name it: block size, bloom filters, codec, layout
+    /// and a memtable other than RocksDB's default.
+    #[test]
+    fn the_storage_configurations_name_themselves() {
+        let names = StorageConfig::SET.map(|config| config.to_string());
+        let expected = [
+            "block=32KiB bloom snappy",
+            "block=1KiB bloom snappy",
+            "block=32KiB no-bloom snappy",
+            "block=4KiB no-bloom uncompressed",
+            "block=32KiB bloom snappy packed",
+            "block=32KiB bloom snappy entity",
+            "block=32KiB bloom snappy memtable=256MiB",
+        ];
+        assert_eq!(names, expected);
+        assert_eq!(StorageConfig::SET[1].block_bytes, 1024);
+    }
+}
