@@ -174,8 +174,10 @@ impl Plant {
         }
     }
 
-    /// Whether the bug needs a rare path (a disk fault landing just so): torture catches
-    /// it in hundreds of seeds, not tens, and its reproducer is longer than a dozen ops.
+    /// Whether the bug needs a rare path: a disk fault landing just so, or (replicated)
+    /// a leader cut off with its lease, clocks skewed the wrong way at a leader change, a
+    /// power cut right after a vote. Torture catches it in hundreds of seeds, not tens,
+    /// and its reproducer is longer than a dozen steps.
     pub fn rare(self) -> bool {
         matches!(
             self,
@@ -183,6 +185,10 @@ impl Plant {
                 | Plant::SkippedSegmentsUnchecked
                 | Plant::GcTakesFirstNeededSegment
                 | Plant::YbBatchCacheKeepsOverwritten
+                | Plant::HtNotPropagated
+                | Plant::ReadsPastLease
+                | Plant::VoteNotSynced
+                | Plant::NonVoterCounted
         )
     }
 

@@ -327,7 +327,7 @@ impl Pending<'_> {
                 // level is the version beneath it (its kind and time; the record's TTL),
                 // as YugabyteDB's Redis reader takes it (`NextFullValue`); with none, the
                 // record is a tombstone at its own time. YugabyteDB's seek takes the
-                // record's own time and type (README).
+                // record's own time and type (`docs/findings.md`).
                 crate::probe::hit("write.marker_seek_through_ttl_only");
                 let beneath = at_prefix
                     .take_while(|e| e.subkeys == entry.subkeys)
@@ -367,7 +367,7 @@ impl Pending<'_> {
     /// What the batch's cache holds at `encoded`, judged against `parent` as a stored entry
     /// is (a rule of docsim's own): a level this batch wrote before its parent's newer
     /// marker is missing. YugabyteDB's cache branch of `SeekToKeyPrefix` returns the entry
-    /// as it is (README; `--plant yb-batch-cache-keeps-overwritten`).
+    /// as it is (`docs/findings.md`; `--plant yb-batch-cache-keeps-overwritten`).
     fn cached(&self, encoded: &[u8], parent: Option<&Found>) -> Option<Found> {
         let mut found = self.cache.get(encoded)?.clone();
         let overwritten = parent.is_some_and(|p| p.overwrote(&found));

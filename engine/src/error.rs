@@ -200,6 +200,23 @@ impl ErrorKind {
         ErrorKind::TryAgain,
     ];
 
+    /// Whether the kind is a replicated group's answer about who serves what and when
+    /// (not the leader, a lease or safe time not there yet, a write to retry, a replica
+    /// removed, down or cut off), not about the data: a client goes elsewhere or tries
+    /// again, and no model of the data says anything of it.
+    pub fn is_routing(self) -> bool {
+        matches!(
+            self,
+            ErrorKind::NotLeader
+                | ErrorKind::LeaseExpired
+                | ErrorKind::SafeTimeBehind
+                | ErrorKind::Removed
+                | ErrorKind::TryAgain
+                | ErrorKind::Down
+                | ErrorKind::Crashed
+        )
+    }
+
     /// The snake_case name (`expect error: <name>` in docscript).
     pub fn name(self) -> &'static str {
         match self {

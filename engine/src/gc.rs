@@ -1,7 +1,7 @@
 //! Compaction GC: which entries a compaction with history cutoff H may drop or rewrite.
 //!
 //! A pure function of the entries in key order ([`GcFeed::decide`]); the RocksDB
-//! compaction filter (`db.rs`) is only an adapter around it. The invariant it must keep:
+//! compaction filter (`db/gc_filter.rs`) is only an adapter around it. The invariant it must keep:
 //! **a compaction with cutoff H changes no read at R >= H.**
 //!
 //! The feed keeps one level per path component (colocated table, document, subkeys...),
@@ -34,7 +34,7 @@
 //!      (an expired value stays until overwritten); YugabyteDB drops such an entry in a
 //!      major compaction and rewrites it as a bare tombstone in a minor one
 //!      (`DocDBCompactionFeed::Feed`, `docdb_compaction_context.cc`), which changes reads
-//!      above the cutoff (README, "What docsim finds in DocDB's rules"; the plants
+//!      above the cutoff (`docs/findings.md`; the plants
 //!      `yb-expired-parent-gc` and `yb-minor-gc-drops-ttl` put those rules back);
 //!    - otherwise keep.
 
@@ -229,7 +229,7 @@ impl GcFeed {
     /// rule of docsim's own: YugabyteDB folds a record at or below the cutoff into the
     /// version beneath, rewriting that version's TTL (`DocDBCompactionFeed::Feed`, its
     /// merge block, `docdb_compaction_context.cc`), which the `rocksdb` crate's compaction
-    /// filter cannot do (README).
+    /// filter cannot do (`docs/findings.md`).
     pub fn decide_ttl_only(
         &mut self,
         components: &[&[u8]],

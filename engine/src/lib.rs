@@ -69,18 +69,29 @@
 //! simulated disk whose crashes drop unsynced data and may tear it; a torn tail is cut,
 //! corruption is reported.
 //!
-//! **The node** ([`Node`]) is the engine's API: it owns the tablets (the document tablet
-//! and one per CQL table), the table metadata, the simulated disk and the power (crash,
-//! restart). It takes typed requests — document writes ([`DocWrite`]) and reads, CQL
-//! statements as a typed tree ([`cql::Statement`]), Redis commands ([`redis::Command`]),
-//! flush, compaction, crash points — and answers with typed results or a typed [`Error`]
-//! whose [`ErrorKind`] says what the caller must do. The node never parses text.
+//! **The tablet** ([`Tablet`]) is the state machine of one Raft group: it evaluates a
+//! client request at a hybrid time into a payload (a document write batch, or a metadata
+//! change: `ALTER TABLE`, a default TTL), applies payloads in log order, and serves reads.
+//! Its schema and default TTL change only by Raft entries, stored with the frontier, so a
+//! replica that restarts or installs a snapshot has every packing its rows reference
+//! (YugabyteDB's `ChangeMetadataOperation`).
 //!
-//! **Replicas** ([`Peer`]): a tablet replicated by a Raft group of 1, 3 or 5. The caller
-//! moves [`Envelope`]s between peers and ticks them; envelopes carry hybrid time and a
+//! **The replica** ([`Replica`]) drives raft-rs for one tablet: one bootstrap, one `Ready`
+//! loop, one crash-point type ([`CrashPoint`]) and one restart report ([`RestartReport`]),
+//! whatever the group's size (a group of one is the same code with one voter). The caller
+//! moves [`Envelope`]s between replicas and ticks them; envelopes carry hybrid time and a
 //! hybrid-time lease, so a replica knows which reads it may serve (a leader within its
 //! majority's lease, a follower at or below its safe time), and a restarted replica hands
 //! the entries above its persisted commit index to Raft unapplied.
+//!
+//! **The node** ([`Node`]) is a tablet server: it hosts one replica of every tablet it is
+//! given (the document tablet, one per CQL table) on its simulated disk, and owns the
+//! power (crash, restart). It takes typed requests — document writes ([`DocWrite`]) and
+//! reads, CQL statements as a typed tree ([`cql::Statement`]), Redis commands
+//! ([`redis::Command`]), flush, compaction, crash points — and answers with typed results
+//! or a typed [`Error`] whose [`ErrorKind`] says what the caller must do. The node never
+//! parses text. `node/alone.rs` is its synchronous face for groups of one (a write
+//! returns once applied).
 //!
 //! **docscript** ([`notation`], [`script`]) is a thin client on top: it parses a line into
 //! a typed request (CQL and Redis text through their own parsers, whose errors carry a
@@ -89,6 +100,24 @@
 //! [`canary`] holds the bugs the simulator must catch, switched on as configuration
 //! ([`canary::Plants`], in [`NodeOptions`]); [`probe`] counts rare paths for coverage
 //! reports.
+//!
+//! ## Layers
+//!
+//! Bottom up; a module uses only modules of lower layers (`sim/tests/tidy.rs` checks it,
+//! in `use` lines and inline paths alike; test code may reach anything):
+//!
+//! 1. `hybrid_time`, `ids`, `decode_error`, `crash`, `canary`, `probe`, `shadow`, `entity`
+//! 2. `encoding`, `replay`
+//! 3. `error`, `document`, `expiry`, `write_batch`
+//! 4. `notation`, `disk`, `sst_files`, `reader`
+//! 5. `log`, `gc`
+//! 6. `db`
+//! 7. `doc_write`
+//! 8. `cql`, `redis`
+//! 9. `tablet`
+//! 10. `replica`
+//! 11. `node`
+//! 12. `script`
 
 pub mod canary;
 pub mod cql;

@@ -3,7 +3,7 @@
 //!
 //! The flushed frontier F is the op id of the last entry whose data is in RocksDB's
 //! persisted tier (it is written in the same RocksDB write batch as that entry's data, so
-//! it is flushed exactly with it; see `db.rs`). Bootstrap re-applies exactly the committed
+//! it is flushed exactly with it; see `db/frontier.rs`). Bootstrap re-applies exactly the committed
 //! entries above F, in order: `F.index < index <= commit`. An entry at or below F is never
 //! re-applied (its data is durable; applying it twice would be harmless for idempotent
 //! puts, but a count that disagrees hides bugs). The entries it needs must all be in the

@@ -1,5 +1,5 @@
 //! Ancestor shadowing: the one walk that the reader (`reader.rs`), compaction GC (`gc.rs`)
-//! and the raw-bytes read filter (`db.rs`, `NeededAt`) share.
+//! and the raw-bytes read filter (`db/scan.rs`, `NeededAt`) share.
 //!
 //! Entries arrive in key order: a parent before its children, each path's versions newest
 //! first. A version is hidden when a version of an ancestor (or a newer version of its own

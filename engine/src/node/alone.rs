@@ -20,7 +20,6 @@ use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, TabletId};
 use crate::redis;
 use crate::replica::RestartReport;
-use crate::script::At;
 use crate::tablet::{Reply, Request, Schema};
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -53,14 +52,9 @@ impl Node {
         self.alone_write(&TabletId::Docs, &request, ht).map(|_| ())
     }
 
-    /// The hybrid time `at` names: itself, or this node's clock now (plus `ahead_us`; a
-    /// group of one is always caught up, so `@safe` is now too).
-    pub fn read_time(&mut self, at: At) -> HybridTime {
-        let ahead_us = match at {
-            At::Ht(ht) => return ht,
-            At::Now { ahead_us } => ahead_us,
-            At::Safe => 0,
-        };
+    /// This node's hybrid time now, plus `ahead_us` (a group of one is always caught up:
+    /// its safe time is now too).
+    pub fn now_ht(&mut self, ahead_us: u64) -> HybridTime {
         let now_us = self.now_us;
         let clocks = self.replicas.values_mut().map(|r| r.now_ht(now_us));
         clocks.max().unwrap_or(HybridTime::from_micros(now_us)).add_micros(ahead_us)
@@ -141,7 +135,7 @@ impl Node {
         let request = Request::Cql(statement.clone());
         let reply = match request.is_read() {
             true => {
-                let ht = ht.unwrap_or_else(|| self.read_time(At::Now { ahead_us: 0 }));
+                let ht = ht.unwrap_or_else(|| self.now_ht(0));
                 self.alone_read(&id, &request, ht)?
             }
             false => self.alone_write(&id, &request, ht)?,
@@ -167,7 +161,7 @@ impl Node {
         let request = Request::Redis(command.clone());
         let reply = match request.is_read() {
             true => {
-                let ht = ht.unwrap_or_else(|| self.read_time(At::Now { ahead_us: 0 }));
+                let ht = ht.unwrap_or_else(|| self.now_ht(0));
                 self.alone_read(&TabletId::Docs, &request, ht)?
             }
             false => self.alone_write(&TabletId::Docs, &request, ht)?,

@@ -1,8 +1,8 @@
-//! docscript commands, one per line: the contract's, docsim's extensions (README), and
-//! the commands of a replicated script (a script whose first command is a `cluster`
-//! header). A script without a header is a group of one. Each command parses with
-//! line/column errors (`script/parse.rs`) and prints back as the same text (reproducers
-//! and traces are docscript).
+//! docscript commands, one per line: the contract's, docsim's extensions
+//! (`docs/docscript-extensions.md`), and the commands of a replicated script (a script
+//! whose first command is a `cluster` header). A script without a header is a group of
+//! one. Each command parses with line/column errors (`script/parse.rs`) and prints back
+//! as the same text (reproducers and traces are docscript).
 //!
 //! Routing options (replicated scripts; in a group of one they name node 1 or nothing):
 //! a write takes ` to=<i>` (the replica it is sent to; default: the one that claims to
@@ -452,65 +452,15 @@ impl fmt::Display for Command {
                 }
                 write_route(f, "from", &Route { node: *from, nowait: false })
             }
-            Command::Dump { style, node } => {
-                f.write_str(match style {
-                    DumpStyle::Plain => "dump",
-                    DumpStyle::Names => "dump names",
-                    DumpStyle::Raw => "dump raw",
-                })?;
-                write_node(f, node)
-            }
-            Command::Flush { node } => {
-                f.write_str("flush")?;
-                write_node(f, node)
-            }
-            Command::Compact { cutoff, minor, run, node } => {
-                f.write_str("compact")?;
-                if *minor {
-                    f.write_str(" minor")?;
-                }
-                if let Some(run) = run {
-                    write!(f, " files={}..{}", run.first, run.last)?;
-                }
-                write!(f, " cutoff={cutoff}")?;
-                if let Some(table) = run.as_ref().and_then(|r| r.table.as_ref()) {
-                    write!(f, " table={table}")?;
-                }
-                write_node(f, node)
-            }
-            Command::Files { node } => {
-                f.write_str("files")?;
-                write_node(f, node)
-            }
-            Command::Crash { at, tear, node } => {
-                f.write_str("crash")?;
-                write_node(f, node)?;
-                if let Some(point) = at {
-                    write!(f, " at {point}")?;
-                }
-                match tear {
-                    None => Ok(()),
-                    Some(0) => f.write_str(" torn"),
-                    Some(k) => write!(f, " torn={k}"),
-                }
-            }
-            Command::Disarm { node } => {
-                f.write_str("disarm")?;
-                write_node(f, node)
-            }
-            Command::Fault { fault, node } => {
-                f.write_str("fault")?;
-                write_node(f, node)?;
-                write!(f, " {fault}")
-            }
-            Command::Restart { node } => {
-                f.write_str("restart")?;
-                write_node(f, node)
-            }
-            Command::Log { node } => {
-                f.write_str("log")?;
-                write_node(f, node)
-            }
+            Command::Dump { .. }
+            | Command::Flush { .. }
+            | Command::Compact { .. }
+            | Command::Files { .. }
+            | Command::Crash { .. }
+            | Command::Disarm { .. }
+            | Command::Fault { .. }
+            | Command::Restart { .. }
+            | Command::Log { .. } => write_node_command(f, self),
             Command::Table(stmt) => write!(f, "table {stmt}"),
             Command::Cql { at, statement, route } => {
                 f.write_str("cql")?;
@@ -531,5 +481,71 @@ impl fmt::Display for Command {
             Command::Expect(line) => write!(f, "expect {line}"),
             _ => super::parse::write_replicated(f, self),
         }
+    }
+}
+
+/// A node's own command (`flush`, `compact`, `crash`, ... with `node=<i>`).
+fn write_node_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Result {
+    match command {
+        Command::Dump { style, node } => {
+            f.write_str(match style {
+                DumpStyle::Plain => "dump",
+                DumpStyle::Names => "dump names",
+                DumpStyle::Raw => "dump raw",
+            })?;
+            write_node(f, node)
+        }
+        Command::Flush { node } => {
+            f.write_str("flush")?;
+            write_node(f, node)
+        }
+        Command::Compact { cutoff, minor, run, node } => {
+            f.write_str("compact")?;
+            if *minor {
+                f.write_str(" minor")?;
+            }
+            if let Some(run) = run {
+                write!(f, " files={}..{}", run.first, run.last)?;
+            }
+            write!(f, " cutoff={cutoff}")?;
+            if let Some(table) = run.as_ref().and_then(|r| r.table.as_ref()) {
+                write!(f, " table={table}")?;
+            }
+            write_node(f, node)
+        }
+        Command::Files { node } => {
+            f.write_str("files")?;
+            write_node(f, node)
+        }
+        Command::Crash { at, tear, node } => {
+            f.write_str("crash")?;
+            write_node(f, node)?;
+            if let Some(point) = at {
+                write!(f, " at {point}")?;
+            }
+            match tear {
+                None => Ok(()),
+                Some(0) => f.write_str(" torn"),
+                Some(k) => write!(f, " torn={k}"),
+            }
+        }
+        Command::Disarm { node } => {
+            f.write_str("disarm")?;
+            write_node(f, node)
+        }
+        Command::Fault { fault, node } => {
+            f.write_str("fault")?;
+            write_node(f, node)?;
+            write!(f, " {fault}")
+        }
+        Command::Restart { node } => {
+            f.write_str("restart")?;
+            write_node(f, node)
+        }
+        Command::Log { node } => {
+            f.write_str("log")?;
+            write_node(f, node)
+        }
+        other => unreachable!("not a node's command: {other:?}"),
     }
 }

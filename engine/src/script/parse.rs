@@ -27,6 +27,18 @@ pub fn strip_comment(line: &str) -> &str {
     line
 }
 
+/// `dump [names|raw] [node=<i>]`.
+fn parse_dump(p: &mut Parser<'_>) -> PResult<Command> {
+    let style = match p.word() {
+        None => DumpStyle::Plain,
+        Some("names") => DumpStyle::Names,
+        Some("raw") => DumpStyle::Raw,
+        Some("node") => return Err(p.error("write `dump node=<i>`")),
+        Some(other) => return Err(p.error(format!("unknown dump style `{other}`"))),
+    };
+    Ok(Command::Dump { style, node: node_option(p)? })
+}
+
 /// Parse one line (comment already stripped); `None` for a blank line.
 pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
     let mut p = Parser::new(text, line);
@@ -67,16 +79,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Command::DefaultTtl { ttl_us, ht: optional_ht(&mut p)? }
         }
         "get" => parse_get(&mut p)?,
-        "dump" => {
-            let style = match p.word() {
-                None => DumpStyle::Plain,
-                Some("names") => DumpStyle::Names,
-                Some("raw") => DumpStyle::Raw,
-                Some("node") => return Err(p.error("write `dump node=<i>`")),
-                Some(other) => return Err(p.error(format!("unknown dump style `{other}`"))),
-            };
-            Command::Dump { style, node: node_option(&mut p)? }
-        }
+        "dump" => parse_dump(&mut p)?,
         "flush" => Command::Flush { node: node_option(&mut p)? },
         "files" => Command::Files { node: node_option(&mut p)? },
         "log" => Command::Log { node: node_option(&mut p)? },

@@ -2,7 +2,7 @@
 //! its typed result printed as the contract says. The adapter keeps only what is
 //! docscript's own: the `markers` setting and the `expect` checks.
 
-use super::command::{Command, DumpStyle};
+use super::command::{At, Command, DumpStyle};
 use super::parse::{parse_line, strip_comment};
 use crate::canary::Plants;
 use crate::cql::{self, CqlTable};
@@ -237,6 +237,17 @@ impl Runner {
         Runner { node, markers: MarkerMode::Optional, restarts: Vec::new() }
     }
 
+    /// `restart`: each tablet's report line, and the full reports for `expect restart`.
+    fn restart(&mut self, out: &mut String) -> Result<(), CommandError> {
+        let reports = self.node.restart()?;
+        for (id, report) in &reports {
+            out.push_str(&format_restart(id, report));
+            out.push('\n');
+        }
+        self.restarts = reports.iter().map(|(id, r)| format_restart_full(id, r)).collect();
+        Ok(())
+    }
+
     /// Execute one command, appending its output lines to `out`. A group of one: routing
     /// options may name node 1 only, and the replicated commands need the simulator.
     pub fn execute(&mut self, command: &Command, out: &mut String) -> Result<(), CommandError> {
@@ -260,7 +271,7 @@ impl Runner {
                 node.set_default_ttl_at(*ht, ttl_us.map(|us| us.div_ceil(1000)))?
             }
             Command::Get { path, at, table, .. } => {
-                let ht = node.read_time(*at);
+                let ht = read_time(node, *at);
                 let doc = match table {
                     None => node.get(path, ht)?,
                     Some(table) => node.get_in_table(table, path, ht)?,
@@ -286,11 +297,7 @@ impl Runner {
             Command::Crash { at: Some(point), tear: k, .. } => node.arm_crash(*point, tear(*k))?,
             Command::Disarm { .. } => node.disarm(),
             Command::Fault { fault, .. } => fault.inject(node.disk())?,
-            Command::Restart { .. } => {
-                let reports = node.restart()?;
-                reports.iter().for_each(|(id, report)| line(out, format_restart(id, report)));
-                self.restarts = reports.iter().map(|(id, r)| format_restart_full(id, r)).collect();
-            }
+            Command::Restart { .. } => self.restart(out)?,
             Command::Log { .. } => {
                 for (id, segments) in node.log_segments()? {
                     segments.iter().for_each(|s| line(out, format_segment(&id, s)));
@@ -298,14 +305,14 @@ impl Runner {
             }
             Command::Table(statement) => node.create_table(CqlTable::parse(statement)?)?,
             Command::Cql { at, statement, .. } => {
-                let ht = at.map(|at| node.read_time(at));
+                let ht = at.map(|at| read_time(node, at));
                 let outcome = node.cql_at(ht, &cql::parse_statement(statement)?)?;
                 if let cql::Outcome::Rows(rows) = outcome {
                     cql::format_rows(&rows).into_iter().for_each(|l| line(out, l));
                 }
             }
             Command::Redis { at, command, .. } => {
-                let ht = at.map(|at| node.read_time(at));
+                let ht = at.map(|at| read_time(node, at));
                 let reply = node.redis_at(ht, &redis::Command::parse(command)?)?;
                 line(out, reply.to_string())
             }
@@ -481,6 +488,16 @@ fn format_path(path: &DocPath, names: Option<&CqlTable>) -> String {
         .expect("write to String");
     }
     text
+}
+
+/// The hybrid time `at` names on a group of one: itself, or the node's clock now (plus
+/// `ahead_us`; `@safe` is now: a group of one is always caught up).
+fn read_time(node: &mut Node, at: At) -> HybridTime {
+    match at {
+        At::Ht(ht) => ht,
+        At::Now { ahead_us } => node.now_ht(ahead_us),
+        At::Safe => node.now_ht(0),
+    }
 }
 
 #[cfg(test)]
