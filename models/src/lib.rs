@@ -33,7 +33,7 @@
 //! key counts only if its value is a tombstone), except that YugabyteDB looks at the
 //! newest version there alone, so a later non-tombstone entry at the table key would bring
 //! the dropped table's documents back (until a compaction drops them); docsim takes the
-//! newest *tombstone*, which no later entry there cancels (README).
+//! newest *tombstone*, which no later entry there cancels (`docs/findings.md`).
 //!
 //! Redis EXPIRE ([`redis`]) takes a signed count of seconds; a count at or below zero
 //! deletes the key, as YugabyteDB's parser turns such an EXPIRE into a DEL (`ParseExpire`,
@@ -53,7 +53,7 @@
 //! at its own path; a delete looks there too and writes nothing unless every level
 //! exists. This is YugabyteDB's `DocWriteBatch` (`DoSetPrimitive`,
 //! `SetPrimitiveInternal`, `SeekToKeyPrefix` and its cache, `src/yb/docdb/
-//! doc_write_batch.cc`). A compaction can change these answers (README); the workloads
+//! doc_write_batch.cc`). A compaction can change these answers (`docs/findings.md`); the workloads
 //! avoid the documents where it would.
 //!
 //! The document at a path is built from the visible entries beneath it: a path with a

@@ -62,6 +62,26 @@ pub enum Reply {
     Array(Vec<String>),
 }
 
+impl RedisOp {
+    /// The document of the first key the command names (a key is the document
+    /// `doc(<hash>: "key";)`).
+    pub fn first_doc(&self) -> DocId {
+        match self {
+            RedisOp::Del { keys } => doc_id(keys.first().map_or("", String::as_str)),
+            RedisOp::Set { key, .. }
+            | RedisOp::Get { key }
+            | RedisOp::Expire { key, .. }
+            | RedisOp::HSet { key, .. }
+            | RedisOp::HGet { key, .. }
+            | RedisOp::HDel { key, .. }
+            | RedisOp::HGetAll { key }
+            | RedisOp::SAdd { key, .. }
+            | RedisOp::SRem { key, .. }
+            | RedisOp::SMembers { key } => doc_id(key),
+        }
+    }
+}
+
 fn doc_id(key: &str) -> DocId {
     DocId { colocation: None, hashed: vec![Key::of(Scalar::Str(key.to_owned()))], range: vec![] }
 }
