@@ -19,14 +19,17 @@ pub fn to_markdown(report: &CampaignReport) -> String {
     );
     let _ = writeln!(
         out,
-        "Crashes {}, restarts {}: log entries replayed {}, entries above the flushed \
-         frontiers {} ({}).\n",
+        "Crashes {}, restarts {}. Groups of one: log entries replayed {}, entries above the \
+         flushed frontiers {} ({}).\n",
         t.crashes,
         t.restarts,
         t.replayed,
         t.expected_replayed,
         if t.replayed == t.expected_replayed { "equal" } else { "NOT EQUAL" }
     );
+    counts(&mut out, "Runs by profile", report.profile_counts());
+    counts(&mut out, "Faults by kind", report.fault_totals());
+    counts(&mut out, "Replication", report.replication_totals());
     if !t.step_time.is_empty() {
         let _ = writeln!(out, "Time by kind of step: {}.\n", t.time_breakdown());
     }
@@ -59,6 +62,15 @@ pub fn to_markdown(report: &CampaignReport) -> String {
         );
     }
     out
+}
+
+/// A line of named counts, `title: a 3, b 5.` (nothing when there are none).
+fn counts(out: &mut String, title: &str, counts: std::collections::BTreeMap<String, u64>) {
+    if counts.is_empty() {
+        return;
+    }
+    let items: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
+    let _ = writeln!(out, "{title}: {}.\n", items.join(", "));
 }
 
 fn xml_escape(s: &str) -> String {

@@ -107,3 +107,25 @@ fn merge_refuses_shards_of_different_campaigns() {
     let mixed = CampaignReport::merge(vec![planted("a"), planted("b")]);
     assert_eq!(mixed.unwrap_err(), "shards of different plants: a and b");
 }
+
+/// The summary counts runs by profile and sums the replicated runs' counts; the book's
+/// replay comparison covers groups of one only.
+#[test]
+fn the_summary_counts_profiles_and_replication_and_compares_only_lone_replays() {
+    let mut report = shard(0, &[0, 1, 2]);
+    report.runs[0].knobs = "replicas=1 profile=cql keys=2".into();
+    report.runs[1].knobs = "replicas=3 profile=cql".into();
+    report.runs[2].knobs = "replicas=3 profile=redis".into();
+    report.runs[0].replayed = 4;
+    report.runs[0].expected_replayed = 4;
+    report.runs[1].replayed = 9; // replicated: judged by convergence, not the book
+    for run in &mut report.runs[1..] {
+        run.replication = [("snapshots_installed".to_string(), 2)].into();
+    }
+    assert_eq!(report.profile_counts(), [("cql".to_string(), 2), ("redis".to_string(), 1)].into());
+    assert_eq!(report.replication_totals(), [("snapshots_installed".to_string(), 4)].into());
+    let md = to_markdown(&report);
+    assert!(md.contains("replayed 4, entries above the flushed frontiers 4 (equal)"), "{md}");
+    assert!(md.contains("Runs by profile: cql 2, redis 1."), "{md}");
+    assert!(md.contains("Replication: snapshots_installed 4."), "{md}");
+}
