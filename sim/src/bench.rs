@@ -118,11 +118,8 @@ fn ht(i: usize) -> HybridTime {
 fn bench_node(dir: &Path, in_memory: bool, layout: Layout) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
     let options = NodeOptions {
-        in_memory,
-        disk,
-        segment_bytes: 8 << 20,
-        plants: Plants::NONE,
         storage: StorageConfig { layout, ..StorageConfig::default() },
+        ..NodeOptions::alone(disk, 8 << 20, Plants::NONE, in_memory)
     };
     let mut node = Node::new(dir, options).map_err(err)?;
     node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;

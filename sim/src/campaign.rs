@@ -1,9 +1,9 @@
-//! Many seeds: `docsim torture`. Seeds run on worker threads (each with its own madsim
-//! runtime and scratch tablets); the summary is the same whatever the thread count.
+//! Many seeds: `docsim torture`, for every replica count. Seeds run on worker threads
+//! (each with its own madsim runtime); the summary is the same whatever the thread count.
 
 use crate::bench::Stopwatch;
 use crate::report;
-use crate::simulate::{run, RunConfig, RunOutcome};
+use crate::run::{run, RunConfig, RunOutcome};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 

@@ -8,13 +8,13 @@ use docsim_engine::cql::{
 };
 use docsim_engine::redis::{Command as RedisCommand, Expiry, Reply as EngineReply};
 use docsim_engine::{
-    CrashPoint as EngineCrashPoint, CrashStage, DocKey, DocPath, DocWrite as EngineWrite, Document,
-    HybridTime, KeyEntry, Primitive, SortOrder, WriteKind,
+    DocKey, DocPath, DocWrite as EngineWrite, Document, HybridTime, KeyEntry, Primitive, SortOrder,
+    WriteKind,
 };
-use docsim_models::cql::{Alter, Assign, Cell, Cmp, CqlOp, CqlValue, Json, Schema};
+use docsim_models::cql::{Alter, Assign, Cell, Cmp, CqlOp, CqlValue, Schema};
 use docsim_models::redis::{RedisOp, Reply};
 use docsim_models::{Doc, DocId, Key, Scalar, Ttl, Write};
-use docsim_workloads::{CqlTableSpec, CrashPoint, DocWrite};
+use docsim_workloads::{CqlTableSpec, DocWrite};
 
 /// Model time → engine hybrid time (both are `physical_us << 12 | logical`).
 pub fn ht(time: u64) -> HybridTime {
@@ -122,14 +122,11 @@ pub fn write(w: &DocWrite) -> EngineWrite {
     EngineWrite { path: path(&w.doc, &w.path), kind, ttl_us }
 }
 
-/// A generated crash point → the engine's (`None`: at once).
-pub fn crash_point(at: CrashPoint) -> Option<EngineCrashPoint> {
-    match at {
-        CrashPoint::Now => None,
-        CrashPoint::AfterAppend => Some(EngineCrashPoint::Write(CrashStage::AfterAppend)),
-        CrashPoint::AfterSync => Some(EngineCrashPoint::Write(CrashStage::AfterSync)),
-        CrashPoint::AfterApply => Some(EngineCrashPoint::Write(CrashStage::AfterApply)),
-        CrashPoint::AfterFlush => Some(EngineCrashPoint::AfterFlush),
+/// A generated marker mode → the engine's.
+pub fn marker_mode(m: docsim_models::Markers) -> docsim_engine::MarkerMode {
+    match m {
+        docsim_models::Markers::Optional => docsim_engine::MarkerMode::Optional,
+        docsim_models::Markers::Required => docsim_engine::MarkerMode::Required,
     }
 }
 
@@ -170,44 +167,8 @@ fn value(v: &CqlValue) -> Literal {
         }
         CqlValue::Set(items) => Literal::Braces(items.iter().map(|e| (literal(e), None)).collect()),
         CqlValue::List(items) => Literal::List(items.iter().map(literal).collect()),
-        CqlValue::Json(json) => Literal::Str(json_text(json)),
+        CqlValue::Json(json) => Literal::Str(json.text()),
     }
-}
-
-/// A JSON value as the text a jsonb literal carries.
-fn json_text(json: &Json) -> String {
-    match json {
-        Json::Null => "null".into(),
-        Json::Bool(b) => b.to_string(),
-        Json::Int(v) => v.to_string(),
-        Json::Double(bits) => format!("{:?}", f64::from_bits(*bits)),
-        Json::Str(text) => json_string(text),
-        Json::Array(items) => {
-            format!("[{}]", items.iter().map(json_text).collect::<Vec<_>>().join(", "))
-        }
-        Json::Object(items) => {
-            let items: Vec<String> = items
-                .iter()
-                .map(|(k, v)| format!("{}: {}", json_string(k), json_text(v)))
-                .collect();
-            format!("{{{}}}", items.join(", "))
-        }
-    }
-}
-
-/// A JSON string literal.
-fn json_string(text: &str) -> String {
-    let mut out = String::from('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 fn key_names(s: &Schema) -> Vec<String> {
@@ -282,7 +243,7 @@ pub fn statement(s: &Schema, op: &CqlOp) -> Statement {
             Statement::Select { columns: columns.clone(), table, conditions }
         }
         CqlOp::Alter(Alter::Add { column, ty, .. }) => {
-            let ty = CqlType::from_name(ty).expect("generated types parse");
+            let ty = CqlType::from_name(&ty.name()).expect("generated types parse");
             Statement::Alter { table, change: AlterChange::Add { column: column.clone(), ty } }
         }
         CqlOp::Alter(Alter::Drop { column }) => {

@@ -1,71 +1,84 @@
 //! # docsim: the simulator and its command line
 //!
-//! `docsim` drives the DocDB engine (`docsim-engine`) from the outside:
+//! `docsim` drives the DocDB engine (`docsim-engine`) from the outside, through one path
+//! for every group size: a group of one replica is the same executor, the same run and the
+//! same checks as a group of three or five.
 //!
-//! - `docsim script FILE` runs docscript (golden tests, reproducers, bug reports) against
-//!   real RocksDB tablets in a scratch directory of its own, so a script's output depends
-//!   on nothing but the script.
-//! - A **simulated run** ([`simulate`]) takes one seed: seeded streams per subsystem drive
-//!   the workload, the madsim clock, flushes and compactions (of every file, or of a run
-//!   of files), crashes, and disk faults (tears at any sector, I/O errors, a full disk,
-//!   bit flips). Every op runs on the engine and on the independent model
-//!   (`docsim-models`); every read must agree. `step` runs one op on both and compares
-//!   typed results (errors by kind); `convert` translates data between the model's types
-//!   and the engine's. The durability book (`durability`) is the simulator's own account
-//!   of acknowledged and flushed op ids, of the write in doubt, and of what the disk did
-//!   (its fault ledger, and the log files' framing as `log_files` reads it), from which it
-//!   derives every field of what each restart must report. Reads cannot tell a
-//!   compaction that keeps too much, so after every full compaction `gc_complete` checks
-//!   each tablet's dump for what no read at or above the cutoff can need.
-//! - [`cluster`] runs one document tablet as a Raft group of replicas on madsim's network
-//!   (partitions, crashes, skew, loss, a liveness phase) and judges the whole history:
-//!   `docsim cluster`.
-//! - [`torture`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
+//! - The **executor** ([`exec`]) carries out docscript commands on a group of tablet
+//!   servers ([`world`]: madsim nodes with their own disks, RocksDB environments, skewed
+//!   clocks, on madsim's network), each hosting a replica of every tablet. `docsim
+//!   script FILE` ([`script`]) runs a file through it; a random run does too, so a run's
+//!   recorded script is its exact reproducer.
+//! - A **random run** ([`run`]) takes one seed: seeded streams draw the workload (the whole
+//!   data model: documents, CQL tables with collections, jsonb and packed rows, Redis,
+//!   TTLs), the schedule of flushes and compactions per node, power cuts and disk faults,
+//!   and with replicas the nemesis (partitions, skew, loss, slow disks, membership).
+//! - The **checker** ([`check`]) judges every event: replies and reads of every replica
+//!   against the reference model (`docsim-models`) fed the committed log in order,
+//!   refusals below each replica's cutoff, re-reads after compactions, GC completeness,
+//!   and with one replica every field of every restart (the durability book). The
+//!   executor itself checks what needs no model: one history per group, acknowledged
+//!   writes committed, convergence ([`exec::history`]). Failures are typed ([`failure`]).
+//! - [`campaign`] runs many seeds on worker threads (sharded, merged reports), [`shrink`]
 //!   delta-debugs a failing run to a short reproducer, [`report`] writes failure blocks
-//!   and reproducers, [`bench`](mod@bench) compares the engine with raw RocksDB.
+//!   and reproducers, [`metamorphic`] compares storage configurations, [`bench`](mod@bench)
+//!   compares the engine with raw RocksDB.
 //! - Wall-clock time is read in one place, `bench::Stopwatch` (a raw system call, since
 //!   madsim answers the libc clock with simulated time): for benchmarks and for the
-//!   reports' "where the time goes" by kind of step and by part of the simulator (engine,
-//!   model, harness). It never steers a run or enters a trace.
+//!   reports' "where the time goes" ([`cost`]). It never steers a run or enters a trace.
+//!
+//! ## Layers
+//!
+//! Bottom up; a module uses only modules of lower layers (`sim/tests/tidy.rs` checks it,
+//! in `use` lines and inline paths alike; test code may reach anything):
+//!
+//! 1. `failure`, `streams`, `bench`, `convert`
+//! 2. `cost`
+//! 3. `world`
+//! 4. `exec`
+//! 5. `script`, `check`
+//! 6. `run`
+//! 7. `metamorphic`, `shrink`, `report`
+//! 8. `campaign`
 
 pub mod bench;
-pub mod cluster;
-mod convert;
-mod durability;
-mod gc_complete;
-mod log_files;
+pub mod campaign;
+pub mod check;
+pub mod convert;
+pub mod cost;
+pub mod exec;
+pub mod failure;
 pub mod metamorphic;
 pub mod report;
+pub mod run;
+pub mod script;
 pub mod shrink;
-pub mod simulate;
-mod step;
-pub mod torture;
+pub mod streams;
+pub mod world;
 
-use std::io::Write;
 use std::path::Path;
 
-/// Run a docscript text, printing its output to standard output. Tablets live in
-/// `data_dir`, or in a fresh scratch directory removed afterwards; `plant` switches a
+/// Inside the madsim runtime `Instant::now` reads simulated time (madsim intercepts the
+/// clock); this is the one place the simulation reads it.
+#[allow(clippy::disallowed_methods)]
+pub fn simulated_now() -> madsim::time::Instant {
+    madsim::time::Instant::now()
+}
+
+/// Run a docscript text, printing its output to standard output; `plant` switches a
 /// planted bug on. Returns whether the script ran without any error.
 pub fn run_script_file(
     text: &str,
-    data_dir: Option<&Path>,
     plant: Option<docsim_engine::canary::Plant>,
 ) -> std::io::Result<bool> {
-    let scratch;
-    let dir = match data_dir {
-        Some(dir) => dir,
-        None => {
-            scratch = ScratchDir::new()?;
-            scratch.path()
-        }
-    };
+    use std::io::Write;
+    let plants = docsim_engine::canary::Plants::of(plant);
+    let run = script::run_script(text, plants, docsim_engine::StorageConfig::default());
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
-    let plants = docsim_engine::canary::Plants::of(plant);
-    let outcome = docsim_engine::script::run_script(text, dir, plants, &mut out)?;
+    out.write_all(run.output.as_bytes())?;
     out.flush()?;
-    Ok(outcome.ok())
+    Ok(run.ok())
 }
 
 /// A scratch directory under the system temp dir, removed on drop. Its name comes from the

@@ -1,9 +1,9 @@
 //! The `docsim` command line.
 
 use clap::{Args, Parser, Subcommand};
+use docsim::campaign::{torture, Campaign};
 use docsim::report::{self, COMMIT};
-use docsim::simulate::{run, RunConfig};
-use docsim::torture::{torture, Campaign};
+use docsim::run::{run, RunConfig};
 use docsim_engine::canary::Plant;
 use docsim_workloads::Profile;
 use std::io::Read;
@@ -54,16 +54,15 @@ struct RunArgs {
     /// The seed: decimal, 0x-hex, or a git commit hash.
     #[arg(long, value_parser = parse_seed)]
     seed: u64,
-    /// Replicas per tablet: 3 or 5 run the seed replicated (`docsim cluster`; `replay`
-    /// prints its trace); 1 (the default) runs the one-node simulator.
-    #[arg(long, default_value_t = 1, value_parser = parse_replicas)]
-    replicas: usize,
     #[command(flatten)]
     shape: ShapeArgs,
 }
 
 #[derive(Args, Clone)]
 struct ShapeArgs {
+    /// Replicas per tablet: 1, 3 or 5 (every tablet a Raft group of that size).
+    #[arg(long, default_value_t = 1, value_parser = parse_replicas)]
+    replicas: usize,
     /// Workload operations per seed.
     #[arg(long, default_value_t = 2_000)]
     ops: usize,
@@ -78,13 +77,17 @@ struct ShapeArgs {
     reports: PathBuf,
     /// Storage configuration: its index in the metamorphic set (`run --metamorphic`
     /// lists them; 0 is RocksDB's defaults with rows as declared). Default: 0 for `run`;
-    /// `torture` draws one per seed.
+    /// `torture` draws one per seed. With replicas, the other nodes draw their RocksDB
+    /// options.
     #[arg(long, value_parser = parse_storage)]
     config: Option<usize>,
     /// No disk fault placed by where bytes lie in the log (I/O errors, full disks, torn
     /// crashes, bit flips): how `run --metamorphic` compares row layouts.
     #[arg(long)]
     no_byte_faults: bool,
+    /// No nemesis (replicated runs: no partitions, skew, loss, slow disks, membership).
+    #[arg(long)]
+    no_faults: bool,
 }
 
 #[derive(Subcommand)]
@@ -93,9 +96,6 @@ enum Command {
     Script {
         /// The script.
         file: PathBuf,
-        /// Keep the tablets in this directory (default: a scratch directory, removed after).
-        #[arg(long)]
-        data_dir: Option<PathBuf>,
         /// Switch on a planted bug (to replay a canary's reproducer).
         #[arg(long, value_parser = parse_plant)]
         plant: Option<Plant>,
@@ -122,6 +122,7 @@ enum Command {
         run: RunArgs,
     },
     /// Run many seeds: a progress line, a summary, non-zero exit on any failure.
+    #[command(alias = "cluster")]
     Torture {
         /// Seeds `A..B` (B excluded); with --duration, only A counts.
         #[arg(long, value_parser = parse_range)]
@@ -142,44 +143,8 @@ enum Command {
         /// every rare path it claims to test).
         #[arg(long)]
         require_all_probes: bool,
-        /// Replicas per tablet: 3 or 5 run replicated seeds (`docsim cluster`, with
-        /// --seeds, --jobs, --ops and --plant); 1 (the default) runs the one-node simulator.
-        #[arg(long, default_value_t = 1, value_parser = parse_replicas)]
-        replicas: usize,
         #[command(flatten)]
         shape: ShapeArgs,
-    },
-    /// Replicated runs: one document tablet as a Raft group on madsim's network, with
-    /// partitions, crashes, restarts, clock skew and loss; a liveness phase ends each seed.
-    Cluster {
-        /// Seeds `A..B` (B excluded).
-        #[arg(long, value_parser = parse_range, default_value = "0..10")]
-        seeds: (u64, u64),
-        /// Replicas: 1, 3 or 5.
-        #[arg(long, default_value_t = 3, value_parser = parse_replicas)]
-        replicas: usize,
-        /// Client operations and faults per seed.
-        #[arg(long, default_value_t = 1_000)]
-        ops: usize,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
-        jobs: usize,
-        /// No faults (partitions, crashes, skew, loss).
-        #[arg(long)]
-        no_faults: bool,
-        /// Switch on a planted bug.
-        #[arg(long, value_parser = parse_plant)]
-        plant: Option<Plant>,
-        /// Print each seed's trace and trace hash.
-        #[arg(long)]
-        trace: bool,
-        /// Where failing seeds write `cluster-<seed>/repro.ds` (`docsim shrink` shrinks it).
-        #[arg(long, default_value = "reports/runs")]
-        reports: PathBuf,
-        /// Write the campaign report (JSON, Markdown, HTML with leader changes and lag,
-        /// JUnit XML) into this directory.
-        #[arg(long)]
-        report: Option<PathBuf>,
     },
     /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`.
     Report {
@@ -242,8 +207,7 @@ fn parse_profile(text: &str) -> Result<Profile, String> {
 
 fn parse_plant(text: &str) -> Result<Plant, String> {
     Plant::from_name(text).ok_or_else(|| {
-        let names: Vec<&str> =
-            Plant::ALL.iter().chain(&Plant::REPLICATED).map(|p| p.name()).collect();
+        let names: Vec<&str> = Plant::ALL.iter().map(|p| p.name()).collect();
         format!("unknown planted bug `{text}` (known: {})", names.join(", "))
     })
 }
@@ -253,121 +217,6 @@ fn parse_replicas(text: &str) -> Result<usize, String> {
         Ok(n @ (1 | 3 | 5)) => Ok(n),
         _ => Err(format!("`{text}` replicas: a Raft group here has 1, 3 or 5")),
     }
-}
-
-fn cluster_command(
-    (first, end): (u64, u64),
-    jobs: usize,
-    template: &docsim::cluster::ClusterConfig,
-    trace: bool,
-    (reports, report): (&Path, Option<&Path>),
-) -> ExitCode {
-    let watch = docsim::bench::Stopwatch::start();
-    let outcomes = docsim::cluster::campaign(first, end, jobs, template);
-    if let Some(dir) = report {
-        let campaign =
-            docsim::cluster::campaign_report(&outcomes, template, watch.seconds(), reports);
-        match docsim::report::write_campaign(dir, &campaign) {
-            Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
-            Err(e) => eprintln!("docsim: cannot write the report in {}: {e}", dir.display()),
-        }
-    }
-    for o in &outcomes {
-        if trace {
-            o.trace.iter().for_each(|line| println!("seed {}: {line}", o.seed));
-            println!("seed {} trace hash {:016x}", o.seed, o.trace_hash());
-        }
-        if let Some(failure) = &o.failure {
-            println!("FAIL seed {}: {failure}", o.seed);
-            println!(
-                "  reproduce: docsim cluster --seeds {}..{} --replicas {} --ops {}",
-                o.seed,
-                o.seed + 1,
-                template.replicas,
-                template.ops
-            );
-            match write_cluster_reproducer(reports, o, template) {
-                Ok(dir) => println!(
-                    "  reproducer: {}  (shrink: docsim shrink {})",
-                    dir.join("repro.ds").display(),
-                    dir.display()
-                ),
-                Err(e) => eprintln!("docsim: cannot write the reproducer of seed {}: {e}", o.seed),
-            }
-        }
-    }
-    docsim::cluster::summary(&outcomes).iter().for_each(|line| println!("{line}"));
-    let failed = outcomes.iter().any(|o| o.failure.is_some());
-    println!("{}", if failed { "FAIL" } else { "PASS" });
-    if failed {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
-}
-
-/// A failed replicated seed's recorded script, `<reports>/cluster-<seed>/repro.ds`: it
-/// prints the run's trace, failure included, under `docsim script` alone.
-fn write_cluster_reproducer(
-    reports: &Path,
-    outcome: &docsim::cluster::ClusterOutcome,
-    template: &docsim::cluster::ClusterConfig,
-) -> std::io::Result<PathBuf> {
-    let dir = reports.join(format!("cluster-{}", outcome.seed));
-    std::fs::create_dir_all(&dir)?;
-    let plant = Plant::ALL
-        .into_iter()
-        .chain(Plant::REPLICATED)
-        .find(|&p| template.plants.contains(p))
-        .map(|p| p.name());
-    let plant_arg = report::plant_arg(plant);
-    let path = dir.join("repro.ds");
-    let failure = outcome.failure.as_deref().unwrap_or_default();
-    let mut text = format!(
-        "# docsim replicated reproducer: seed {} commit {COMMIT}: {failure}\n\
-         # run alone: docsim script {plant_arg}{}\n",
-        outcome.seed,
-        path.display()
-    );
-    if let Some(plant) = plant {
-        text.push_str(&format!("# plant={plant}\n"));
-    }
-    outcome.script.iter().for_each(|line| text.push_str(&format!("{line}\n")));
-    std::fs::write(&path, text)?;
-    Ok(dir)
-}
-
-/// Shrink a failed replicated seed's `repro.ds` into `shrunk.ds`.
-fn shrink_cluster(dir: &Path, text: &str) -> ExitCode {
-    let plant = text.lines().find_map(|l| l.strip_prefix("# plant=")).and_then(Plant::from_name);
-    let plants = docsim_engine::canary::Plants::of(plant);
-    let Some(shrunk) = docsim::cluster::shrink_script(text, plants) else {
-        println!("{} no longer fails: nothing to shrink", dir.join("repro.ds").display());
-        return ExitCode::FAILURE;
-    };
-    let path = dir.join("shrunk.ds");
-    let plant_arg = report::plant_arg(plant.map(|p| p.name()));
-    let header = format!(
-        "# docsim shrunk replicated reproducer: commit {COMMIT}, {} commands (from {}): {}\n\
-         # run alone: docsim script {plant_arg}{}\n",
-        shrunk.after,
-        shrunk.before,
-        shrunk.failure,
-        path.display()
-    );
-    if let Err(e) = std::fs::write(&path, format!("{header}{}", shrunk.text)) {
-        eprintln!("docsim: cannot write {}: {e}", path.display());
-        return ExitCode::from(2);
-    }
-    println!(
-        "shrunk {} commands to {} in {} runs ({})",
-        shrunk.before,
-        shrunk.after,
-        shrunk.runs,
-        docsim::cluster::failure_class(&shrunk.failure)
-    );
-    println!("wrote {}", path.display());
-    ExitCode::SUCCESS
 }
 
 fn parse_range(text: &str) -> Result<(u64, u64), String> {
@@ -411,77 +260,51 @@ fn parse_storage(text: &str) -> Result<usize, String> {
 
 fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
     let storage = docsim_engine::StorageConfig::SET[shape.config.unwrap_or(0)];
-    let (profile, plant) = (shape.profile, shape.plant);
-    let byte_faults = !shape.no_byte_faults;
     RunConfig {
-        profile,
-        plant,
+        profile: shape.profile,
+        plant: shape.plant,
         keep_trace,
         storage,
-        byte_faults,
-        ..RunConfig::new(seed, shape.ops)
+        byte_faults: !shape.no_byte_faults,
+        faults: !shape.no_faults,
+        ..RunConfig::new(seed, shape.replicas, shape.ops)
     }
 }
 
-fn replicated(
-    seed: u64,
-    replicas: usize,
-    ops: usize,
-    faults: bool,
-    plant: Option<Plant>,
-) -> docsim::cluster::ClusterConfig {
-    let plants = docsim_engine::canary::Plants::of(plant);
-    docsim::cluster::ClusterConfig { seed, replicas, ops, faults, plants }
+/// A plant the run cannot catch with its replica count is refused, not run for nothing.
+fn check_plant(shape: &ShapeArgs) -> Result<(), String> {
+    match shape.plant {
+        Some(plant) if !plant.replicas().contains(&shape.replicas) => Err(format!(
+            "--plant {} needs --replicas {} (it cannot show with {})",
+            plant.name(),
+            plant.replicas().iter().map(|n| n.to_string()).collect::<Vec<_>>().join(" or "),
+            shape.replicas
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn main() -> ExitCode {
     never_purge();
-    match Cli::parse().command {
-        Command::Script { file, data_dir, plant } => script(&file, data_dir, plant),
-        Command::Run { run: args, .. } | Command::Replay { run: args } if args.replicas > 1 => {
-            let template =
-                replicated(args.seed, args.replicas, args.shape.ops, true, args.shape.plant);
-            let reports = (&*args.shape.reports, None);
-            cluster_command((args.seed, args.seed + 1), 1, &template, true, reports)
-        }
+    let cli = Cli::parse();
+    let shape = match &cli.command {
+        Command::Run { run, .. } | Command::Replay { run } => Some(&run.shape),
+        Command::Torture { shape, .. } => Some(shape),
+        _ => None,
+    };
+    if let Some(Err(e)) = shape.map(check_plant) {
+        eprintln!("error: {e}");
+        return ExitCode::from(2);
+    }
+    match cli.command {
+        Command::Script { file, plant } => script(&file, plant),
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, metamorphic: true, .. } => metamorphic(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
         Command::Replay { run: args } => run_seed(&args, false, true),
-        Command::Torture { seeds, replicas, jobs, shape, report, .. } if replicas > 1 => {
-            let Some(seeds) = seeds else {
-                eprintln!("docsim: torture --replicas needs --seeds A..B");
-                return ExitCode::from(2);
-            };
-            let template = replicated(0, replicas, shape.ops, true, shape.plant);
-            cluster_command(seeds, jobs, &template, false, (&shape.reports, report.as_deref()))
-        }
-        Command::Torture {
-            seeds,
-            duration,
-            jobs,
-            shard,
-            report,
-            require_all_probes,
-            shape,
-            ..
-        } => {
+        Command::Torture { seeds, duration, jobs, shard, report, require_all_probes, shape } => {
             let coverage = Coverage { report_dir: report.as_deref(), require_all_probes };
             torture_command(seeds, duration, jobs, shard, coverage, &shape)
-        }
-        Command::Cluster {
-            seeds,
-            replicas,
-            ops,
-            jobs,
-            no_faults,
-            plant,
-            trace,
-            reports,
-            report,
-        } => {
-            let template = replicated(0, replicas, ops, !no_faults, plant);
-            cluster_command(seeds, jobs, &template, trace, (&reports, report.as_deref()))
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
@@ -500,47 +323,30 @@ fn main() -> ExitCode {
 }
 
 fn shrink(dir: &Path) -> ExitCode {
-    let read = |name: &str| std::fs::read_to_string(dir.join(name));
-    if let Ok(text) = read("repro.ds").as_deref() {
-        if docsim::cluster::is_cluster_script(text) {
-            return shrink_cluster(dir, text);
-        }
-    }
-    let (ops, meta) = match (read("ops.json"), read("run.json")) {
-        (Ok(ops), Ok(meta)) => (ops, meta),
-        (Err(e), _) | (_, Err(e)) => {
-            eprintln!("docsim: {} holds no failed run ({e})", dir.display());
-            return ExitCode::from(2);
-        }
-    };
-    let ops = match report::read_op_log(&ops) {
-        Ok(ops) => ops,
-        Err(e) => {
-            eprintln!("docsim: {}: {e}", dir.join("ops.json").display());
-            return ExitCode::from(2);
-        }
-    };
-    let meta: report::RunMeta = match serde_json::from_str(&meta) {
-        Ok(meta) => meta,
+    let meta = std::fs::read_to_string(dir.join("run.json"))
+        .map_err(|e| format!("{} holds no failed run ({e})", dir.display()))
+        .and_then(|text| docsim::report::read_run_meta(&text))
+        .and_then(|meta| meta.config().map(|config| (meta, config)));
+    let (meta, config) = match meta {
+        Ok(read) => read,
         Err(e) => {
             eprintln!("docsim: {}: {e}", dir.join("run.json").display());
             return ExitCode::from(2);
         }
     };
-    let plant = meta.plant.as_deref().and_then(Plant::from_name);
-    let storage = docsim_engine::StorageConfig::SET.get(meta.storage).copied();
-    let Some(storage) = storage else {
-        eprintln!("docsim: run.json names storage configuration {}: none such", meta.storage);
-        return ExitCode::from(2);
+    let outcome = run(&config);
+    let Some(failure) = outcome.failure.filter(|f| f.kind == meta.kind) else {
+        println!("seed {} no longer fails with {}: nothing to shrink", meta.seed, meta.kind);
+        return ExitCode::FAILURE;
     };
-    let Some(shrunk) = docsim::shrink::shrink(ops, meta.kind, plant, meta.seed, storage) else {
-        println!("the run no longer fails with {:?}: nothing to shrink", meta.kind);
+    let Some(shrunk) = docsim::shrink::shrink(failure.steps, meta.kind, &config) else {
+        println!("the steps of seed {} no longer fail when replayed", meta.seed);
         return ExitCode::FAILURE;
     };
     let path = dir.join("shrunk.ds");
     let plant_arg = report::plant_arg(meta.plant.as_deref());
     let header = format!(
-        "# docsim shrunk reproducer: seed {} commit {COMMIT}, {:?}, {} ops (from {})\n\
+        "# docsim shrunk reproducer: seed {} commit {COMMIT}, {}, {} steps (from {})\n\
          # run alone: docsim script {plant_arg}{}\n",
         meta.seed,
         meta.kind,
@@ -553,13 +359,79 @@ fn shrink(dir: &Path) -> ExitCode {
         return ExitCode::from(2);
     }
     println!(
-        "shrunk {} ops to {} in {} runs ({:?})",
+        "shrunk {} steps to {} in {} runs ({})",
         shrunk.before, shrunk.after, shrunk.runs, meta.kind
     );
     println!("  expected: {}", shrunk.failure.expected.join(" | "));
     println!("  actual:   {}", shrunk.failure.actual.join(" | "));
     println!("  reproducer: docsim script {plant_arg}{}", path.display());
     ExitCode::SUCCESS
+}
+
+fn run_seed(args: &RunArgs, emit_trace: bool, replay: bool) -> ExitCode {
+    let cfg = config(args.seed, &args.shape, emit_trace || replay);
+    let outcome = run(&cfg);
+    if emit_trace {
+        outcome.trace.iter().for_each(|line| println!("{line}"));
+        println!("trace-hash {:016x}", outcome.trace_hash);
+        return if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+    }
+    println!("{}", report::banner(&outcome, &cfg));
+    if replay {
+        outcome.trace.iter().for_each(|line| println!("{line}"));
+    }
+    match &outcome.failure {
+        None => {
+            println!(
+                "PASS seed={} replicas={} steps={} ops={} checked_reads={} compactions={} \
+                 trace={:016x}",
+                outcome.seed,
+                cfg.replicas,
+                outcome.steps,
+                outcome.ops,
+                outcome.checked_reads,
+                outcome.compactions,
+                outcome.trace_hash
+            );
+            ExitCode::SUCCESS
+        }
+        Some(_) => {
+            let dir = report::write_run_report(&args.shape.reports, &outcome, &cfg).ok();
+            print!("{}", report::failure_block(&outcome, &cfg, dir.as_deref()));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn script(file: &Path, plant: Option<Plant>) -> ExitCode {
+    let text = if file.as_os_str() == "-" {
+        let mut text = String::new();
+        std::io::stdin().read_to_string(&mut text).map(|_| text)
+    } else {
+        std::fs::read_to_string(file)
+    };
+    let text = match text {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("docsim: cannot read {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    match docsim::run_script_file(&text, plant) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
+        Err(e) => {
+            eprintln!("docsim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// What a torture campaign reports beyond its summary: the report files, and whether a
+/// probe never hit fails it.
+struct Coverage<'a> {
+    report_dir: Option<&'a Path>,
+    require_all_probes: bool,
 }
 
 /// `run --metamorphic`: the seed under every storage configuration, traces compared.
@@ -599,40 +471,29 @@ fn metamorphic(args: &RunArgs) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn run_seed(args: &RunArgs, emit_trace: bool, replay: bool) -> ExitCode {
-    let cfg = config(args.seed, &args.shape, emit_trace || replay);
-    let outcome = run(&cfg);
-    if emit_trace {
-        outcome.trace.iter().for_each(|line| println!("{line}"));
-        println!("trace-hash {:016x}", outcome.trace_hash);
-        return if outcome.failure.is_some() { ExitCode::FAILURE } else { ExitCode::SUCCESS };
+/// Run the seed in two separate processes and compare their traces line by line.
+/// The command-line flags that give `shape` (what a child run needs to be the same run).
+fn shape_args(shape: &ShapeArgs) -> Vec<String> {
+    let mut args = vec!["--ops".into(), shape.ops.to_string()];
+    args.extend(["--replicas".into(), shape.replicas.to_string()]);
+    if let Some(p) = shape.profile {
+        args.extend(["--profile".into(), p.name().into()]);
     }
-    println!("{}", report::banner(&outcome, &cfg));
-    if replay {
-        outcome.trace.iter().for_each(|line| println!("{line}"));
+    if let Some(p) = shape.plant {
+        args.extend(["--plant".into(), p.name().into()]);
     }
-    match &outcome.failure {
-        None => {
-            println!(
-                "PASS seed={} steps={} ops={} checked_reads={} compactions={} trace={:016x}",
-                outcome.seed,
-                outcome.steps,
-                outcome.ops,
-                outcome.checked_reads,
-                outcome.compactions,
-                outcome.trace_hash
-            );
-            ExitCode::SUCCESS
-        }
-        Some(_) => {
-            let dir = report::write_run_report(&args.shape.reports, &outcome, &cfg).ok();
-            print!("{}", report::failure_block(&outcome, &cfg, dir.as_deref()));
-            ExitCode::FAILURE
-        }
+    if let Some(c) = shape.config {
+        args.extend(["--config".into(), c.to_string()]);
     }
+    if shape.no_byte_faults {
+        args.push("--no-byte-faults".into());
+    }
+    if shape.no_faults {
+        args.push("--no-faults".into());
+    }
+    args
 }
 
-/// Run the seed in two separate processes and compare their traces line by line.
 fn check_determinism(args: &RunArgs) -> ExitCode {
     let exe = match std::env::current_exe() {
         Ok(exe) => exe,
@@ -643,13 +504,7 @@ fn check_determinism(args: &RunArgs) -> ExitCode {
     };
     let mut child_args =
         vec!["run".to_string(), "--seed".into(), args.seed.to_string(), "--emit-trace".into()];
-    child_args.extend(["--ops".into(), args.shape.ops.to_string()]);
-    if let Some(p) = args.shape.profile {
-        child_args.extend(["--profile".into(), p.name().into()]);
-    }
-    if let Some(p) = args.shape.plant {
-        child_args.extend(["--plant".into(), p.name().into()]);
-    }
+    child_args.extend(shape_args(&args.shape));
     let traces: Vec<Vec<String>> = (0..2)
         .map(|_| {
             let out = std::process::Command::new(&exe).args(&child_args).output();
@@ -658,7 +513,10 @@ fn check_determinism(args: &RunArgs) -> ExitCode {
         })
         .collect();
     let (a, b) = (&traces[0], &traces[1]);
-    println!("docsim determinism check seed={} commit={COMMIT} ops={}", args.seed, args.shape.ops);
+    println!(
+        "docsim determinism check seed={} commit={COMMIT} replicas={} ops={}",
+        args.seed, args.shape.replicas, args.shape.ops
+    );
     if a.is_empty() {
         println!("FAIL: the child run printed nothing");
         return ExitCode::FAILURE;
@@ -712,13 +570,6 @@ fn print_totals(campaign_report: &docsim_reports::CampaignReport, jobs: usize) {
     println!("faults  {}", faults.join("  "));
     println!("time  {}", t.time_breakdown());
     println!("parts {}", t.part_breakdown());
-}
-
-/// What a torture campaign reports beyond its summary: the report files, and whether a
-/// probe never hit fails it.
-struct Coverage<'a> {
-    report_dir: Option<&'a Path>,
-    require_all_probes: bool,
 }
 
 fn torture_command(
@@ -830,48 +681,6 @@ fn report_command(action: &str, files: &[PathBuf], out: &Path) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    }
-}
-
-fn script(file: &Path, data_dir: Option<PathBuf>, plant: Option<Plant>) -> ExitCode {
-    let text = if file.as_os_str() == "-" {
-        let mut text = String::new();
-        std::io::stdin().read_to_string(&mut text).map(|_| text)
-    } else {
-        std::fs::read_to_string(file)
-    };
-    let text = match text {
-        Ok(text) => text,
-        Err(e) => {
-            eprintln!("docsim: cannot read {}: {e}", file.display());
-            return ExitCode::from(2);
-        }
-    };
-    if docsim::cluster::is_cluster_script(&text) {
-        let plants = docsim_engine::canary::Plants::of(plant);
-        return match docsim::cluster::run_cluster_script(&text, plants) {
-            Ok(out) => {
-                print!("{out}");
-                let failed = out.lines().any(|l| l.starts_with("check: ") && l != "check: ok");
-                if failed {
-                    ExitCode::FAILURE
-                } else {
-                    ExitCode::SUCCESS
-                }
-            }
-            Err(e) => {
-                eprintln!("docsim: {}: {e}", file.display());
-                ExitCode::from(2)
-            }
-        };
-    }
-    match docsim::run_script_file(&text, data_dir.as_deref(), plant) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::FAILURE,
-        Err(e) => {
-            eprintln!("docsim: {e}");
-            ExitCode::from(2)
-        }
     }
 }
 

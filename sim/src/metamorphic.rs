@@ -11,7 +11,8 @@
 //! layout against the model. One thing in a trace is compared as the same anyway: the
 //! name of the log segment file an error names.
 
-use crate::simulate::{run, stream, RunConfig, RunOutcome};
+use crate::run::{run, RunConfig, RunOutcome};
+use crate::streams::{stream, STREAM_STORAGE};
 use docsim_engine::StorageConfig;
 use rand::Rng;
 
@@ -52,9 +53,9 @@ pub fn neutral(line: &str) -> String {
 
 /// The FNV-1a hash of a trace's [`neutral`] lines: equal for configurations that agree.
 pub fn neutral_hash(trace: &[String]) -> u64 {
-    trace.iter().fold(crate::simulate::FNV_OFFSET, |h, line| {
-        crate::simulate::fnv(h, neutral(line).as_bytes())
-    })
+    trace
+        .iter()
+        .fold(crate::run::FNV_OFFSET, |h, line| crate::run::fnv(h, neutral(line).as_bytes()))
 }
 
 /// The first index where two traces differ (a missing line counts, segment file names do
@@ -68,7 +69,7 @@ pub fn first_difference(a: &[String], b: &[String]) -> Option<usize> {
 /// own stream: half the seeds the default, a quarter a packed layout (packed rows, or as
 /// entities), the rest one of the other RocksDB option sets.
 pub fn drawn(seed: u64) -> StorageConfig {
-    let mut rng = stream(seed, crate::simulate::STREAM_STORAGE);
+    let mut rng = stream(seed, STREAM_STORAGE);
     let set = StorageConfig::SET;
     let is_packed = |s: &StorageConfig| s.layout != docsim_engine::Layout::Declared;
     let (packed, options): (Vec<StorageConfig>, Vec<StorageConfig>) =
@@ -97,7 +98,8 @@ pub fn run_set(config: &RunConfig) -> Vec<MetaRun> {
 }
 
 fn meta_run(config: &RunConfig, storage: StorageConfig, byte_faults: bool) -> MetaRun {
-    let config = RunConfig { storage, byte_faults, keep_trace: true, ..config.clone() };
+    let config =
+        RunConfig { storage, byte_faults, keep_trace: true, same_options: true, ..config.clone() };
     MetaRun { storage, byte_faults, outcome: run(&config) }
 }
 

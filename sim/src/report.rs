@@ -1,29 +1,66 @@
-//! Failure blocks and run reports on disk (`reports/runs/<seed>/`).
+//! Failure blocks and run reports on disk (`reports/runs/<seed>/`): the one reproducer
+//! writer, for every replica count. A failed run's directory holds `repro.ds` (the run's
+//! recorded script ending in what the check expected: it fails under `docsim script`
+//! alone), `failure.txt` (the failure block) and `run.json` (what `docsim shrink` needs to
+//! run the seed again).
 
-use crate::simulate::{RunConfig, RunOutcome};
+use crate::failure::FailureKind;
+use crate::run::{RunConfig, RunOutcome};
+use docsim_workloads::Profile;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The commit this binary was built from.
 pub const COMMIT: &str = env!("DOCSIM_COMMIT");
 
-/// What `run.json` records of a failed run.
-#[derive(serde::Serialize, serde::Deserialize)]
+/// What `run.json` records of a failed run: its whole configuration and the failure's
+/// fingerprint.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RunMeta {
-    /// The seed.
     pub seed: u64,
+    pub replicas: usize,
+    pub ops: usize,
+    pub profile: Option<String>,
     /// The planted bug, by name.
     pub plant: Option<String>,
-    /// The failure's fingerprint.
-    pub kind: crate::simulate::FailureKind,
     /// The storage configuration, by index in the metamorphic set (`--config`).
-    #[serde(default)]
     pub storage: usize,
+    pub byte_faults: bool,
+    pub faults: bool,
+    /// The failure's fingerprint.
+    pub kind: FailureKind,
 }
 
-/// `--plant NAME ` for a command line, or nothing.
-pub fn plant_arg(plant: Option<&str>) -> String {
-    plant.map(|p| format!("--plant {p} ")).unwrap_or_default()
+impl RunMeta {
+    /// The run's configuration, or what in the file names none this docsim knows.
+    pub fn config(&self) -> Result<RunConfig, String> {
+        let plant = match &self.plant {
+            None => None,
+            Some(name) => Some(
+                docsim_engine::canary::Plant::from_name(name)
+                    .ok_or_else(|| format!("run.json names the planted bug `{name}`: none such"))?,
+            ),
+        };
+        let profile = match &self.profile {
+            None => None,
+            Some(name) => Some(
+                Profile::from_name(name)
+                    .ok_or_else(|| format!("run.json names the profile `{name}`: none such"))?,
+            ),
+        };
+        let storage =
+            docsim_engine::StorageConfig::SET.get(self.storage).copied().ok_or_else(|| {
+                format!("run.json names storage configuration {}: none such", self.storage)
+            })?;
+        Ok(RunConfig {
+            profile,
+            plant,
+            storage,
+            byte_faults: self.byte_faults,
+            faults: self.faults,
+            ..RunConfig::new(self.seed, self.replicas, self.ops)
+        })
+    }
 }
 
 /// Where `storage` is in the metamorphic set (`--config`).
@@ -32,9 +69,17 @@ pub fn storage_index(storage: docsim_engine::StorageConfig) -> usize {
     set.iter().position(|s| *s == storage).expect("runs use the set's configurations")
 }
 
-/// The one command that reproduces a run.
+/// `--plant NAME ` for a command line, or nothing.
+pub fn plant_arg(plant: Option<&str>) -> String {
+    plant.map(|p| format!("--plant {p} ")).unwrap_or_default()
+}
+
+/// The one command that reproduces a run, every option included.
 pub fn reproduce_command(config: &RunConfig, seed: u64) -> String {
     let mut cmd = format!("docsim run --seed {seed} --ops {}", config.ops);
+    if config.replicas != 1 {
+        cmd += &format!(" --replicas {}", config.replicas);
+    }
     if let Some(p) = config.profile {
         cmd += &format!(" --profile {}", p.name());
     }
@@ -48,15 +93,19 @@ pub fn reproduce_command(config: &RunConfig, seed: u64) -> String {
     if !config.byte_faults {
         cmd += " --no-byte-faults";
     }
+    if !config.faults {
+        cmd += " --no-faults";
+    }
     cmd
 }
 
 /// The banner printed before a run: seed, commit, every knob.
 pub fn banner(outcome: &RunOutcome, config: &RunConfig) -> String {
     format!(
-        "docsim run seed={} (0x{:016x}) commit={COMMIT} ops={}{}\nknobs: {}",
+        "docsim run seed={} (0x{:016x}) commit={COMMIT} replicas={} ops={}{}\nknobs: {}",
         outcome.seed,
         outcome.seed,
+        config.replicas,
         config.ops,
         config.plant.map(|p| format!(" plant={}", p.name())).unwrap_or_default(),
         outcome.knobs
@@ -70,18 +119,14 @@ pub fn failure_block(
     report_dir: Option<&Path>,
 ) -> String {
     let Some(f) = &outcome.failure else { return String::new() };
-    let mut out = format!("FAIL seed={} commit={COMMIT} step={}\n", outcome.seed, f.step);
+    let mut out =
+        format!("FAIL seed={} commit={COMMIT} step={} kind={}\n", outcome.seed, f.step, f.kind);
     let _ = writeln!(out, "  op:       {}", f.op);
-    let _ = writeln!(
-        out,
-        "  expected: {}",
-        if f.expected.is_empty() { "(success, no output)".into() } else { f.expected.join(" | ") }
-    );
-    let _ = writeln!(
-        out,
-        "  actual:   {}",
-        if f.actual.is_empty() { "(no output)".into() } else { f.actual.join(" | ") }
-    );
+    let none = |what: &str| format!("({what})");
+    let expected = if f.expected.is_empty() { none("success") } else { f.expected.join(" | ") };
+    let actual = if f.actual.is_empty() { none("no output") } else { f.actual.join(" | ") };
+    let _ = writeln!(out, "  expected: {expected}");
+    let _ = writeln!(out, "  actual:   {actual}");
     let _ = writeln!(out, "  last operations:");
     for op in &f.last_ops {
         let _ = writeln!(out, "    {op}");
@@ -91,11 +136,12 @@ pub fn failure_block(
         let plant = plant_arg(config.plant.map(|p| p.name()));
         let _ =
             writeln!(out, "  reproducer: docsim script {plant}{}", dir.join("repro.ds").display());
+        let _ = writeln!(out, "  shrink: docsim shrink {}", dir.display());
     }
     out
 }
 
-/// Write `<dir>/<seed>/` with the reproducer, the failure block and the knobs.
+/// Write `<dir>/<seed>/` with the reproducer, the failure block and `run.json`.
 pub fn write_run_report(
     dir: &Path,
     outcome: &RunOutcome,
@@ -107,37 +153,42 @@ pub fn write_run_report(
     let plant = plant_arg(config.plant.map(|p| p.name()));
     let header = format!(
         "# docsim reproducer: seed {} commit {COMMIT}\n# knobs: {}\n\
-         # run alone: docsim script {plant}{}\n# failing step {}: {}\n",
+         # run alone: docsim script {plant}{}\n# failing step {} ({}): {}\n",
         outcome.seed,
         outcome.knobs,
         run_dir.join("repro.ds").display(),
         f.step,
+        f.kind,
         f.op
     );
     std::fs::write(run_dir.join("repro.ds"), format!("{header}{}", f.reproducer))?;
     std::fs::write(run_dir.join("failure.txt"), failure_block(outcome, config, Some(&run_dir)))?;
-    // For `docsim shrink`: the op log and what failed.
-    let log = OpLog { format: OP_LOG_FORMAT, ops: f.ops.clone() };
-    let ops = serde_json::to_string(&log).map_err(std::io::Error::other)?;
-    std::fs::write(run_dir.join("ops.json"), ops)?;
     let meta = RunMeta {
         seed: outcome.seed,
+        replicas: config.replicas,
+        ops: config.ops,
+        profile: config.profile.map(|p| p.name().to_owned()),
         plant: config.plant.map(|p| p.name().into()),
-        kind: f.kind,
         storage: storage_index(config.storage),
+        byte_faults: config.byte_faults,
+        faults: config.faults,
+        kind: f.kind,
     };
-    std::fs::write(
-        run_dir.join("run.json"),
-        serde_json::to_string(&meta).map_err(std::io::Error::other)?,
-    )?;
+    let meta = serde_json::to_string_pretty(&meta).map_err(std::io::Error::other)?;
+    std::fs::write(run_dir.join("run.json"), meta)?;
     Ok(run_dir)
+}
+
+/// Read a `run.json`, or say what is wrong with it.
+pub fn read_run_meta(text: &str) -> Result<RunMeta, String> {
+    serde_json::from_str(text).map_err(|e| format!("not a run.json of this docsim: {e}"))
 }
 
 /// A run as the reports crate sees it.
 pub fn run_report(outcome: &RunOutcome, reports_dir: Option<&Path>) -> docsim_reports::RunReport {
     let failure = outcome.failure.as_ref().map(|f| docsim_reports::FailureReport {
         step: f.step,
-        kind: format!("{:?}", f.kind),
+        kind: f.kind.name().to_owned(),
         op: f.op.clone(),
         expected: f.expected.clone(),
         actual: f.actual.clone(),
@@ -161,9 +212,51 @@ pub fn run_report(outcome: &RunOutcome, reports_dir: Option<&Path>) -> docsim_re
         restarts: outcome.restarts,
         step_time: outcome.step_time.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
         part_time: outcome.part_time.iter().map(|(k, t)| (k.to_string(), *t)).collect(),
-        replication: Default::default(),
+        replication: replication(outcome),
         failure,
     }
+}
+
+/// A replicated run's counts (empty for a group of one).
+fn replication(outcome: &RunOutcome) -> std::collections::BTreeMap<String, u64> {
+    if outcome.replicas == 1 {
+        return Default::default();
+    }
+    let c = &outcome.counts;
+    let count = |n: usize| n as u64;
+    let mut out: std::collections::BTreeMap<String, u64> = [
+        ("leader_changes", count(c.leader_changes)),
+        ("two_leader_steps", count(c.two_leader_steps)),
+        ("orphaned_entries", count(c.orphaned)),
+        ("proposals_never_committed", count(c.proposals_lost)),
+        ("writes_acked", count(c.writes_acked)),
+        ("writes_timed_out", count(c.writes_timed_out)),
+        ("writes_unanswered", count(c.writes_unanswered)),
+        ("max_lag", c.max_lag),
+        ("log_segments_collected", count(c.log_segments_collected)),
+        ("snapshots_installed", count(c.snapshots_installed)),
+        ("snapshot_installs_finished_at_boot", count(c.installs_finished_at_boot)),
+        ("partitions", count(c.partitions)),
+        ("partitions_no_majority", count(c.no_majority_partitions)),
+        ("bridges", count(c.bridges)),
+        ("membership_changes", count(c.membership_changes)),
+        ("slow_disks", count(c.slow_disks)),
+        ("reads_served", count(c.reads_served)),
+        ("liveness_ms", c.liveness_ms),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v))
+    .collect();
+    for (node, n) in &outcome.checked_by_node {
+        out.insert(format!("reads_checked_node{node}"), count(*n));
+    }
+    for (kind, n) in &c.reads_refused {
+        out.insert(format!("reads_refused_{kind}"), count(*n));
+    }
+    for (kind, n) in &c.writes_refused {
+        out.insert(format!("writes_refused_{kind}"), count(*n));
+    }
+    out
 }
 
 /// Write a campaign report as `campaign.json`, `.md`, `.html` and `.xml` (JUnit) in `dir`.
@@ -174,31 +267,4 @@ pub fn write_campaign(dir: &Path, report: &docsim_reports::CampaignReport) -> st
     std::fs::write(dir.join("campaign.html"), docsim_reports::to_html(report))?;
     std::fs::write(dir.join("campaign.xml"), docsim_reports::to_junit(report))?;
     Ok(())
-}
-
-/// The form of `ops.json`. 2: typed ops in the model's vocabulary, wrapped with this number
-/// (1, until the typed node: a bare list whose document ops were docscript lines).
-pub const OP_LOG_FORMAT: u32 = 3;
-
-/// `ops.json`: a failed run's ops, for `docsim shrink`.
-#[derive(serde::Serialize, serde::Deserialize)]
-pub struct OpLog {
-    pub format: u32,
-    pub ops: Vec<docsim_workloads::Op>,
-}
-
-/// Read an `ops.json`; an older form is named as such (rerun the seed to write it anew).
-pub fn read_op_log(text: &str) -> Result<Vec<docsim_workloads::Op>, String> {
-    #[derive(serde::Deserialize)]
-    struct Format {
-        format: Option<u32>,
-    }
-    let format = serde_json::from_str::<Format>(text).ok().and_then(|f| f.format).unwrap_or(1);
-    if format != OP_LOG_FORMAT {
-        return Err(format!(
-            "op log format {format}; this docsim reads format {OP_LOG_FORMAT}: rerun the seed \
-             (its reproduce command) to write it anew"
-        ));
-    }
-    serde_json::from_str::<OpLog>(text).map(|log| log.ops).map_err(|e| e.to_string())
 }

@@ -1,67 +1,84 @@
-//! Shrinking: `docsim shrink reports/runs/<seed>/` reduces a failing op log to a minimal
-//! one that still fails with the same fingerprint (same kind of check failing): delta
-//! debugging over operations (ddmin), then simplifying what remains with the workload's
-//! own simpler variants of each op (`docsim_workloads::simpler`: fewer batch items and
-//! object-literal entries, no TTLs, shorter paths, simpler values; for CQL fewer columns
-//! and assignments, shorter collections, no range condition). It writes `shrunk.ds`: a
-//! docscript that fails under `docsim script` alone.
+//! Shrinking: `docsim shrink reports/runs/<seed>/` runs the failed seed again, then
+//! reduces its steps to a minimal list that still fails with the same fingerprint (the
+//! same kind of check failing): delta debugging over steps (ddmin), then each run of
+//! `wait` steps folded into one, then each client op simplified with the workload's own
+//! simpler variants (`docsim_workloads::simpler`: fewer batch items and object entries,
+//! no TTLs, shorter paths, simpler values, fewer CQL columns). Every candidate is a whole
+//! run of the seed's setup (its network, its nodes) through the same executor and checks,
+//! for every replica count. The result is written as `shrunk.ds`: a docscript that fails
+//! under `docsim script` alone.
 
-use crate::simulate::{replay_ops, Failure, FailureKind};
-use docsim_engine::canary::Plant;
-use docsim_engine::StorageConfig;
+use crate::failure::FailureKind;
+use crate::run::{run_steps, Failure, RunConfig, Step};
+use docsim_engine::script::Command;
 use docsim_workloads::Op;
 
 /// The result of shrinking.
 pub struct Shrunk {
-    /// Ops before.
+    /// Steps before and after.
     pub before: usize,
-    /// Ops after.
     pub after: usize,
-    /// The failure of the minimal op list.
+    /// The failure of the minimal step list.
     pub failure: Failure,
-    /// Oracle runs spent.
+    /// Runs spent.
     pub runs: usize,
 }
 
-/// Shrink `ops` of the run of `seed`, which fail with `kind` (with `plant` switched on).
-pub fn shrink(
-    ops: Vec<Op>,
-    kind: FailureKind,
-    plant: Option<Plant>,
-    seed: u64,
-    storage: StorageConfig,
-) -> Option<Shrunk> {
+/// At most this many runs (a few minutes): then the shortest failing list so far.
+const MAX_RUNS: usize = 3_000;
+
+/// Shrink `steps` of a run of `config`, which fail with `kind`.
+pub fn shrink(steps: Vec<Step>, kind: FailureKind, config: &RunConfig) -> Option<Shrunk> {
     let mut runs = 0;
-    let mut fails = |candidate: &[Op]| {
+    let mut fails = |candidate: &[Step]| -> Option<Failure> {
+        if runs >= MAX_RUNS {
+            return None; // out of budget: the shortest failing list so far stands
+        }
         runs += 1;
-        replay_ops(candidate, plant, seed, storage).filter(|f| f.kind == kind)
+        let outcome = run_steps(config, Some(candidate.to_vec()));
+        outcome.failure.filter(|f| f.kind == kind)
     };
-    let before = ops.len();
-    let mut failure = fails(&ops)?;
-    // Table declarations stay (the CQL ops need them); the rest is shrunk. Only what the
-    // failure needed counts: the failing op ends the list.
-    let tables: Vec<Op> = ops.iter().filter(|op| matches!(op, Op::Table(_))).cloned().collect();
-    let with_tables = |rest: &[Op]| tables.iter().chain(rest).cloned().collect::<Vec<Op>>();
-    let body = |ops: &[Op]| {
-        ops.iter().filter(|op| !matches!(op, Op::Table(_))).cloned().collect::<Vec<Op>>()
-    };
-    let mut current: Vec<Op> = body(&failure.ops);
+    let before = steps.len();
+    let mut failure = fails(&steps)?;
+    let mut current = failure.steps.clone();
+    ddmin(&mut current, &mut failure, &mut fails);
+    drop_one_by_one(&mut current, &mut failure, &mut fails, is_schema_change);
+    fold_waits(&mut current, &mut failure, &mut fails);
+    simplify(&mut current, &mut failure, &mut fails);
+    Some(Shrunk { before, after: current.len(), failure, runs })
+}
+
+/// Whether a step must stay for the others to mean anything: a table's creation.
+fn is_fixed(step: &Step) -> bool {
+    matches!(step, Step::Client { op: Op::Table(_), .. })
+}
+
+/// Whether a step is an `ALTER TABLE` (the steps after it name its columns).
+fn is_schema_change(step: &Step) -> bool {
+    matches!(step, Step::Client { op: Op::Cql { op: docsim_models::cql::CqlOp::Alter(_), .. }, .. })
+}
+
+/// Delta debugging: remove chunks (never a fixed step, and schema changes stay where they
+/// are) while the failure keeps its fingerprint; only what the failure needed counts.
+fn ddmin(
+    current: &mut Vec<Step>,
+    failure: &mut Failure,
+    fails: &mut dyn FnMut(&[Step]) -> Option<Failure>,
+) {
     let mut chunks = 2;
     while current.len() >= 2 {
         let size = current.len().div_ceil(chunks);
         let mut reduced = false;
         for start in (0..current.len()).step_by(size) {
             let end = (start + size).min(current.len());
-            // Schema changes stay where they are: the ops after them name their columns.
-            let kept = current[start..end].iter().filter(|op| is_schema_change(op));
-            let candidate: Vec<Op> =
+            let kept = current[start..end].iter().filter(|s| is_fixed(s) || is_schema_change(s));
+            let candidate: Vec<Step> =
                 current[..start].iter().chain(kept).chain(&current[end..]).cloned().collect();
             if candidate.len() == current.len() {
                 continue;
             }
-            if let Some(f) = fails(&with_tables(&candidate)) {
-                current = body(&f.ops);
-                failure = f;
+            if let Some(f) = fails(&candidate) {
+                (*current, *failure) = (f.steps.clone(), f);
                 chunks = (chunks - 1).max(2);
                 reduced = true;
                 break;
@@ -74,48 +91,74 @@ pub fn shrink(
             chunks = (chunks * 2).min(current.len());
         }
     }
-    // Then each schema change alone, newest first: without it, ops naming its column are
-    // refused alike by engine and model, so the failure may well stay.
+}
+
+/// Then each step `which` picks alone, newest first.
+fn drop_one_by_one(
+    current: &mut Vec<Step>,
+    failure: &mut Failure,
+    fails: &mut dyn FnMut(&[Step]) -> Option<Failure>,
+    which: fn(&Step) -> bool,
+) {
     let mut i = current.len();
     while i > 0 {
         i -= 1;
-        if !is_schema_change(&current[i]) {
+        if !which(&current[i]) {
             continue;
         }
-        let candidate: Vec<Op> = current[..i].iter().chain(&current[i + 1..]).cloned().collect();
-        if let Some(f) = fails(&with_tables(&candidate)) {
-            current = body(&f.ops);
-            failure = f;
+        let candidate: Vec<Step> = current[..i].iter().chain(&current[i + 1..]).cloned().collect();
+        if let Some(f) = fails(&candidate) {
+            (*current, *failure) = (f.steps.clone(), f);
             i = i.min(current.len());
         }
     }
-    let (current, failure) = simplify(&tables, current, failure, &mut fails);
-    Some(Shrunk { before, after: tables.len() + current.len(), failure, runs })
 }
 
-/// Whether `op` is an `ALTER TABLE`.
-fn is_schema_change(op: &Op) -> bool {
-    matches!(op, Op::Cql { op: docsim_models::cql::CqlOp::Alter(_), .. })
+/// Each run of consecutive `wait` steps becomes one wait, where the failure survives it.
+fn fold_waits(
+    current: &mut Vec<Step>,
+    failure: &mut Failure,
+    fails: &mut dyn FnMut(&[Step]) -> Option<Failure>,
+) {
+    let wait = |s: &Step| match s {
+        Step::Command(Command::Wait(us)) => Some(*us),
+        _ => None,
+    };
+    let mut i = 0;
+    while i + 1 < current.len() {
+        if let (Some(a), Some(b)) = (wait(&current[i]), wait(&current[i + 1])) {
+            let mut candidate = current.clone();
+            candidate[i] = Step::Command(Command::Wait(a + b));
+            candidate.remove(i + 1);
+            if let Some(f) = fails(&candidate) {
+                (*current, *failure) = (f.steps.clone(), f);
+                continue;
+            }
+        }
+        i += 1;
+    }
 }
 
-/// Replace ops by simpler variants while the failure keeps its fingerprint.
+/// Replace client ops by simpler variants while the failure keeps its fingerprint.
 fn simplify(
-    tables: &[Op],
-    mut current: Vec<Op>,
-    mut failure: Failure,
-    fails: &mut dyn FnMut(&[Op]) -> Option<Failure>,
-) -> (Vec<Op>, Failure) {
+    current: &mut [Step],
+    failure: &mut Failure,
+    fails: &mut dyn FnMut(&[Step]) -> Option<Failure>,
+) {
     let mut i = 0;
     while i < current.len() {
         let mut improved = false;
-        for variant in docsim_workloads::simpler(&current[i]) {
-            let mut candidate = current.clone();
-            candidate[i] = variant;
-            let with_tables: Vec<Op> = tables.iter().chain(&candidate).cloned().collect();
-            if let Some(f) = fails(&with_tables) {
-                if f.ops.len() == with_tables.len() {
-                    current = candidate;
-                    failure = f;
+        let Step::Client { op, route, at } = current[i].clone() else {
+            i += 1;
+            continue;
+        };
+        for variant in docsim_workloads::simpler(&op) {
+            let mut candidate = current.to_vec();
+            candidate[i] = Step::Client { op: variant, route, at };
+            if let Some(f) = fails(&candidate) {
+                if f.steps.len() == candidate.len() {
+                    current.clone_from_slice(&candidate);
+                    *failure = f;
                     improved = true;
                     break;
                 }
@@ -125,5 +168,4 @@ fn simplify(
             i += 1;
         }
     }
-    (current, failure)
 }

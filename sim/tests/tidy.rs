@@ -105,3 +105,105 @@ fn functions_fit_on_a_screen() {
     }
     assert!(long.is_empty(), "functions over {MAX_FN_LINES} lines:\n{}", long.join("\n"));
 }
+
+/// The layers a crate's `lib.rs` writes down (`//! N. `a`, `b``, bottom up): module to
+/// layer number.
+fn layers(lib: &str) -> std::collections::BTreeMap<String, usize> {
+    let mut layers = std::collections::BTreeMap::new();
+    for line in lib.lines().filter_map(|l| l.strip_prefix("//! ")) {
+        let Some((number, modules)) = line.split_once(". `") else { continue };
+        let Ok(number) = number.parse::<usize>() else { continue };
+        for module in format!("`{modules}").split(", ") {
+            layers.insert(module.trim_matches('`').to_owned(), number);
+        }
+    }
+    layers
+}
+
+/// `text` without its test code: a `#[cfg(test)]` module to the end of the file.
+fn without_tests(text: &str) -> String {
+    let mut kept = Vec::new();
+    let mut lines = text.lines().peekable();
+    while let Some(line) = lines.next() {
+        let next = lines.peek().map(|l| l.trim_start()).unwrap_or_default();
+        if line.trim() == "#[cfg(test)]" && next.starts_with("mod ") {
+            break;
+        }
+        kept.push(line);
+    }
+    kept.join("\n")
+}
+
+/// The top-level modules `text` (code, comments stripped) names through `crate::`, in
+/// `use` lines, groups (`crate::{a, b::C}`) and inline paths alike.
+fn crate_references(text: &str) -> Vec<String> {
+    let code: String =
+        text.lines().map(|l| l.split("//").next().unwrap_or(l)).collect::<Vec<_>>().join("\n");
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let group = &group[..group.find('}').unwrap_or(group.len())];
+            // Each item's first segment, at the group's top level.
+            for item in group.split(',') {
+                let name = item.trim().split("::").next().unwrap_or_default();
+                found.push(name.trim_start_matches('{').trim().to_owned());
+            }
+        } else {
+            let name: String =
+                rest.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+            found.push(name);
+        }
+    }
+    found
+}
+
+/// The top-level module a source file of crate `src` belongs to (`None`: the crate root
+/// or a test file).
+fn module_of(relative: &str) -> Option<String> {
+    let first = relative.split('/').next()?;
+    let is_test = relative.ends_with("tests.rs") || relative.contains("/tests/");
+    if is_test || first == "lib.rs" || first == "main.rs" {
+        return None;
+    }
+    Some(first.trim_end_matches(".rs").to_owned())
+}
+
+/// Every reference from a module to one of its own layer or above, in `krate`.
+fn back_edges(krate: &str) -> Vec<String> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root");
+    let src = root.join(krate).join("src");
+    let lib = std::fs::read_to_string(src.join("lib.rs")).expect("lib.rs");
+    let layers = layers(&lib);
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    files.sort();
+    let mut bad = Vec::new();
+    for path in files {
+        let relative = path.strip_prefix(&src).expect("under src").display().to_string();
+        let Some(module) = module_of(&relative) else { continue };
+        let Some(&layer) = layers.get(&module) else {
+            bad.push(format!("{krate}: module `{module}` is in no layer of lib.rs"));
+            continue;
+        };
+        let text = without_tests(&std::fs::read_to_string(&path).expect("source"));
+        for used in crate_references(&text) {
+            match layers.get(&used) {
+                Some(&to) if used != module && to >= layer => bad.push(format!(
+                    "{krate}/src/{relative}: `{module}` (layer {layer}) uses `{used}` (layer {to})"
+                )),
+                _ => {}
+            }
+        }
+    }
+    bad
+}
+
+#[test]
+fn modules_use_only_lower_layers() {
+    let bad: Vec<String> = ["engine", "sim"].into_iter().flat_map(back_edges).collect();
+    assert!(bad.is_empty(), "references that climb back up:\n{}", bad.join("\n"));
+    // The check sees both forms of a reference.
+    let text = "use crate::{db::DocDb, log};\nfn f() { crate::node::Node::new(); }";
+    assert_eq!(crate_references(text), ["db", "log", "node"]);
+}

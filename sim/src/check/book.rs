@@ -7,59 +7,56 @@
 //! last, the torn tail it cuts off, the segments it skips — or the corruption it must
 //! refuse to start with, and compares.
 //!
-//! Rules (one voter, writes acknowledged after sync, commit and apply):
+//! Rules (a group of one: one voter, writes acknowledged after sync, commit and apply;
+//! with more replicas the commit index and the leaders' overwrites decide what comes back,
+//! and the history check at convergence judges it instead):
 //! - A flush makes every applied entry durable in RocksDB: the frontier becomes the last
-//!   one applied (with its write's hybrid time), and nothing at or below it may be
-//!   replayed. A compaction stores its cutoff before its own flush: the cutoff is durable
-//!   once the compaction's flush is.
-//! - Every acknowledged entry above the frontier must be replayed, in order.
-//! - A write cut by a crash is *in doubt*. Cut after its sync (or after apply) its entry
+//!   one applied (a write or a metadata change, with its hybrid time), and nothing at or
+//!   below it may be replayed. A compaction stores its cutoff before its own flush: the
+//!   cutoff is durable once the compaction's flush is.
+//! - Every acknowledged entry above the frontier must be replayed, in order (a metadata
+//!   change too, which `replayed` does not count: it carries no writes).
+//! - A write cut by a crash is *in doubt*. Cut after its sync (or later) its entry
 //!   is durable: it must come back. Cut after the append, before the sync, it comes back
 //!   exactly when the crash tore the log's unsynced tail (ledger: `Torn`, bytes kept) and
 //!   the bytes kept hold its whole record. A write cut by an injected I/O error or a full
 //!   disk never comes back: the engine appends a write's entry once, before its one sync,
 //!   so the fault fell before the entry was durable, and the node then loses power.
-//!   A write that does not come back is rolled back in the model.
+//!   (The models never saw a write that does not come back: they are fed the entries
+//!   replicas apply, `check/model.rs`.)
 //! - A torn tail's bytes past its last whole record are cut off: `truncated`.
 //! - Bootstrap skips the oldest segments whose successor starts at or below the frontier.
 //! - A flipped bit in a log file must fail the restart with `LogCorruption` naming the
 //!   file and the record that holds the byte (the sync-mark slot files: offset 0). With
 //!   one replica that ends the run, as expected.
 
-use crate::log_files::{
+use super::log_files::{
     entry_op_id, record_holding, segment_header, segment_prev_index, whole_records,
 };
 use docsim_engine::disk::Fault;
 use docsim_engine::script::{format_restart, format_restart_full};
-use docsim_engine::{
-    CrashStage, Error, Frontier, HybridTime, OpId, RestartReport, TabletId, Truncation,
-};
-use docsim_models::cql::Schema;
-use docsim_models::Model;
+use docsim_engine::Truncation;
+use docsim_engine::{CrashPoint, Error, Frontier, HybridTime, OpId, RestartReport, TabletId};
 use std::collections::BTreeMap;
-
-/// The models as they were before an in-doubt write.
-pub struct Snapshot {
-    pub docs: Model,
-    pub tables: BTreeMap<String, (Schema, Model)>,
-}
 
 /// How a write was cut before its acknowledgement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cut {
-    /// A crash at this stage of the write.
-    Crash(CrashStage),
+    /// A power cut at this point of the write.
+    Crash(CrashPoint),
     /// An injected I/O error or a full disk failed it.
     DiskFault,
 }
 
 #[derive(Default)]
 struct TabletBook {
-    /// Entries with writes above the frontier, in order.
+    /// Entries with writes above the frontier, in order (what a restart replays).
     unflushed: Vec<OpId>,
+    /// The last entry applied that the frontier follows (a write or a metadata change),
+    /// and the last flushed.
     applied: OpId,
     flushed: OpId,
-    /// The hybrid times of the writes of `applied` and `flushed`.
+    /// The hybrid times of the entries of `applied` and `flushed`.
     applied_ht: HybridTime,
     flushed_ht: HybridTime,
     /// The highest history cutoff of the compactions of this tablet.
@@ -79,9 +76,8 @@ pub struct Book {
     /// A disk fault armed for the next write (it lives for one write): the fault ledger's
     /// length when it was armed.
     pub fault_armed_at: Option<usize>,
-    /// How the last write was cut, the tablet it went to, its hybrid time, and the models
-    /// before it.
-    in_doubt: Option<(Cut, TabletId, HybridTime, Snapshot)>,
+    /// How the last write was cut, and its entry (whose proposal the checker saw).
+    in_doubt: Option<(Cut, InDoubt)>,
     /// A flipped bit the next restart must refuse: the file and the offset it must name.
     corrupt: Option<(String, usize)>,
     /// Fault-ledger length when the last crash was armed or cut the power.
@@ -98,24 +94,27 @@ pub struct Book {
 /// What a restart's check found wrong: expected and actual output lines.
 pub type Mismatch = (Vec<String>, Vec<String>);
 
-/// What a restart that passed its check leaves to do.
-pub struct Settled {
-    /// The models to restore: the in-doubt write did not survive.
-    pub restore: Option<Snapshot>,
-    /// The restart refused a corrupt log, as the book predicted: the run ends.
-    pub ended: bool,
+/// A write whose entry may or may not have survived a cut.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InDoubt {
+    pub tablet: TabletId,
+    pub op_id: OpId,
+    pub ht: HybridTime,
+    /// It carries writes (a metadata change moves the frontier, and is not counted).
+    pub writes: bool,
 }
 
 impl Book {
-    /// Writes acknowledged by the engine, by the write's hybrid time `ht`.
-    pub fn acked(&mut self, acks: Vec<(TabletId, OpId)>, ht: HybridTime) {
-        for (tablet, op) in acks {
-            let book = self.tablets.entry(tablet).or_default();
-            assert!(op > book.applied, "op ids grow: {op} after {}", book.applied);
+    /// An entry acknowledged by the engine: `writes` for a write, not for a metadata
+    /// change (which bootstrap re-applies without counting it).
+    pub fn acked(&mut self, tablet: TabletId, op: OpId, ht: HybridTime, writes: bool) {
+        let book = self.tablets.entry(tablet).or_default();
+        assert!(op > book.applied, "op ids grow: {op} after {}", book.applied);
+        if writes {
             book.unflushed.push(op);
-            book.applied = op;
-            book.applied_ht = ht;
         }
+        book.applied = op;
+        book.applied_ht = ht;
     }
 
     /// Every tablet flushed, or only the tablet `only`.
@@ -130,10 +129,11 @@ impl Book {
 
     /// After log GC ran on `tablet` with the book's frontier, the segments of `files` (its
     /// log's, oldest first) that GC should have removed, as the `log` command prints them
-    /// (`log: [table=<name> ]segment=N after=<op> last=<op> bytes=B`, README): every
-    /// segment but the newest whose entries all lie at or below the flushed frontier (a
-    /// segment without entries: its header's `prev`). The bound is the book's: one node
-    /// commits what it acknowledges, so min(flushed, committed) is the flushed frontier
+    /// (`log: [table=<name> ]segment=N after=<op> last=<op> bytes=B`,
+    /// `docs/docscript-extensions.md`): every segment but the newest whose entries all lie
+    /// at or below the flushed frontier (a segment without entries: its header's `prev`).
+    /// The bound is the book's: one node commits what it acknowledges, so
+    /// min(flushed, committed) is the flushed frontier
     /// (`log_gc_bound`, `engine/src/replay.rs`, states the engine's). The engine's own
     /// frontier may be higher (entries it applied that no one acknowledged), never lower,
     /// so it removes at least these. One node only: with replicas a committed index below
@@ -174,9 +174,9 @@ impl Book {
         }
     }
 
-    /// A write at `ht` to `tablet` was cut (`cut`); `before` holds the models before it.
-    pub fn cut(&mut self, cut: Cut, tablet: TabletId, ht: HybridTime, before: Snapshot) {
-        self.in_doubt = Some((cut, tablet, ht, before));
+    /// The write `entry` was cut (`cut`) before its acknowledgement.
+    pub fn cut(&mut self, cut: Cut, entry: InDoubt) {
+        self.in_doubt = Some((cut, entry));
     }
 
     /// Whether the write in doubt was cut by a disk fault.
@@ -200,24 +200,22 @@ impl Book {
     }
 
     /// Check a restart of the tablets `ids` (in the node's order) that gave `outcome`.
-    /// `in_doubt` is the engine's in-doubt entry (which op id it proposed), `ledger` the
-    /// disk's faults, `files` the log files as they were before bootstrap.
+    /// `ledger` is the disk's faults, `files` the log files as they were before bootstrap.
+    /// `Ok(true)`: the restart refused a corrupt log, as the book predicted: the run ends.
     pub fn restarted(
         &mut self,
         ids: &[TabletId],
         outcome: &Result<Vec<(TabletId, RestartReport)>, Error>,
-        in_doubt: Vec<(TabletId, OpId)>,
         ledger: &[Fault],
         files: &LogFiles,
-    ) -> Result<Settled, Mismatch> {
+    ) -> Result<bool, Mismatch> {
         self.restarts += 1;
         if let Some((file, offset)) = self.corrupt.take() {
             // The run ends here; the flipped bytes are no log to read the in-doubt write in.
-            return refused(outcome, &file, offset)
-                .map(|()| Settled { restore: None, ended: true });
+            return refused(outcome, &file, offset).map(|()| true);
         }
         let torn = torn_tails(&ledger[self.ledger_seen.min(ledger.len())..], files);
-        let restore = self.settle_in_doubt(in_doubt, &torn, files)?;
+        self.settle_in_doubt(&torn, files)?;
         let expected: Vec<(TabletId, RestartReport)> =
             ids.iter().map(|id| (id.clone(), self.expected(id, &torn, files))).collect();
         // Compared in full; a mismatch is stated at the contract's `restart:` line when it
@@ -243,7 +241,7 @@ impl Book {
         if want != got {
             return Err((want, got));
         }
-        Ok(Settled { restore, ended: false })
+        Ok(false)
     }
 
     /// Every field bootstrap must report for `id`.
@@ -262,59 +260,40 @@ impl Book {
             last: unflushed.last().copied(),
             truncated: truncated.and_then(TornTail::truncation),
             segments_skipped: segments_skipped(segments, flushed.index),
+            uncommitted: 0, // one voter: every durable entry is committed
+            finished_install: false,
         }
     }
 
-    /// Decide whether the cut write survives (module rules), and which entry it is. Cut
-    /// after its sync, it must survive: its entry is the one the engine says it proposed
-    /// on the write's tablet — or, should the engine name none, the one last in that
-    /// tablet's log on disk (none there: lost, a mismatch); the restart's replayed range
-    /// then shows whether it survived. Cut after its append, it survives exactly when
-    /// the write's tablet's torn tail kept it whole first, and the engine must name that
-    /// entry. Returns the models before the write when it does not survive.
-    fn settle_in_doubt(
-        &mut self,
-        in_doubt: Vec<(TabletId, OpId)>,
-        torn: &[TornTail],
-        files: &LogFiles,
-    ) -> Result<Option<Snapshot>, Mismatch> {
-        let Some((cut, tablet, ht, before)) = self.in_doubt.take() else { return Ok(None) };
-        let segments = files.get(&tablet).map(Vec::as_slice).unwrap_or_default();
-        let engine = in_doubt.iter().find(|(t, _)| *t == tablet).map(|(_, op)| *op);
-        let survivor = match cut {
-            Cut::Crash(CrashStage::AfterSync | CrashStage::AfterApply) => {
-                let newest = segments.last().map(|(_, bytes)| bytes.as_slice());
-                let on_disk = newest.and_then(last_entry);
-                Some(engine.or(on_disk).ok_or_else(|| no_entry(&tablet))?)
-            }
-            Cut::Crash(CrashStage::AfterAppend) => {
+    /// Decide whether the cut write survives (module rules); if it does, it is owed a
+    /// replay like an acknowledged one. Cut after its sync, it must survive: its entry is
+    /// durable. Cut after its append, it survives exactly when the write's tablet's torn
+    /// tail kept its record whole first (and the entry kept must be the write's).
+    fn settle_in_doubt(&mut self, torn: &[TornTail], files: &LogFiles) -> Result<(), Mismatch> {
+        let Some((cut, entry)) = self.in_doubt.take() else { return Ok(()) };
+        let segments = files.get(&entry.tablet).map(Vec::as_slice).unwrap_or_default();
+        let survives = match cut {
+            Cut::Crash(CrashPoint::AfterAppend) => {
                 let ours = torn.iter().filter(|t| segments.iter().any(|(name, _)| *name == t.file));
                 let kept = ours.filter_map(|t| t.kept_entry).next();
-                if kept.is_some() && engine != kept {
-                    let want = format!("in doubt: {kept:?} of {tablet:?}, kept whole by the tear");
-                    return Err((vec![want], vec![format!("in doubt: {engine:?} (the engine's)")]));
+                if kept.is_some_and(|kept| kept != entry.op_id) {
+                    let want =
+                        format!("in doubt: {kept:?} of {:?}, kept whole by the tear", entry.tablet);
+                    return Err((
+                        vec![want],
+                        vec![format!("in doubt: {} (proposed)", entry.op_id)],
+                    ));
                 }
-                kept
+                kept.is_some()
             }
-            Cut::DiskFault => None,
+            Cut::Crash(_) => true,
+            Cut::DiskFault => false,
         };
-        let Some(op) = survivor else { return Ok(Some(before)) };
-        self.acked(vec![(tablet, op)], ht);
-        Ok(None)
+        if survives {
+            self.acked(entry.tablet, entry.op_id, entry.ht, entry.writes);
+        }
+        Ok(())
     }
-}
-
-/// The op id of the last whole entry record of a segment.
-fn last_entry(bytes: &[u8]) -> Option<OpId> {
-    let records = whole_records(bytes);
-    let mut entries = records.iter().filter_map(|(at, _)| entry_op_id(bytes, *at));
-    entries.next_back().map(|(term, index)| OpId::new(term, index))
-}
-
-/// A write cut after its sync whose entry is not in its tablet's log: lost.
-fn no_entry(tablet: &TabletId) -> Mismatch {
-    let want = format!("a synced in-doubt entry at the end of {tablet:?}'s log");
-    (vec![want], vec!["none on disk".to_owned()])
 }
 
 /// A log file's unsynced tail, torn by a crash: what the ledger and the file say of it.
@@ -422,7 +401,9 @@ mod tests {
     fn log_gc_must_remove_every_older_segment_at_or_below_the_flushed_frontier() {
         let mut book = Book::default();
         let table = TabletId::Table("t".into());
-        book.acked((1..=9).map(|i| (table.clone(), OpId::new(1, i))).collect(), HybridTime::MIN);
+        for i in 1..=9 {
+            book.acked(table.clone(), OpId::new(1, i), HybridTime::MIN, true);
+        }
         book.flushed(None);
         let files = [
             segment(1, 0, &[1, 2, 3, 4]),    // wholly at or below 9: must be gone

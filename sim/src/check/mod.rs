@@ -1,0 +1,605 @@
+//! A random run's checks: what the executor's events say against the run's own
+//! accounts, for every replica count.
+//!
+//! - **The models** (`model.rs`): every write's reply and every read of every replica
+//!   against the reference model, fed the committed log in order; errors by kind.
+//! - **Cutoffs**: a read below the history cutoff its replica compacted to must be refused
+//!   (`snapshot_too_old`), one at or above it answered. The run knows each replica's
+//!   cutoff from the compactions it ran there (exactly, in a group of one); a replica
+//!   that installed a snapshot took its leader's, somewhere between nothing and the
+//!   highest the group used.
+//! - **Re-checks**: after a compaction (or a restart) of a replica, the recent reads at or
+//!   above its cutoff are read there again: a compaction changes no such read.
+//! - **GC completeness** (`gc_complete.rs`): after every full compaction, the replica's
+//!   dump holds nothing at or below the cutoff that no read can need.
+//! - **Durability** (`book.rs`, a group of one): every field of every restart report, and
+//!   log GC's leftovers, from what the run did and the disk's fault ledger.
+//!
+//! With replicas, the executor's model-free checks (one history, acknowledged writes
+//! committed, convergence) complete them at the end of the run.
+
+mod book;
+mod gc_complete;
+mod log_files;
+pub mod model;
+
+pub use book::{Book, Cut, InDoubt, LogFiles};
+
+use crate::convert;
+use crate::exec::{Answer, Cluster, Compaction, Event};
+use crate::failure::FailureKind;
+use docsim_engine::{
+    CrashPoint, Error, ErrorKind, HybridTime, Node, OpId, Reply, Request, TabletId,
+};
+use docsim_models::{Markers, ModelError};
+use docsim_workloads::Op;
+use model::{ModelReply, Models, Proposed};
+use std::collections::{BTreeMap, VecDeque};
+
+/// How many recent reads are re-checked after a compaction or restart.
+const RECENT_READS: usize = 16;
+
+/// A check that failed: its kind, what was expected and what came (as output lines), and
+/// when the expectation is about a command the run did not print (lines absent from a
+/// `dump` or `log`, a read showing what a write did), that command: the reproducer runs
+/// it, then expects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub kind: FailureKind,
+    pub expected: Vec<String>,
+    pub actual: Vec<String>,
+    pub then_run: Option<String>,
+    /// The step whose output the expectation is about, when not the last (a read checked
+    /// again at the end of the run).
+    pub at_step: Option<usize>,
+}
+
+impl Found {
+    fn new(kind: FailureKind, expected: Vec<String>, actual: Vec<String>) -> Found {
+        Found { kind, expected, actual, then_run: None, at_step: None }
+    }
+}
+
+/// A read a replica served: the op, its time, the index the replica had applied (its
+/// schema and default TTL), the reply.
+#[derive(Clone, Debug)]
+struct Served {
+    op: Op,
+    node: u64,
+    request: Request,
+    read_ht: HybridTime,
+    applied: u64,
+    reply: Reply,
+}
+
+/// A read to do again: the op at its read time, at the replica that served it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Recheck {
+    pub op: Op,
+    pub tablet: TabletId,
+    pub node: u64,
+    pub read_ht: HybridTime,
+}
+
+/// The run's checker.
+pub struct Checker {
+    pub models: Models,
+    pub book: Book,
+    /// A group of one: the book's exact durability rules apply.
+    alone: bool,
+    markers: Markers,
+    /// Each replica's history cutoff: at least, at most.
+    cutoffs: BTreeMap<(TabletId, u64), (HybridTime, HybridTime)>,
+    /// The highest cutoff any replica of a tablet compacted to.
+    highest: BTreeMap<TabletId, HybridTime>,
+    /// Proposals not answered yet: their time, and whether they carry writes.
+    proposals: BTreeMap<(TabletId, OpId), (HybridTime, bool)>,
+    recent: VecDeque<Recheck>,
+    /// Every read a replica of a replicated group served (with the step that read), to
+    /// check again at the end against the whole committed log: a write committed after a
+    /// read, at a time at or below the read's, shows a stale read (an old leader serving
+    /// past its lease).
+    served: Vec<(usize, Served)>,
+    /// The index of the step whose events are being observed.
+    pub step: usize,
+    /// The disk and log files of a node about to restart (a group of one's book).
+    before_restart: Option<(Vec<TabletId>, LogFiles)>,
+    pub checked_reads: usize,
+    /// Reads checked, by the node whose replica served them.
+    pub checked_by_node: BTreeMap<u64, usize>,
+    /// Reads refused for a reason of the group's (lease, safe time, leader), by kind.
+    pub refused_reads: BTreeMap<&'static str, usize>,
+    /// The run is over as expected (a restart refused a log the book knew corrupt).
+    pub ended: bool,
+}
+
+impl Checker {
+    pub fn new(replicas: usize) -> Checker {
+        Checker {
+            models: Models::default(),
+            book: Book::default(),
+            alone: replicas == 1,
+            markers: Markers::Optional,
+            cutoffs: BTreeMap::new(),
+            highest: BTreeMap::new(),
+            proposals: BTreeMap::new(),
+            recent: VecDeque::new(),
+            served: Vec::new(),
+            step: 0,
+            before_restart: None,
+            checked_reads: 0,
+            checked_by_node: BTreeMap::new(),
+            refused_reads: BTreeMap::new(),
+            ended: false,
+        }
+    }
+
+    /// A client op is about to run: what it changes of the run's own state.
+    pub fn before(&mut self, op: &Op) {
+        match op {
+            Op::Markers(m) => self.markers = *m,
+            Op::Table(spec) => self.models.create_table(spec.schema.clone()),
+            _ => {}
+        }
+    }
+
+    /// Node `id` of `cluster` is about to restart: the log files bootstrap will read.
+    pub fn before_restart(&mut self, cluster: &Cluster, id: u64) {
+        if self.alone {
+            let node = cluster.slot(id);
+            let ids = node.node.tablet_ids();
+            self.before_restart = Some((ids.clone(), log_files(&node.node, &ids)));
+        }
+    }
+
+    /// Bit flips at byte `offset` of node `id`'s `file`: in a group of one, the book's
+    /// next restart must refuse the log there.
+    pub fn before_flip(&mut self, cluster: &Cluster, id: u64, file: &str, offset: usize) {
+        if self.alone {
+            let bytes = cluster.slot(id).node.disk().read(file).unwrap_or_default();
+            self.book.flipping(file, &bytes, offset);
+        }
+    }
+
+    /// The events one step caused (`op`: its client op, if it was one); the reads to
+    /// check again, or the first check that failed.
+    pub fn observe(
+        &mut self,
+        op: Option<&Op>,
+        events: Vec<Event>,
+        cluster: &Cluster,
+    ) -> Result<Vec<Recheck>, Found> {
+        let mut rechecks = Vec::new();
+        for event in events {
+            self.event(op, event, cluster, &mut rechecks)?;
+        }
+        Ok(rechecks)
+    }
+
+    fn event(
+        &mut self,
+        op: Option<&Op>,
+        event: Event,
+        cluster: &Cluster,
+        rechecks: &mut Vec<Recheck>,
+    ) -> Result<(), Found> {
+        match event {
+            Event::Applied { tablet, node, op_id, .. } => {
+                self.models.applied(&tablet, node, op_id.index);
+                let committed = &cluster.history(&tablet).expect("a group").applied;
+                let fed = self.models.feed(&tablet, committed);
+                fed.map_err(|(kind, want, got)| Found::new(kind, want, got))
+            }
+            Event::Installed { tablet, node, op_id } => {
+                self.models.installed(&tablet, node, op_id.index);
+                let highest = self.highest.get(&tablet).copied().unwrap_or(HybridTime::MIN);
+                self.cutoffs.insert((tablet, node), (HybridTime::MIN, highest));
+                Ok(())
+            }
+            Event::Proposed { tablet, node, op_id, ht, reply } => {
+                let op = op.expect("a client's proposal");
+                self.proposed(op, (tablet, node), op_id, ht, reply)
+            }
+            Event::Refused { node, error, ht, .. } => {
+                self.refused(op.expect("a client's write"), node, ht, &error)
+            }
+            Event::Cut { tablet, op_id, error, .. } => {
+                self.cut(tablet, op_id, &error);
+                Ok(())
+            }
+            Event::Answered { tablet, op_id, answer } => {
+                let proposal = self.proposals.remove(&(tablet.clone(), op_id));
+                if let (true, Answer::Acked, Some((ht, writes))) = (self.alone, answer, proposal) {
+                    self.book.acked(tablet, op_id, ht, writes);
+                }
+                Ok(())
+            }
+            Event::Read { tablet, node, request, read_ht, result } => {
+                self.read(op, (tablet, node, request), read_ht, &result)
+            }
+            Event::Crashed { .. } | Event::Restarted { .. } | Event::Compacted { .. } => {
+                self.node_event(event, op, cluster, rechecks)
+            }
+        }
+    }
+
+    fn proposed(
+        &mut self,
+        op: &Op,
+        (tablet, node): (TabletId, u64),
+        op_id: Option<OpId>,
+        ht: HybridTime,
+        reply: Reply,
+    ) -> Result<(), Found> {
+        let Some(op_id) = op_id else {
+            let checked = self.models.evaluated_now(op, (self.markers, node), ht, Ok(&reply));
+            return checked.map_err(|(kind, want, got)| match self.read_back(op, node, ht) {
+                // The write changed nothing in the engine, something in the model: a read
+                // at its time shows which.
+                Some((then_run, expected)) => {
+                    Found { kind, expected, actual: got, then_run: Some(then_run), at_step: None }
+                }
+                None => Found::new(kind, want, got),
+            });
+        };
+        let writes = !matches!(
+            op,
+            Op::DefaultTtl { .. } | Op::Cql { op: docsim_models::cql::CqlOp::Alter(_), .. }
+        );
+        self.proposals.insert((tablet.clone(), op_id), (ht, writes));
+        let markers = self.markers;
+        self.models.proposed(tablet, op_id, Proposed { op: op.clone(), markers, reply });
+        Ok(())
+    }
+
+    fn refused(&mut self, op: &Op, node: u64, ht: HybridTime, error: &Error) -> Result<(), Found> {
+        if routing(error.kind()) {
+            return Ok(());
+        }
+        let checked = self.models.evaluated_now(op, (self.markers, node), ht, Err(error));
+        checked.map_err(|(kind, want, got)| Found::new(kind, want, got))
+    }
+
+    /// A proposal's persist failed: in a group of one, its entry is in doubt until the
+    /// restart settles it.
+    fn cut(&mut self, tablet: TabletId, op_id: OpId, error: &Error) {
+        let Some(&(ht, writes)) = self.proposals.get(&(tablet.clone(), op_id)) else { return };
+        if !self.alone {
+            return;
+        }
+        let cut = match error {
+            Error::Crashed(point) => Cut::Crash(*point),
+            _ => Cut::DiskFault,
+        };
+        self.book.cut(cut, InDoubt { tablet, op_id, ht, writes });
+    }
+
+    /// A read served or refused: checked against the model as its replica stands.
+    fn read(
+        &mut self,
+        op: Option<&Op>,
+        (tablet, node, request): (TabletId, u64, Request),
+        read_ht: HybridTime,
+        result: &Result<Reply, Error>,
+    ) -> Result<(), Found> {
+        if let Err(e) = result {
+            if routing(e.kind()) {
+                *self.refused_reads.entry(e.kind().name()).or_default() += 1;
+                return Ok(());
+            }
+        }
+        self.checked_reads += 1;
+        *self.checked_by_node.entry(node).or_default() += 1;
+        let want = self.model_read(op, &tablet, node, &request, read_ht);
+        // A statement the replica's schema refuses is refused before its read time is.
+        let statement_error = matches!(want, Err(ModelError::InvalidRequest));
+        let (lo, hi) = self.cutoffs.get(&(tablet.clone(), node)).copied().unwrap_or_default();
+        let refused_old = matches!(result, Err(e) if e.kind() == ErrorKind::SnapshotTooOld);
+        if read_ht < lo && !refused_old && !statement_error {
+            let want = vec!["error: snapshot_too_old".to_owned()];
+            return Err(Found::new(self.read_kind(op), want, shown(result)));
+        }
+        if refused_old && read_ht < hi && !statement_error {
+            return Ok(()); // this replica may have compacted as far as that
+        }
+        let lists = self.models.list_columns(&tablet, node);
+        let agrees = match (&want, result) {
+            (Ok(ModelReply::Document(w)), Ok(Reply::Document(g))) if op.is_none() => {
+                // A row whose every column was dropped reads as nothing (or as `{}`).
+                let row = |d: docsim_models::Doc| {
+                    let empty = d == docsim_models::Doc::Object(Default::default());
+                    (!empty || tablet == TabletId::Docs).then(|| model::list_positions(d, &lists))
+                };
+                w.clone().and_then(row) == g.as_ref().and_then(|g| row(convert::doc(g)))
+            }
+            (Ok(want), Ok(got)) => model::reply_agrees(want, got),
+            (Err(m), Err(e)) => model::expected_kind(m) == e.kind(),
+            _ => false,
+        };
+        if let Some(op) = op {
+            self.remember(op, &tablet, node, read_ht);
+            if let (Ok(reply), false) = (result, self.alone) {
+                let applied = self.models.applied_index(&tablet, node);
+                let (op, request, reply) = (op.clone(), request.clone(), reply.clone());
+                let served = Served { op, node, request, read_ht, applied, reply };
+                self.served.push((self.step, served));
+            }
+        }
+        if agrees {
+            return Ok(());
+        }
+        let want = match &want {
+            Ok(reply) => self.expected_lines(node, &request, read_ht, reply),
+            Err(m) => vec![format!("error: {}", model::expected_kind(m))],
+        };
+        Err(Found::new(self.read_kind(op), want, shown(result)))
+    }
+
+    /// The model's answer to a read (a convergence read: the whole document).
+    fn model_read(
+        &mut self,
+        op: Option<&Op>,
+        tablet: &TabletId,
+        node: u64,
+        request: &Request,
+        read_ht: HybridTime,
+    ) -> Result<ModelReply, ModelError> {
+        match (op, request) {
+            (Some(op), _) => self.models.read(tablet, node, op, read_ht),
+            (None, Request::Get { path }) => {
+                let (doc, _) = convert::doc_and_subkeys(path);
+                self.models.document(tablet, node, &doc, read_ht).map(ModelReply::Document)
+            }
+            (None, other) => unreachable!("a convergence read is a get: {other:?}"),
+        }
+    }
+
+    /// Every read a replica served, against the model fed the whole committed log: the
+    /// first that disagrees (`at_step`: the step that read). Call once the run converged.
+    pub fn served_reads_hold(&mut self) -> Result<(), Found> {
+        for (step, s) in std::mem::take(&mut self.served) {
+            let want = self.models.read_at(s.applied, &s.op, s.read_ht);
+            if matches!(&want, Ok(want) if model::reply_agrees(want, &s.reply)) {
+                continue;
+            }
+            let want = match &want {
+                Ok(reply) => self.expected_lines(s.node, &s.request, s.read_ht, reply),
+                Err(m) => vec![format!("error: {}", model::expected_kind(m))],
+            };
+            let got = vec![format!("{:?} (checked again at the end of the run)", s.reply)];
+            let mut found = Found::new(model::mismatch_kind(&s.op), want, got);
+            found.at_step = Some(step);
+            return Err(found);
+        }
+        Ok(())
+    }
+
+    /// A read of the first document the write `op` names at its time `ht` at `node`, and
+    /// what the model answers it: the command and its expected output lines.
+    fn read_back(&mut self, op: &Op, node: u64, ht: HybridTime) -> Option<(String, Vec<String>)> {
+        let doc = match op {
+            Op::Write { write, .. } => write.doc.clone(),
+            Op::Batch { writes, .. } => writes.first()?.doc.clone(),
+            Op::Redis { op, .. } => op.first_doc(),
+            _ => return None,
+        };
+        let path = convert::path(&doc, &[]);
+        let from = (!self.alone).then_some(node);
+        let at = docsim_engine::script::At::Ht(ht);
+        let get = docsim_engine::script::Command::Get { path: path.clone(), at, table: None, from };
+        let want = self.models.document(&TabletId::Docs, node, &doc, ht).ok()?;
+        let request = Request::Get { path };
+        let lines = self.expected_lines(node, &request, ht, &ModelReply::Document(want));
+        Some((get.to_string(), lines))
+    }
+
+    /// What replica `node` prints for a read of `request` at `read_ht` answered `reply`
+    /// (a replicated group's lines name the node).
+    fn expected_lines(
+        &self,
+        node: u64,
+        request: &Request,
+        read_ht: HybridTime,
+        reply: &ModelReply,
+    ) -> Vec<String> {
+        let lines = match (request, reply) {
+            (Request::Get { path }, ModelReply::Document(doc)) => {
+                let doc = doc.as_ref().map(convert::document);
+                vec![docsim_engine::script::format_get(path, read_ht, doc.as_ref())]
+            }
+            (_, reply) => model::reply_lines(reply),
+        };
+        match self.alone {
+            true => lines,
+            false => lines.into_iter().map(|l| format!("node {node}: {l}")).collect(),
+        }
+    }
+
+    fn read_kind(&self, op: Option<&Op>) -> FailureKind {
+        op.map_or(FailureKind::NoConvergence, model::mismatch_kind)
+    }
+
+    fn remember(&mut self, op: &Op, tablet: &TabletId, node: u64, read_ht: HybridTime) {
+        let recheck = Recheck { op: op.clone(), tablet: tablet.clone(), node, read_ht };
+        if self.recent.contains(&recheck) {
+            return;
+        }
+        self.recent.push_back(recheck);
+        if self.recent.len() > RECENT_READS {
+            self.recent.pop_front();
+        }
+    }
+
+    /// The recent reads of `node` at or above `cutoff`, to do again.
+    fn rechecks(&self, node: u64, cutoff: HybridTime) -> Vec<Recheck> {
+        self.recent.iter().filter(|r| r.node == node && r.read_ht >= cutoff).cloned().collect()
+    }
+
+    fn node_event(
+        &mut self,
+        event: Event,
+        op: Option<&Op>,
+        cluster: &Cluster,
+        rechecks: &mut Vec<Recheck>,
+    ) -> Result<(), Found> {
+        let _ = op;
+        match event {
+            Event::Crashed { .. } => Ok(()),
+            Event::Restarted { node, result } => {
+                // What a replica applied before the power went is gone past its frontier
+                // and replay: it stands where bootstrap left it (its schema too).
+                for (tablet, report) in result.as_deref().unwrap_or_default() {
+                    let applied = report.last.unwrap_or(report.frontier.op_id);
+                    self.models.restarted(tablet, node, applied.index);
+                    if report.finished_install {
+                        // A snapshot the power cut short: installed now, with its cutoff.
+                        let highest = self.highest.get(tablet).copied().unwrap_or(HybridTime::MIN);
+                        self.cutoffs.insert((tablet.clone(), node), (HybridTime::MIN, highest));
+                    }
+                }
+                let (lo, _) =
+                    self.cutoffs.get(&(TabletId::Docs, node)).copied().unwrap_or_default();
+                rechecks.extend(self.rechecks(node, lo));
+                if !self.alone {
+                    return Ok(());
+                }
+                let (ids, files) = self.before_restart.take().unwrap_or_default();
+                let ledger = cluster.slot(node).node.disk().ledger();
+                match self.book.restarted(&ids, &result, &ledger, &files) {
+                    Ok(ended) => {
+                        self.ended = ended;
+                        Ok(())
+                    }
+                    Err((want, got)) => Err(Found::new(FailureKind::Restart, want, got)),
+                }
+            }
+            Event::Compacted { node, request, result } => {
+                self.compacted(node, &request, &result, cluster, rechecks)
+            }
+            _ => unreachable!("a node's event"),
+        }
+    }
+
+    /// A flush or compaction of `node` ended (done, or cut after it was durable).
+    fn compacted(
+        &mut self,
+        node: u64,
+        request: &Compaction,
+        result: &Result<(), Error>,
+        cluster: &Cluster,
+        rechecks: &mut Vec<Recheck>,
+    ) -> Result<(), Found> {
+        let cut_after = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
+        if matches!(result, Err(e) if e.kind() == ErrorKind::Down) {
+            return Ok(()); // the node was down (a replayed step list may ask one)
+        }
+        if result.is_err() && !cut_after {
+            let got = vec![format!("error: {}", result.as_ref().unwrap_err())];
+            return Err(Found::new(FailureKind::RefusedWrite, vec![], got));
+        }
+        let tablets: Vec<TabletId> = match &request.run {
+            Some((tablet, ..)) => vec![tablet.clone()],
+            None => cluster.slot(node).node.tablet_ids(),
+        };
+        if self.alone {
+            let only = request.run.as_ref().map(|(t, ..)| t);
+            self.book.flushed(only);
+            if let Some(cutoff) = request.cutoff {
+                self.book.compacted(&tablets, cutoff);
+            }
+        }
+        if let Some(cutoff) = request.cutoff {
+            self.cut_to(node, &tablets, cutoff);
+        }
+        if cut_after {
+            return Ok(()); // the node is down: its restart checks the rest
+        }
+        if self.alone {
+            self.check_log_gc(cluster, &tablets)?;
+        }
+        if let (Some(cutoff), false, None) = (request.cutoff, request.minor, &request.run) {
+            self.check_gc_complete(cluster, node, cutoff)?;
+        }
+        if let Some(cutoff) = request.cutoff {
+            rechecks.extend(self.rechecks(node, cutoff));
+        }
+        Ok(())
+    }
+
+    fn cut_to(&mut self, node: u64, tablets: &[TabletId], cutoff: HybridTime) {
+        for tablet in tablets {
+            let (lo, hi) = self.cutoffs.entry((tablet.clone(), node)).or_default();
+            (*lo, *hi) = ((*lo).max(cutoff), (*hi).max(cutoff));
+            let highest = self.highest.entry(tablet.clone()).or_default();
+            *highest = (*highest).max(cutoff);
+        }
+    }
+
+    /// After log GC (a group of one): no segment the book's frontier frees is left.
+    fn check_log_gc(&self, cluster: &Cluster, tablets: &[TabletId]) -> Result<(), Found> {
+        let slot = cluster.slot(1);
+        let files = log_files(&slot.node, tablets);
+        let leftovers: Vec<String> = files
+            .iter()
+            .flat_map(|(id, segments)| self.book.log_gc_leftovers(id, segments))
+            .collect();
+        absent(FailureKind::LogGcIncomplete, "log", leftovers)
+    }
+
+    /// After a full compaction of `node`: every tablet's dump holds nothing at or below
+    /// the cutoff that no read can need.
+    fn check_gc_complete(
+        &self,
+        cluster: &Cluster,
+        node: u64,
+        cutoff: HybridTime,
+    ) -> Result<(), Found> {
+        let slot = cluster.slot(node);
+        let Ok(dumps) = slot.node.dump() else { return Ok(()) }; // down: the restart checks
+        let mut leftovers = Vec::new();
+        for (tablet, dump) in slot.node.tablet_ids().iter().zip(dumps) {
+            let table_ttl_ms = self.models.table_ttl_ms(tablet);
+            let whole = dump.table.is_some_and(|t| t.packed_rows || t.entity_rows);
+            let entries: Vec<_> = dump.entries.into_iter().map(|(entry, ..)| entry).collect();
+            leftovers.extend(gc_complete::leftovers(&entries, cutoff, table_ttl_ms, whole));
+        }
+        let dump = if cluster.replicas() > 1 { format!("dump node={node}") } else { "dump".into() };
+        absent(FailureKind::GcIncomplete, &dump, leftovers)
+    }
+}
+
+/// Lines a command prints that must not be there: a failure whose reproducer runs
+/// `command` and expects each absent.
+fn absent(kind: FailureKind, command: &str, leftovers: Vec<String>) -> Result<(), Found> {
+    if leftovers.is_empty() {
+        return Ok(());
+    }
+    let expected = leftovers.iter().map(|line| format!("absent {line}")).collect();
+    let then_run = Some(command.to_owned());
+    Err(Found { kind, expected, actual: leftovers, then_run, at_step: None })
+}
+
+/// Each tablet's log segments as `node`'s disk holds them now.
+fn log_files(node: &Node, ids: &[TabletId]) -> LogFiles {
+    let disk = node.disk();
+    ids.iter()
+        .map(|id| {
+            let names = disk.list(&format!("{}/wal-", Node::log_dir(id)));
+            let files = names.into_iter().map(|n| (n.clone(), disk.read(&n).unwrap_or_default()));
+            (id.clone(), files.collect())
+        })
+        .collect()
+}
+
+/// Whether an error kind is the group's to decide (which replica serves what, when), not
+/// the data's: no model says anything of it (`ErrorKind::is_routing`).
+pub fn routing(kind: ErrorKind) -> bool {
+    kind.is_routing()
+}
+
+fn shown(result: &Result<Reply, Error>) -> Vec<String> {
+    match result {
+        Ok(reply) => vec![format!("{reply:?}")],
+        Err(e) => vec![format!("error: {e}")],
+    }
+}

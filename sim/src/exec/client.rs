@@ -1,0 +1,458 @@
+//! Clients: writes through the replica that claims to lead (or the one a command names),
+//! reads from any replica, and the catalog's tables. The executor's dispatch of every
+//! command is here too ([`Cluster::execute`]).
+
+use super::{tablet_name, Answer, Cluster, Event, Pending, WRITE_TIMEOUT};
+use crate::failure::FailureKind;
+use docsim_engine::cql::{format_rows, parse_statement, CqlTable, Statement};
+use docsim_engine::script::{format_get, At, Command, Route};
+use docsim_engine::{
+    Error, ErrorKind, HybridTime, Layout, MarkerMode, Reply, Request, Schema, TabletId,
+};
+use std::time::Duration;
+
+/// A client request as a command names it: its tablet, the typed request, when.
+struct Client {
+    tablet: TabletId,
+    request: Request,
+    at: Option<At>,
+    route: Route,
+}
+
+impl Cluster {
+    /// Carry out one command; the command as recorded (a group of one's writes and reads
+    /// with the times they took).
+    pub(super) async fn execute(&mut self, command: Command) -> String {
+        let (mut printed, start) = (Vec::new(), self.trace.len());
+        let (recorded, error) = match self.client(&command) {
+            Some(Ok(client)) => self.request(client, &command, &mut printed).await,
+            Some(Err(e)) => (command.to_string(), Some(e)),
+            None => (command.to_string(), self.other(&command, &mut printed).await),
+        };
+        // In a group of one an error fails the script unless an `expect` takes it back
+        // (the script is a function of its text: the same errors come back). A replicated
+        // group's errors are its answers (which replica serves, a lease not there yet, a
+        // fault's aftermath): they vary with timing, and what fails a replicated script
+        // is an `expect` line or a check.
+        let counted =
+            error.as_ref().filter(|e| !self.replicated() || matches!(e, CommandError::Check(_)));
+        self.last_error_counted = counted.is_some();
+        if let Some(e) = &error {
+            printed.push(format!("error: {e}"));
+        }
+        self.failed_commands += usize::from(counted.is_some());
+        // The script expects a counted error (by kind): a reproducer passes without its
+        // bug.
+        let recorded = match counted {
+            Some(CommandError::Check(_)) | None => recorded,
+            Some(e) => format!("{recorded}\nexpect error: {}", e.kind_name()),
+        };
+        let restarts = std::mem::take(&mut self.restarts_full);
+        self.trace.extend(printed);
+        if !matches!(command, Command::Expect(_)) {
+            // Every line the command printed, a replicated group's notes among them.
+            let lines = self.trace[start..].to_vec();
+            let kind = error.as_ref().map(|e| e.kind_name());
+            self.last = docsim_engine::script::Last::new(lines, kind, restarts);
+        }
+        recorded
+    }
+
+    /// A command that is a client's request: its tablet and typed request (or why it does
+    /// not parse); `None` for every other command.
+    fn client(&mut self, command: &Command) -> Option<Result<Client, CommandError>> {
+        let docs = |request, at, route| Ok(Client { tablet: TabletId::Docs, request, at, route });
+        let markers = self.markers;
+        Some(match command.clone() {
+            Command::Write { write, ht, route } => {
+                let request = Request::Write { writes: vec![write], markers };
+                docs(request, ht.map(At::Ht), route)
+            }
+            Command::Batch { ht, writes, route } => {
+                docs(Request::Write { writes, markers }, ht.map(At::Ht), route)
+            }
+            Command::DefaultTtl { ttl_us, ht } => {
+                let ttl_ms = ttl_us.map(|us| us.div_ceil(1000));
+                docs(Request::DefaultTtl(ttl_ms), ht.map(At::Ht), Route::default())
+            }
+            Command::Get { path, at, table, from } => {
+                let tablet = table.map_or(TabletId::Docs, TabletId::Table);
+                let route = Route { node: from, nowait: false };
+                Ok(Client { tablet, request: Request::Get { path }, at: Some(at), route })
+            }
+            Command::Cql { at, statement, route } => match parse_statement(&statement) {
+                Ok(s) => {
+                    let tablet = TabletId::Table(s.table().to_owned());
+                    Ok(Client { tablet, request: Request::Cql(s), at, route })
+                }
+                Err(e) => Err(CommandError::Syntax(e.to_string())),
+            },
+            Command::Redis { at, command, route } => {
+                match docsim_engine::redis::Command::parse(&command) {
+                    Ok(c) => docs(Request::Redis(c), at, route),
+                    Err(e) => Err(CommandError::Syntax(e.to_string())),
+                }
+            }
+            _ => return None,
+        })
+    }
+
+    /// A client's request: a read or a write. The command as recorded.
+    async fn request(
+        &mut self,
+        client: Client,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> (String, Option<CommandError>) {
+        if client.tablet == TabletId::Docs {
+            self.docs_tablet();
+        }
+        if !self.catalog.iter().any(|(id, _)| *id == client.tablet) {
+            let error = match &client.tablet {
+                TabletId::Table(name) => Error::NoSuchTable(name.clone()),
+                TabletId::Docs => Error::Down { cause: None }, // no node ran to create it
+            };
+            return (command.to_string(), Some(CommandError::Node(error)));
+        }
+        // A group of one: node 1, whether it runs or not (it says why it does not).
+        let alone = (!self.replicated()).then_some(1);
+        let guess = client.route.node.or_else(|| self.leader_guess(&client.tablet)).or(alone);
+        let Some(node) = guess else {
+            let error = CommandError::NoLeader(tablet_name(&client.tablet));
+            return (command.to_string(), Some(error));
+        };
+        if matches!(client.at, Some(At::Ht(_))) && !client.request.is_read() {
+            self.explicit_times = true;
+        }
+        if node as usize > self.slots.len() {
+            return (command.to_string(), Some(CommandError::NoNode(node)));
+        }
+        match client.request.is_read() {
+            true => self.read(client, node, command, printed),
+            false => self.write(client, node, command, printed).await,
+        }
+    }
+
+    /// The document tablet, created on every node on first use (the master's), once a
+    /// node runs to take it.
+    pub(super) fn docs_tablet(&mut self) {
+        let exists = self.catalog.iter().any(|(id, _)| *id == TabletId::Docs);
+        if exists || !self.ids().any(|id| self.running(id)) {
+            return;
+        }
+        self.create(TabletId::Docs, Schema::Docs { default_ttl_ms: None });
+    }
+
+    /// Create `tablet` on every node (a node that is down creates it at its restart).
+    fn create(&mut self, tablet: TabletId, schema: Schema) {
+        self.catalog.push((tablet.clone(), schema.clone()));
+        self.histories.entry(tablet.clone()).or_default();
+        for id in self.ids().collect::<Vec<_>>() {
+            let now_us = self.now_us(id);
+            let created = self.slot(id).node.create_tablet(tablet.clone(), schema.clone(), now_us);
+            if let Err(e) = created {
+                let why = format!("node {id} does not create {}: {e}", tablet_name(&tablet));
+                self.fail(crate::failure::Broken::new(FailureKind::ReplicaFailed, why));
+            }
+        }
+    }
+
+    /// `table CREATE TABLE ...`: a table in the catalog, its rows stored as the layout says.
+    fn create_table(&mut self, statement: &str) -> Result<(), CommandError> {
+        let mut table =
+            CqlTable::parse(statement).map_err(|e| CommandError::Syntax(e.to_string()))?;
+        table.packed_rows = match self.layout {
+            Layout::Declared => table.packed_rows,
+            Layout::Packed | Layout::Entity => true,
+            Layout::Unpacked => false,
+        };
+        table.entity_rows = self.layout == Layout::Entity;
+        let tablet = TabletId::Table(table.name.clone());
+        if self.catalog.iter().any(|(id, _)| *id == tablet) {
+            return Err(CommandError::Node(Error::TableExists(table.name)));
+        }
+        if !self.ids().any(|id| self.running(id)) {
+            return Err(CommandError::Node(Error::Down { cause: None }));
+        }
+        self.create(tablet, Schema::table(table));
+        Ok(())
+    }
+
+    /// A read at `node`: served (its output printed) or refused.
+    fn read(
+        &mut self,
+        client: Client,
+        node: u64,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> (String, Option<CommandError>) {
+        let now_us = self.now_us(node);
+        let at = client.at.unwrap_or(At::Now { ahead_us: 0 });
+        let result = {
+            let mut slot = self.slot(node);
+            slot.node.replica_mut(&client.tablet).map(|replica| {
+                let read_ht = match at {
+                    At::Ht(ht) => ht,
+                    At::Now { ahead_us } => replica.now_ht(now_us).add_micros(ahead_us),
+                    At::Safe => replica.safe_time(),
+                };
+                let read = || replica.read(&client.request, read_ht, now_us);
+                (read_ht, crate::cost::timed(crate::cost::Part::ClientCalls, read))
+            })
+        };
+        let (read_ht, result) = match result {
+            Ok(read) => read,
+            Err(e) => return (command.to_string(), Some(CommandError::Node(e))),
+        };
+        let prefix = if self.replicated() { format!("node {node}: ") } else { String::new() };
+        match &result {
+            Ok(reply) => {
+                self.counts.reads_served += 1;
+                let lines = reply_lines(&client.request, read_ht, reply);
+                printed.extend(lines.into_iter().map(|l| format!("{prefix}{l}")));
+            }
+            Err(e) => {
+                *self.counts.reads_refused.entry(e.kind().name()).or_default() += 1;
+            }
+        }
+        let error = result.as_ref().err().map(|e| CommandError::Node(e.clone()));
+        let (tablet, request) = (client.tablet.clone(), client.request.clone());
+        self.events.push(Event::Read { tablet, node, request, read_ht, result });
+        let recorded = match self.replicated() {
+            true => command.clone(),
+            false => with_time(command, read_ht),
+        };
+        (recorded.to_string(), error)
+    }
+
+    /// A write sent to `node`: proposed there and answered (once applied), or refused.
+    async fn write(
+        &mut self,
+        client: Client,
+        node: u64,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> (String, Option<CommandError>) {
+        let now_us = self.now_us(node);
+        let (proposed, ht, incarnation) = {
+            let mut slot = self.slot(node);
+            let incarnation = slot.incarnation;
+            let replica = match slot.node.replica_mut(&client.tablet) {
+                Ok(replica) => replica,
+                Err(e) => return (command.to_string(), Some(CommandError::Node(e))),
+            };
+            let ht = match client.at {
+                Some(At::Ht(ht)) => ht,
+                _ => replica.now_ht(now_us),
+            };
+            let propose = || replica.propose(&client.request, Some(ht), now_us);
+            (crate::cost::timed(crate::cost::Part::ClientCalls, propose), ht, incarnation)
+        };
+        let recorded = match self.replicated() {
+            true => command.to_string(),
+            false => with_time(command, ht).to_string(),
+        };
+        let tablet = client.tablet.clone();
+        let proposed = match proposed {
+            Ok(proposed) => proposed,
+            Err(error) => {
+                let kind = error.kind().name();
+                *self.counts.writes_refused.entry(kind).or_default() += 1;
+                self.events.push(Event::Refused { tablet, node, ht, error: error.clone() });
+                return (recorded, Some(self.refusal(node, error)));
+            }
+        };
+        let reply = proposed.reply.clone();
+        self.events.push(Event::Proposed {
+            tablet: tablet.clone(),
+            node,
+            op_id: proposed.op_id,
+            ht,
+            reply: reply.clone(),
+        });
+        let Some(op_id) = proposed.op_id else {
+            printed.extend(reply_lines(&client.request, ht, &reply));
+            return (recorded, None);
+        };
+        if let Err(broken) = self.histories.entry(tablet.clone()).or_default().proposed(op_id, ht) {
+            self.fail(broken);
+        }
+        let deadline = crate::simulated_now() + WRITE_TIMEOUT;
+        self.pending.push(Pending { tablet: tablet.clone(), node, incarnation, deadline, op_id });
+        if let Some(error) = self.persist(&tablet, node) {
+            let cut = Event::Cut { tablet: tablet.clone(), node, op_id, error: error.clone() };
+            self.events.push(cut);
+            self.answer_now(op_id, Answer::Unanswered);
+            return (recorded, Some(self.refusal(node, error)));
+        }
+        if !client.route.nowait {
+            self.wait_for(op_id).await;
+        }
+        if self.answered(&tablet, op_id) == Some(Answer::Acked) {
+            printed.extend(reply_lines(&client.request, ht, &reply));
+        }
+        (recorded, None)
+    }
+
+    /// The proposal's persist at its leader (`process`): the error that stopped it, if
+    /// any (a power cut that fired there takes the node down).
+    fn persist(&mut self, tablet: &TabletId, node: u64) -> Option<Error> {
+        let replicated = self.replicated();
+        let mut slot = self.slot(node);
+        let slot = &mut *slot;
+        let process = || slot.node.process(tablet);
+        match crate::cost::timed(crate::cost::Part::ClientCalls, process) {
+            Ok(out) => {
+                slot.outbox.extend(out.into_iter().map(|e| (tablet.clone(), e)));
+                None
+            }
+            Err(e) => {
+                // A power cut took the node down; a failed log write stops a replicated
+                // node too (fail-stop, as `world::with_node` says). A group of one keeps
+                // the engine's `tablet is down` answers until the script restarts it.
+                let fatal = matches!(e.kind(), ErrorKind::Io | ErrorKind::DiskFull);
+                if e.kind() == ErrorKind::Crashed || (fatal && replicated) {
+                    slot.crashed = true;
+                }
+                Some(e)
+            }
+        }
+    }
+
+    /// Answer the pending write `op_id` now.
+    fn answer_now(&mut self, op_id: docsim_engine::OpId, answer: Answer) {
+        let Some(at) = self.pending.iter().position(|p| p.op_id == op_id) else { return };
+        let p = self.pending.remove(at);
+        self.answer(p, answer);
+    }
+
+    /// The answer a proposal got, if any.
+    fn answered(&self, tablet: &TabletId, op_id: docsim_engine::OpId) -> Option<Answer> {
+        self.histories.get(tablet)?.proposals.get(&op_id)?.answer
+    }
+
+    /// Wait until the write `op_id` is answered (acknowledged, timed out, or its node
+    /// crashed), or a check failed.
+    async fn wait_for(&mut self, op_id: docsim_engine::OpId) {
+        loop {
+            let _ = self.collect();
+            self.settle(false);
+            if self.broken.is_some() || !self.pending.iter().any(|p| p.op_id == op_id) {
+                return;
+            }
+            madsim::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    /// A refused write as printed: routing refusals name the node in a replicated group.
+    fn refusal(&self, node: u64, error: Error) -> CommandError {
+        match self.replicated() {
+            true => CommandError::At(node, error),
+            false => CommandError::Node(error),
+        }
+    }
+
+    /// Every command that is no client's request; the error it prints, if any.
+    async fn other(
+        &mut self,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> Option<CommandError> {
+        match command {
+            Command::Header(_) | Command::Expect(_) => None,
+            Command::Markers(mode) => {
+                self.markers = *mode;
+                None
+            }
+            Command::Layout(layout) => {
+                self.layout = *layout;
+                None
+            }
+            Command::Table(statement) => self.create_table(statement).err(),
+            _ => self.node_or_network(command, printed).await,
+        }
+    }
+}
+
+/// The command with the time it took (a group of one's record: contract form).
+fn with_time(command: &Command, ht: HybridTime) -> Command {
+    let mut command = command.clone();
+    match &mut command {
+        Command::Write { ht: t, .. }
+        | Command::Batch { ht: t, .. }
+        | Command::DefaultTtl { ht: t, .. } => *t = Some(ht),
+        Command::Get { at, .. } => *at = At::Ht(ht),
+        Command::Cql { at, .. } | Command::Redis { at, .. } => *at = Some(At::Ht(ht)),
+        _ => {}
+    }
+    command
+}
+
+/// What a request's reply prints.
+fn reply_lines(request: &Request, ht: HybridTime, reply: &Reply) -> Vec<String> {
+    match (request, reply) {
+        (Request::Get { path }, Reply::Document(doc)) => vec![format_get(path, ht, doc.as_ref())],
+        (_, Reply::Rows(rows)) => format_rows(rows),
+        (_, Reply::Redis(reply)) => reply.to_string().lines().map(str::to_owned).collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// Why a command failed: its error as printed, and the kind `expect error:` names.
+#[derive(Clone, Debug)]
+pub enum CommandError {
+    /// A node refused it.
+    Node(Error),
+    /// Node `i` of a replicated group refused it.
+    At(u64, Error),
+    /// Its CQL or Redis text does not parse.
+    Syntax(String),
+    /// No replica of the tablet claims to lead.
+    NoLeader(String),
+    /// The command names a node the group does not have.
+    NoNode(u64),
+    /// A check failed (the run's model-free checks).
+    Check(String),
+}
+
+impl CommandError {
+    /// The kind `expect error: <kind>` names.
+    pub fn kind_name(&self) -> &'static str {
+        match self {
+            CommandError::Node(e) | CommandError::At(_, e) => e.kind().name(),
+            CommandError::Syntax(_) => "syntax_error",
+            CommandError::NoLeader(_) => "not_leader",
+            CommandError::NoNode(_) | CommandError::Check(_) => "invalid_request",
+        }
+    }
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CommandError::Node(e) => write!(f, "{e}"),
+            CommandError::At(node, e) => write!(f, "node {node}: {}: {e}", e.kind()),
+            CommandError::Syntax(why) => f.write_str(why),
+            CommandError::NoLeader(tablet) => write!(f, "no replica of {tablet} claims to lead"),
+            CommandError::NoNode(id) => write!(f, "no node {id}"),
+            CommandError::Check(why) => f.write_str(why),
+        }
+    }
+}
+
+impl Cluster {
+    /// The replica a client sends a write of `tablet` to when the script names none.
+    pub fn write_target(&self, tablet: &TabletId) -> Option<u64> {
+        self.leader_guess(tablet)
+    }
+
+    /// The current marker mode (a run's checker needs it with each write).
+    pub fn markers(&self) -> MarkerMode {
+        self.markers
+    }
+
+    /// The CQL statement of a table's tablet, parsed (for the checker).
+    pub fn statement(text: &str) -> Option<Statement> {
+        parse_statement(text).ok()
+    }
+}

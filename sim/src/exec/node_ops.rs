@@ -1,0 +1,216 @@
+//! A node's own commands: flush, compact, crash (now or armed), disarm, disk faults,
+//! restart, and what a node prints of itself (dump, files, log). `node=<i>` names the
+//! node; without it `flush` and `compact` run on every node that runs (a group of one:
+//! node 1), the others on node 1.
+
+use super::client::CommandError;
+use super::{tablet_name, Cluster, Compaction, Event};
+use docsim_engine::disk::Tear;
+use docsim_engine::gc::CompactionKind;
+use docsim_engine::script::{self, Command};
+use docsim_engine::{Error, TabletId};
+
+impl Cluster {
+    /// A node's command, or a network one (`network.rs`).
+    pub(super) async fn node_or_network(
+        &mut self,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> Option<CommandError> {
+        let every = |node: &Option<u64>| node.is_none();
+        let result = match command {
+            Command::Flush { node } | Command::Compact { node, .. } if every(node) => {
+                let ids: Vec<u64> = self.ids().filter(|&id| self.running(id)).collect();
+                let ids = if ids.is_empty() { vec![1] } else { ids }; // refused: down
+                let mut first_error = None;
+                for id in ids {
+                    if let Err(e) = self.flush_or_compact(id, command) {
+                        first_error.get_or_insert(e);
+                    }
+                }
+                first_error.map_or(Ok(()), Err)
+            }
+            Command::Flush { node: Some(id) } | Command::Compact { node: Some(id), .. } => {
+                self.existing(*id).and_then(|id| self.flush_or_compact(id, command))
+            }
+            Command::Crash { node, at, tear } => {
+                let id = node.unwrap_or(1);
+                self.existing(id).and_then(|id| self.crash(id, *at, *tear))
+            }
+            Command::Disarm { node } => self.existing(node.unwrap_or(1)).map(|id| {
+                self.slot(id).node.disarm();
+            }),
+            Command::Fault { fault, node } => {
+                let id = node.unwrap_or(1);
+                self.existing(id).and_then(|id| {
+                    let disk = self.slot(id).node.disk().clone();
+                    fault.inject(&disk).map_err(CommandError::Node)
+                })
+            }
+            Command::Restart { node } => {
+                let id = node.unwrap_or(1);
+                self.existing(id).and_then(|id| self.restart(id, printed))
+            }
+            Command::Dump { style, node } => self.existing(node.unwrap_or(1)).and_then(|id| {
+                let mut out = String::new();
+                script::dump(&self.slot(id).node, *style, &mut out).map_err(CommandError::Node)?;
+                printed.extend(out.lines().map(str::to_owned));
+                Ok(())
+            }),
+            Command::Files { node } => self.existing(node.unwrap_or(1)).and_then(|id| {
+                let files = self.slot(id).node.files().map_err(CommandError::Node)?;
+                for (tablet, files) in files {
+                    let lines = files.iter().enumerate();
+                    printed.extend(lines.map(|(i, f)| script::format_file(&tablet, i, f)));
+                }
+                Ok(())
+            }),
+            Command::Log { node } => self.existing(node.unwrap_or(1)).and_then(|id| {
+                let segments = self.slot(id).node.log_segments().map_err(CommandError::Node)?;
+                for (tablet, segments) in segments {
+                    printed.extend(segments.iter().map(|s| script::format_segment(&tablet, s)));
+                }
+                Ok(())
+            }),
+            other => return self.network(other, printed).await,
+        };
+        result.err()
+    }
+
+    /// `id`, if the group has such a node.
+    fn existing(&self, id: u64) -> Result<u64, CommandError> {
+        match id >= 1 && (id as usize) <= self.slots.len() {
+            true => Ok(id),
+            false => Err(CommandError::NoNode(id)),
+        }
+    }
+
+    /// A flush or compaction of node `id`, then its log GC (which a power cut armed
+    /// after the flush cuts short: the node goes down).
+    fn flush_or_compact(&mut self, id: u64, command: &Command) -> Result<(), CommandError> {
+        if matches!(command, Command::Compact { run: None, .. }) && self.running(id) {
+            self.docs_tablet(); // the document tablet's cutoff moves too, even while empty
+        }
+        let (request, result) = {
+            let mut slot = self.slot(id);
+            let node = &mut slot.node;
+            let timed = |f: &mut dyn FnMut() -> Result<(), Error>| {
+                crate::cost::timed(crate::cost::Part::Replicas, f)
+            };
+            match command {
+                Command::Flush { .. } => {
+                    let request = Compaction { cutoff: None, minor: false, run: None };
+                    (request, timed(&mut || node.flush()))
+                }
+                Command::Compact { cutoff, run: Some(run), .. } => {
+                    let tablet = run.table.clone().map_or(TabletId::Docs, TabletId::Table);
+                    let request = Compaction {
+                        cutoff: Some(*cutoff),
+                        minor: true,
+                        run: Some((tablet, run.first, run.last)),
+                    };
+                    let files = run.first..=run.last;
+                    let result = timed(&mut || {
+                        node.compact_files(run.table.as_deref(), files.clone(), *cutoff)
+                    });
+                    (request, result)
+                }
+                Command::Compact { cutoff, minor, run: None, .. } => {
+                    let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
+                    let request = Compaction { cutoff: Some(*cutoff), minor: *minor, run: None };
+                    (request, timed(&mut || node.compact(*cutoff, kind)))
+                }
+                other => unreachable!("not a flush or compaction: {other}"),
+            }
+        };
+        if matches!(result, Err(Error::Crashed(_))) {
+            self.power_off(id, true); // the node cut its power after the flush
+        }
+        self.events.push(Event::Compacted { node: id, request, result: result.clone() });
+        result.map_err(|e| self.node_error(id, e))
+    }
+
+    /// An error of node `id` as printed (a replicated group names the node).
+    fn node_error(&self, id: u64, error: Error) -> CommandError {
+        match self.replicated() {
+            true => CommandError::At(id, error),
+            false => CommandError::Node(error),
+        }
+    }
+
+    /// `crash`: cut node `id`'s power now, tearing as `tear` says, or arm a cut at a
+    /// point of its work.
+    fn crash(
+        &mut self,
+        id: u64,
+        at: Option<docsim_engine::CrashPoint>,
+        tear: Option<u32>,
+    ) -> Result<(), CommandError> {
+        let tear = tear.map_or(Tear::None, Tear::Sector);
+        match at {
+            Some(point) => {
+                let armed = self.slot(id).node.arm_crash(point, tear);
+                armed.map_err(|e| self.node_error(id, e))
+            }
+            None if !self.slot(id).node.powered() => {
+                self.slot(id).node.crash(tear); // the disk drops what is left unsynced
+                Ok(())
+            }
+            None => {
+                let _ = self.collect(); // what the replicas did before the power went
+                self.slot(id).node.crash(tear);
+                self.note(format!("crash node={id}"));
+                self.power_off(id, false);
+                Ok(())
+            }
+        }
+    }
+
+    /// `restart`: stop node `id` (if it runs) and reopen every tablet it hosts, each
+    /// bootstrapping from its flushed frontier and log.
+    pub(super) fn restart(
+        &mut self,
+        id: u64,
+        printed: &mut Vec<String>,
+    ) -> Result<(), CommandError> {
+        let _ = self.collect();
+        // A node that runs stops cleanly (its tasks end, nothing is lost: the logs are
+        // durable), as the contract's `restart` of a running node does.
+        madsim::runtime::Handle::current().kill(self.handles[id as usize - 1].id());
+        let now_us = self.now_us(id);
+        let opened = {
+            let mut slot = self.slot(id);
+            crate::cost::timed(crate::cost::Part::Replicas, || slot.node.restart_at(now_us))
+        };
+        self.events.push(Event::Restarted { node: id, result: opened.clone() });
+        let reports = opened.map_err(|e| self.node_error(id, e))?;
+        self.counts.restarts += 1;
+        for (tablet, report) in &reports {
+            self.counts.orphaned += report.uncommitted;
+            self.counts.replayed += report.replayed;
+            let line = script::format_restart(tablet, report);
+            printed.push(if self.replicated() { format!("node {id}: {line}") } else { line });
+            if report.finished_install {
+                self.counts.installs_finished_at_boot += 1;
+                let op = report.frontier.op_id;
+                self.note(format!(
+                    "node {id}: {} log restarted after snapshot {op}",
+                    tablet_name(tablet)
+                ));
+            }
+        }
+        self.restarts_full =
+            reports.iter().map(|(t, r)| script::format_restart_full(t, r)).collect();
+        {
+            let mut slot = self.slot(id);
+            slot.syncs_sent = 0;
+            slot.incarnation += 1;
+            slot.refused.clear();
+        }
+        madsim::runtime::Handle::current().restart(self.handles[id as usize - 1].id());
+        if let Err(broken) = self.collect() {
+            return Err(CommandError::Check(broken.to_string()));
+        }
+        Ok(())
+    }
+}

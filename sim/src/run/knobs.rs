@@ -1,0 +1,302 @@
+//! What a seed draws for its run, each part from its own ChaCha stream so that a new knob
+//! in one never reshuffles another: the schedule of flushes and compactions, the power
+//! cuts, the disk faults, and (with replicas) the nemesis — partitions, skew, loss, slow
+//! disks, membership changes, clients. Swarm testing: each seed switches some kinds off
+//! and draws its own rates, so different seeds stress different corners.
+
+use docsim_engine::HybridTime;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// A swarm-testing rate in `lo..hi` (powers of two): an octave drawn uniformly, then a
+/// value within it. Most seeds get a low rate, a few a high one (integer-only, so a seed
+/// draws the same rates on every machine).
+pub fn swarm_rate(rng: &mut ChaCha8Rng, lo: u32, hi: u32) -> u32 {
+    assert!(lo.is_power_of_two() && hi.is_power_of_two() && lo < hi, "rate range {lo}..{hi}");
+    let octaves = hi.trailing_zeros() - lo.trailing_zeros();
+    let base = lo << rng.random_range(0..octaves);
+    rng.random_range(base..2 * base)
+}
+
+/// How often the run flushes and compacts (each node on its own draws), and how far a
+/// compaction's history cutoff lags behind now.
+pub struct Schedule {
+    pub rng: ChaCha8Rng,
+    pub flush_permille: u32,
+    pub compact_permille: u32,
+    pub minor_percent: u32,
+    /// Of minor compactions, the share (in %) that take a run of files, not all of them.
+    pub run_percent: u32,
+    pub lag_max_us: u64,
+}
+
+/// A flush or compaction the schedule drew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Work {
+    Flush,
+    /// `files`: a run of the document tablet's files (first, last), drawn from `count`.
+    Compact {
+        cutoff: HybridTime,
+        minor: bool,
+        files: Option<(usize, usize)>,
+    },
+}
+
+impl Schedule {
+    pub fn new(mut rng: ChaCha8Rng) -> Schedule {
+        Schedule {
+            flush_permille: swarm_rate(&mut rng, 2, 64),
+            compact_permille: swarm_rate(&mut rng, 1, 32),
+            minor_percent: rng.random_range(0..60),
+            lag_max_us: rng.random_range(0..50_000),
+            run_percent: rng.random_range(0..100),
+            rng,
+        }
+    }
+
+    /// A flush, a compaction (its cutoff never below `floor`; a minor one may take a run
+    /// of the `doc_files` SST files of the document tablet), or nothing.
+    pub fn next(
+        &mut self,
+        now: HybridTime,
+        floor: HybridTime,
+        doc_files: impl FnOnce() -> usize,
+    ) -> Option<Work> {
+        let roll = self.rng.random_range(0..1000u32);
+        if roll < self.flush_permille {
+            return Some(Work::Flush);
+        }
+        if roll < self.flush_permille + self.compact_permille {
+            let lag_us = self.rng.random_range(0..=self.lag_max_us);
+            let target = HybridTime::from_raw(now.raw().saturating_sub(lag_us << 12));
+            let minor = self.rng.random_range(0..100) < self.minor_percent;
+            let run = minor && self.rng.random_range(0..100) < self.run_percent;
+            let doc_files = if run { doc_files() } else { 0 };
+            let files = (doc_files > 0).then(|| {
+                let first = self.rng.random_range(0..doc_files);
+                (first, self.rng.random_range(first..doc_files))
+            });
+            return Some(Work::Compact { cutoff: target.max(floor), minor, files });
+        }
+        None
+    }
+}
+
+impl std::fmt::Display for Schedule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "flush={}\u{2030} compact={}\u{2030} minor={}% runs={}% cutoff_lag<={}us",
+            self.flush_permille,
+            self.compact_permille,
+            self.minor_percent,
+            self.run_percent,
+            self.lag_max_us
+        )
+    }
+}
+
+/// Power cuts: how often, and where. Drawn from its own stream.
+pub struct Crashes {
+    pub rng: ChaCha8Rng,
+    pub per_10k: u32,
+}
+
+/// Where a power cut the crash stream drew falls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutAt {
+    /// At once.
+    Now,
+    /// Armed at a point of the next write (or other replica work).
+    Armed(docsim_engine::CrashPoint),
+    /// Armed after the next flush, then a flush.
+    AfterFlush,
+    /// A flush, then at once (after its log GC).
+    AfterLogGc,
+    /// A full compaction, then at once.
+    AfterCompaction,
+}
+
+impl Crashes {
+    pub fn new(mut rng: ChaCha8Rng) -> Crashes {
+        // One seed in eight runs without crashes (swarm testing: a feature switched off).
+        let per_10k = if rng.random_range(0..8u32) == 0 { 0 } else { swarm_rate(&mut rng, 4, 64) };
+        Crashes { per_10k, rng }
+    }
+
+    /// A power cut and whether it tears, or nothing. `points`: the points it may be
+    /// armed at (a group of one: the write's; with replicas: every replica moment).
+    pub fn next(&mut self, points: &[docsim_engine::CrashPoint]) -> Option<(CutAt, bool)> {
+        if self.rng.random_range(0..10_000u32) >= self.per_10k {
+            return None;
+        }
+        let torn = self.rng.random_range(0..2u32) == 1;
+        let at = match self.rng.random_range(0..7u32) {
+            0 => CutAt::Now,
+            1..=3 => CutAt::Armed(points[self.rng.random_range(0..points.len())]),
+            4 => CutAt::AfterFlush,
+            5 => CutAt::AfterLogGc,
+            _ => CutAt::AfterCompaction,
+        };
+        Some((at, torn))
+    }
+}
+
+/// Disk faults beyond power cuts, drawn from their own stream by swarm: one seed in four
+/// injects none, the others a few kinds at a rate of their own.
+pub struct DiskFaults {
+    pub rng: ChaCha8Rng,
+    /// Per 10k steps, the chance of arming an I/O fault for the next write.
+    pub io_per_10k: u32,
+    /// The I/O faults this seed arms.
+    pub io_kinds: Vec<IoKind>,
+    /// A torn crash keeps its tail up to a sector boundary in `0..=max_sector`.
+    pub max_sector: u32,
+    /// The chance (in %) that a power cut comes with a bit flip in synced log data.
+    pub flip_percent: u32,
+    /// Whether a power cut the crash stream draws torn tears (else it is a clean cut).
+    pub tears: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum IoKind {
+    Append,
+    Sync,
+    Full,
+}
+
+impl DiskFaults {
+    pub fn new(mut rng: ChaCha8Rng) -> DiskFaults {
+        let on = rng.random_range(0..4u32) != 0;
+        let io_on = on && rng.random_range(0..3u32) != 0;
+        let io_per_10k = if io_on { swarm_rate(&mut rng, 4, 128) } else { 0 };
+        let mut io_kinds: Vec<IoKind> = [IoKind::Append, IoKind::Sync, IoKind::Full]
+            .into_iter()
+            .filter(|_| rng.random_range(0..2u32) == 1)
+            .collect();
+        if io_kinds.is_empty() {
+            io_kinds.push([IoKind::Append, IoKind::Sync, IoKind::Full][rng.random_range(0..3)]);
+        }
+        let max_sector = if on { rng.random_range(0..8) } else { 0 };
+        let flip_on = on && rng.random_range(0..4u32) == 0;
+        let flip_percent = if flip_on { rng.random_range(1..30) } else { 0 };
+        DiskFaults { rng, io_per_10k, io_kinds, max_sector, flip_percent, tears: true }
+    }
+
+    /// No fault whose effect depends on the log's bytes (the draws above stay, so every
+    /// other stream is unchanged).
+    pub fn placed_by_bytes_off(&mut self) {
+        (self.io_per_10k, self.flip_percent, self.tears) = (0, 0, false);
+    }
+
+    /// The sector boundary a torn crash keeps.
+    pub fn tear_sector(&mut self) -> u32 {
+        self.rng.random_range(0..=self.max_sector)
+    }
+
+    /// An I/O fault for the next write, or nothing.
+    pub fn next_io(&mut self) -> Option<docsim_engine::script::FaultCommand> {
+        use docsim_engine::disk::IoTarget;
+        use docsim_engine::script::FaultCommand;
+        if self.rng.random_range(0..10_000u32) >= self.io_per_10k {
+            return None;
+        }
+        Some(match self.io_kinds[self.rng.random_range(0..self.io_kinds.len())] {
+            IoKind::Append => FaultCommand::IoError(IoTarget::NextAppend),
+            IoKind::Sync => FaultCommand::IoError(IoTarget::NextSync),
+            // Little room: most writes hit it, some fit and the fault is lifted unfired.
+            IoKind::Full => FaultCommand::DiskFull { free_bytes: self.rng.random_range(0..200) },
+        })
+    }
+
+    /// A bit flip in synced data of some log file of `disk` (weighted by synced bytes),
+    /// or nothing.
+    pub fn flip(
+        &mut self,
+        disk: &docsim_engine::disk::SimDisk,
+    ) -> Option<docsim_engine::script::FaultCommand> {
+        if self.rng.random_range(0..100) >= self.flip_percent {
+            return None;
+        }
+        let files: Vec<(String, usize)> = disk
+            .list("")
+            .into_iter()
+            .filter(|name| name.contains("/log/"))
+            .filter_map(|name| disk.synced_len(&name).map(|len| (name, len)))
+            .filter(|(_, len)| *len > 0)
+            .collect();
+        let total: usize = files.iter().map(|(_, len)| len).sum();
+        if total == 0 {
+            return None;
+        }
+        let (mut at, bit) = (self.rng.random_range(0..total), self.rng.random_range(0..8u8));
+        for (file, len) in files {
+            if at < len {
+                return Some(docsim_engine::script::FaultCommand::Flip { file, offset: at, bit });
+            }
+            at -= len;
+        }
+        unreachable!("`at` is below the total")
+    }
+}
+
+impl std::fmt::Display for DiskFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "io={}/10k {:?} tear<={} flip={}%",
+            self.io_per_10k, self.io_kinds, self.max_sector, self.flip_percent
+        )
+    }
+}
+
+/// The nemesis's knobs (a replicated run): how often a fault starts, how many at once,
+/// message loss, clock skew, clients, writes, membership changes.
+#[derive(Clone, Copy, Debug)]
+pub struct Nemesis {
+    pub fault_percent: u32,
+    pub loss_percent: u32,
+    pub max_skew_us: u64,
+    /// Writes in flight at once (clients).
+    pub clients: usize,
+    /// Percent of generated writes sent (the others become reads: read-heavy seeds).
+    pub write_percent: u32,
+    /// Faults in force at once.
+    pub max_faults: usize,
+    /// Whether the nemesis changes the groups' membership.
+    pub membership: bool,
+}
+
+impl Nemesis {
+    pub fn draw(rng: &mut ChaCha8Rng, faults: bool) -> Nemesis {
+        Nemesis {
+            fault_percent: if faults { [2, 5, 10, 20][rng.random_range(0..4)] } else { 0 },
+            loss_percent: if faults { [0, 0, 1, 5][rng.random_range(0..4)] } else { 0 },
+            max_skew_us: if faults {
+                [0, 5_000, 50_000, 500_000][rng.random_range(0..4)]
+            } else {
+                0
+            },
+            clients: [1, 2, 4, 8][rng.random_range(0..4)],
+            write_percent: [100, 50, 10][rng.random_range(0..3)],
+            max_faults: rng.random_range(1..=2),
+            membership: faults && rng.random_bool(0.5),
+        }
+    }
+}
+
+impl std::fmt::Display for Nemesis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "nemesis={}% loss={}% max-skew={}us clients={} writes={}% max-faults={} membership={}",
+            self.fault_percent,
+            self.loss_percent,
+            self.max_skew_us,
+            self.clients,
+            self.write_percent,
+            self.max_faults,
+            self.membership
+        )
+    }
+}
