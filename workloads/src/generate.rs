@@ -129,7 +129,7 @@ impl Knobs {
         if knobs.table_ttl_ms.is_some() {
             // No required markers under a table TTL: YugabyteDB's Redis tables have none,
             // and its required-marker seeks ignore it, so a compaction that drops what the
-            // table TTL expired changes their answers (README, "What docsim finds").
+            // table TTL expired changes their answers (`docs/findings.md`).
             knobs.weights.insert("markers", 0);
         }
         knobs
@@ -254,7 +254,7 @@ impl Workload {
     /// Writes with required markers go to documents of their own (`r0`, `r1`, ...), never
     /// colocated: YugabyteDB fixes a table's init-marker behaviour (Redis tables required,
     /// CQL optional) and has no colocated Redis tables, and its required-marker seeks are
-    /// not compaction-proof on documents that mix both kinds of write (README, "What
+    /// not compaction-proof on documents that mix both kinds of write (`docs/findings.md`, "What
     /// docsim finds in DocDB's rules"). Reads go anywhere.
     fn doc_path(&self, rng: &mut ChaCha8Rng, mode: Option<Markers>) -> (DocId, Vec<Key>) {
         let required = match mode {

@@ -2,8 +2,9 @@
 //!
 //! A workload turns a random stream into [`Op`]s: document writes, batches and reads,
 //! marker modes and the table default TTL; CQL statements on declared tables; Redis
-//! commands (flushes, compactions, crashes and faults are the simulator's to draw). An op is
-//! plain typed data in the reference model's vocabulary (`docsim-models`: [`DocId`](docsim_models::DocId), [`Key`](docsim_models::Key),
+//! commands (flushes, compactions, crashes and faults are the simulator's to draw). An op
+//! is plain typed data in the reference model's vocabulary (`docsim-models`:
+//! [`DocId`](docsim_models::DocId), [`Key`](docsim_models::Key),
 //! [`Write`](docsim_models::Write), [`Ttl`](docsim_models::Ttl), raw hybrid
 //! [`Time`](docsim_models::Time), `CqlOp`, `RedisOp`), so this crate knows nothing of the
 //! engine: the simulator applies an op to the engine and to the model, and prints it as
