@@ -337,13 +337,15 @@ impl Replica {
         let frontier = tablet.opened_frontier();
         // A replica that never ran (nothing on its disk) never echoed a lease: no quiet.
         let ran = raw.raft.term > 0 || raw.raft.raft_log.last_index() > 0;
+        let mut clock = HybridClock::new(Given(now_us));
+        clock.update(tablet.history_cutoff()); // (`Replica::past_cutoff`)
         Replica {
             quiet_until_us: if ran { now_us.saturating_add(options.quiet_us) } else { 0 },
             options,
             tablet,
             log,
             raw,
-            clock: HybridClock::new(Given(now_us)),
+            clock,
             now_us,
             applied: commit,
             applied_ht: frontier.ht,
@@ -546,7 +548,19 @@ impl Replica {
         self.check_powered()?;
         self.tablet.compact(cutoff_ht, kind, files)?;
         self.flushed = self.written;
+        self.past_cutoff();
         Ok(())
+    }
+
+    /// The clock moves past the history cutoff (at open, after a compaction or a snapshot
+    /// install): every time this replica writes at or serves from then on is one it can
+    /// still read at. (A rule of docsim's own: a cutoff drawn from a physical clock that
+    /// a skew then moved back would otherwise lie ahead of the replica's next writes, and
+    /// a write that reads first would be refused as `snapshot_too_old`: seed 100293, 3
+    /// replicas. YugabyteDB's cutoff is its own hybrid clock's now less the retention,
+    /// `TabletRetentionPolicy::EffectiveHistoryCutoff`, so it is never ahead of it.)
+    pub(super) fn past_cutoff(&mut self) {
+        self.clock.update(self.tablet.history_cutoff());
     }
 
     /// Delete the log segments wholly below min(flushed frontier, last committed) + 1;

@@ -249,6 +249,7 @@ impl Replica {
         self.applied = op_id.index;
         self.applied_ht = data.applied_ht;
         self.see(data.applied_ht);
+        self.past_cutoff();
         self.unapplied.clear();
         self.in_flight.clear();
         self.removed = false;

@@ -818,6 +818,23 @@ fn a_write_in_the_leaders_log_stays_in_flight_until_it_applies() {
     assert_eq!(conflict.kind(), ErrorKind::TypeConflict, "{conflict}");
 }
 
+/// A compaction's cutoff ahead of the replica's clock (drawn from a physical clock a skew
+/// then moved back) moves the clock past it: the next write, which reads first, is not
+/// refused as too old (seen red before `Replica::past_cutoff`: seed 100293, 3 replicas).
+#[test]
+fn a_write_after_a_compaction_ahead_of_the_clock_is_above_its_cutoff() {
+    let (mut g, leader) = Group::elected(Plants::NONE);
+    let ahead = HybridTime::from_micros(g.now_us + 100_000); // inside the lease
+    g.peer(leader).compact(ahead, crate::gc::CompactionKind::Full, None).expect("compacted");
+    let request = Request::Write {
+        writes: vec![set("doc(1i32;).\"a\".\"b\"", 2)],
+        markers: MarkerMode::Required,
+    };
+    let now = g.now_us;
+    let proposed = g.peer(leader).propose(&request, None, now).expect("above the cutoff");
+    assert!(proposed.ht > ahead, "{} after the cutoff {ahead}", proposed.ht);
+}
+
 /// The leader heartbeats every `heartbeat_tick` ticks (3 here; raft-rs's default is 2).
 #[test]
 fn a_leader_heartbeats_every_heartbeat_tick() {
