@@ -233,7 +233,6 @@ fn replication(outcome: &RunOutcome) -> std::collections::BTreeMap<String, u64> 
         ("writes_timed_out", count(c.writes_timed_out)),
         ("writes_unanswered", count(c.writes_unanswered)),
         ("max_lag", c.max_lag),
-        ("log_segments_collected", count(c.log_segments_collected)),
         ("snapshots_installed", count(c.snapshots_installed)),
         ("snapshot_installs_finished_at_boot", count(c.installs_finished_at_boot)),
         ("partitions", count(c.partitions)),

@@ -159,7 +159,6 @@ pub struct Counts {
     pub replayed: usize,
     pub snapshots_installed: usize,
     pub installs_finished_at_boot: usize,
-    pub log_segments_collected: usize,
     pub slow_disks: usize,
     pub liveness_ms: u64,
     pub committed: usize,
