@@ -414,6 +414,12 @@ impl Cluster {
         self.script.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
+    /// The command the last step recorded (its first line: not an `expect` after it).
+    pub fn last_recorded(&self) -> String {
+        let script = self.script.lock().unwrap_or_else(|p| p.into_inner());
+        script.last().and_then(|r| r.lines().next()).unwrap_or_default().to_owned()
+    }
+
     /// Take the events since the last call.
     pub fn take_events(&mut self) -> Vec<Event> {
         std::mem::take(&mut self.events)
@@ -551,9 +557,13 @@ impl Cluster {
                     self.note(format!("elected node={id} term={term} {}", tablet_name(&tablet)));
                 }
             }
-            self.note_members(&tablet);
+            if self.replicated() {
+                self.note_members(&tablet); // a group of one's never change
+            }
         }
-        self.note_lag();
+        if self.replicated() {
+            self.note_lag(); // a group of one has none
+        }
     }
 
     fn note_lag(&mut self) {

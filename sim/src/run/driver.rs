@@ -250,14 +250,16 @@ impl Driver {
         let id = self.running_node()?;
         let now = self.now(id);
         let floor = self.nemesis.cutoff(id);
-        let docs_files = || {
-            self.cluster.slot(id).node.files().ok().and_then(|files| {
-                files.into_iter().find(|(t, _)| *t == TabletId::Docs).map(|(_, f)| f.len())
-            })
-        };
-        let files = docs_files().unwrap_or(0);
         let node = self.replicated().then_some(id);
-        Some(Step::Command(match self.schedule.next(now, floor, || files)? {
+        let cluster = &self.cluster;
+        // How many SST files the document tablet has: asked only for a compaction of a run
+        // of files (listing them is RocksDB work).
+        let docs_files = || {
+            let files = cluster.slot(id).node.files().ok();
+            let docs = files.and_then(|f| f.into_iter().find(|(t, _)| *t == TabletId::Docs));
+            docs.map_or(0, |(_, f)| f.len())
+        };
+        Some(Step::Command(match self.schedule.next(now, floor, docs_files)? {
             Work::Flush => Command::Flush { node },
             Work::Compact { cutoff, minor, files } => {
                 self.nemesis.compacted(id, cutoff);
@@ -479,9 +481,7 @@ impl Driver {
     /// Hash (and keep) the step's trace line: its command as recorded, then what it
     /// printed; count its time by kind.
     fn record(&mut self, command: &Command, seconds: f64) {
-        let script = self.cluster.script();
-        // The command (not the `expect error` line the script adds after a refusal).
-        let recorded = script.last().and_then(|r| r.lines().next()).unwrap_or_default();
+        let recorded = self.cluster.last_recorded();
         let printed = &self.cluster.trace_lines()[self.trace_seen..];
         self.trace_seen = self.cluster.trace_lines().len();
         let index = self.outcome.steps;
