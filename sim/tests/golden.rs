@@ -66,3 +66,13 @@ fn replicated_golden_scripts() {
         assert_eq!(run.output, want, "{}", script.display());
     }
 }
+
+/// The README's docscript tour runs clean (every `expect` in it holds).
+#[test]
+fn the_quickstart_runs_clean() {
+    let path = workspace().join("sim/examples/quickstart.ds");
+    let text = std::fs::read_to_string(&path).expect("the quickstart");
+    let run = docsim::script::run_script(&text, Plants::NONE, StorageConfig::default());
+    assert!(run.ok(), "{}:\n{}", path.display(), run.output);
+    assert!(run.output.lines().count() > 20, "{}", run.output);
+}
