@@ -100,6 +100,8 @@ pub struct Node {
     /// The tables in the order they were created (the document tablet comes first).
     created: Vec<TabletId>,
     replicas: BTreeMap<TabletId, Replica>,
+    /// The tablets whose replica failed to open since the node started, with why.
+    not_opened: BTreeMap<TabletId, String>,
     /// Whether the power is on.
     powered: bool,
     armed: Option<Armed>,
@@ -125,6 +127,7 @@ impl Node {
             catalog: BTreeMap::new(),
             created: Vec::new(),
             replicas: BTreeMap::new(),
+            not_opened: BTreeMap::new(),
             powered: true,
             armed: None,
             now_us: 0,
@@ -169,10 +172,10 @@ impl Node {
         }
         self.catalog.insert(id.clone(), schema);
         self.created.push(id.clone());
-        match self.powered {
-            true => self.open_replica(&id, now_us).map(Some),
-            false => Ok(None), // opened at the next restart, as a master's retry would
+        if !self.powered {
+            return Ok(None); // opened at the next restart, as a master's retry would
         }
+        self.open_replica(&id, now_us).map(Some)
     }
 
     /// Whether the node hosts tablet `id` (running or not).
@@ -180,7 +183,7 @@ impl Node {
         self.catalog.contains_key(id)
     }
 
-    fn open_replica(&mut self, id: &TabletId, now_us: u64) -> Result<RestartReport> {
+    fn open(&mut self, id: &TabletId, now_us: u64) -> Result<RestartReport> {
         let schema = self.catalog[id].clone();
         let dir = self.dir.join(tablet_dir(id));
         let o = &self.options;
@@ -205,21 +208,45 @@ impl Node {
         Ok(report)
     }
 
+    /// Open tablet `id`'s replica; one that fails to open (a full disk, an I/O error) is
+    /// down, as a tablet an I/O error stopped, until the node restarts.
+    fn open_replica(&mut self, id: &TabletId, now_us: u64) -> Result<RestartReport> {
+        let opened = self.open(id, now_us);
+        if let Err(e) = &opened {
+            self.not_opened.insert(id.clone(), e.to_string());
+        }
+        opened
+    }
+
     /// The running replica of tablet `id`.
     pub fn replica(&self, id: &TabletId) -> Result<&Replica> {
         self.check_on()?;
-        self.replicas.get(id).ok_or_else(|| no_such(id))
+        self.replicas.get(id).ok_or_else(|| self.no_such(id))
     }
 
     /// Whether an error stopped one of its replicas (it serves nothing until a restart).
     pub fn any_replica_down(&self) -> bool {
-        self.replicas.values().any(Replica::is_down)
+        !self.not_opened.is_empty() || self.replicas.values().any(Replica::is_down)
+    }
+
+    /// Why tablet `id` has no running replica here.
+    fn no_such(&self, id: &TabletId) -> Error {
+        match (self.not_opened.get(id), id) {
+            (Some(why), _) => Error::Down { cause: Some(Box::new(Error::Io(why.clone()))) },
+            (None, TabletId::Table(name)) => Error::NoSuchTable(name.clone()),
+            (None, TabletId::Docs) => {
+                Error::InvalidRequest("the node hosts no document tablet".into())
+            }
+        }
     }
 
     /// The running replica of tablet `id`, to drive.
     pub fn replica_mut(&mut self, id: &TabletId) -> Result<&mut Replica> {
         self.check_on()?;
-        self.replicas.get_mut(id).ok_or_else(|| no_such(id))
+        if !self.replicas.contains_key(id) {
+            return Err(self.no_such(id));
+        }
+        Ok(self.replicas.get_mut(id).expect("checked above"))
     }
 
     /// The running replicas, in [`Node::tablet_ids`]'s order.
@@ -328,6 +355,7 @@ impl Node {
     fn stop(&mut self) {
         self.gather();
         self.replicas.clear();
+        self.not_opened.clear();
         self.powered = false;
     }
 
@@ -436,13 +464,6 @@ impl Output {
             Err(Error::Down { .. }) | Err(Error::Removed { .. }) => {}
             Err(e) => self.errors.push((id.clone(), e)),
         }
-    }
-}
-
-fn no_such(id: &TabletId) -> Error {
-    match id {
-        TabletId::Table(name) => Error::NoSuchTable(name.clone()),
-        TabletId::Docs => Error::InvalidRequest("the node hosts no document tablet".into()),
     }
 }
 

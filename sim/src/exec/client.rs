@@ -143,16 +143,21 @@ impl Cluster {
         self.create(TabletId::Docs, Schema::Docs { default_ttl_ms: None });
     }
 
-    /// Create `tablet` on every node (a node that is down creates it at its restart).
+    /// Create `tablet` on every node (a node that is down creates it at its restart; one
+    /// whose disk fails it, an injected fault, has it down until its restart).
     fn create(&mut self, tablet: TabletId, schema: Schema) {
         self.catalog.push((tablet.clone(), schema.clone()));
         self.histories.entry(tablet.clone()).or_default();
         for id in self.ids().collect::<Vec<_>>() {
             let now_us = self.now_us(id);
             let created = self.slot(id).node.create_tablet(tablet.clone(), schema.clone(), now_us);
-            if let Err(e) = created {
-                let why = format!("node {id} does not create {}: {e}", tablet_name(&tablet));
-                self.fail(crate::failure::Broken::new(FailureKind::ReplicaFailed, why));
+            let injected = |e: &Error| matches!(e.kind(), ErrorKind::DiskFull | ErrorKind::Io);
+            match created {
+                Err(e) if !injected(&e) => {
+                    let why = format!("node {id} does not create {}: {e}", tablet_name(&tablet));
+                    self.fail(crate::failure::Broken::new(FailureKind::ReplicaFailed, why));
+                }
+                _ => {}
             }
         }
     }
