@@ -159,6 +159,16 @@ impl Workload {
         &self.knobs
     }
 
+    /// How many times slower than others this workload's simulated clock runs. CQL's TTLs
+    /// are whole seconds (`USING TTL 1`), so a CQL run spans seconds: long enough for its
+    /// TTLs to run out and for compactions to meet expired rows.
+    pub fn clock_scale(&self) -> u64 {
+        match self.knobs.profile {
+            Profile::Cql => 8,
+            _ => 1,
+        }
+    }
+
     /// Ops that set the stage (tables, table TTL), stamped at `now`.
     pub fn setup_ops(&self, _now: Time) -> Vec<Op> {
         let mut ops: Vec<Op> = self.tables.iter().cloned().map(Op::Table).collect();

@@ -95,7 +95,7 @@ impl Driver {
         if !config.byte_faults {
             faults.placed_by_bytes_off();
         }
-        let step_mean_us = clock_rng.random_range(20..400u64);
+        let step_mean_us = clock_rng.random_range(20..400u64) * workload.clock_scale();
         let knobs = format!(
             "replicas={} {} clock_step={step_mean_us}us {schedule} crash={}/10k {faults} {nemesis} \
              storage=[{}]",
