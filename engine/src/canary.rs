@@ -59,10 +59,12 @@ pub enum Plant {
     /// one expired through a TTL it inherits may in truth inherit another from an ancestor
     /// outside (`docdb_compaction_context.cc`: `CalcExpiration`, `EncodedTombstone()`).
     YbMinorGcDropsTtl,
-    /// YugabyteDB's rule: a full (major) compaction drops an expired entry at or below the
-    /// history cutoff even when it carries a TTL of its own, so a child inheriting that
-    /// TTL (written before it ran out or after: invisible from birth) is read back once
-    /// the parent is gone (`docdb_compaction_context.cc`, `CalcExpiration`).
+    /// YugabyteDB's reader with the major compaction both share: a child written after its
+    /// parent's TTL ran out inherits that TTL (invisible from birth: `GetNewExpiration`,
+    /// `doc_reader.cc`), and a full compaction drops the expired parent even when a
+    /// descendant outlives it (`docdb_compaction_context.cc`; docsim keeps it then,
+    /// `gc::ExpiredKeeps`), after which the child reads back: a read above the cutoff
+    /// changes.
     YbExpiredParentGc,
     /// YugabyteDB's rule: a required-marker seek takes a TTL-only record (Redis EXPIRE)
     /// at its own write time, as if it overwrote its key, so every field or member written
@@ -70,6 +72,10 @@ pub enum Plant {
     /// reply counts it (`DocWriteBatch::SeekToKeyPrefix`, `doc_write_batch.cc`, reads the
     /// record's write time without `NextFullValue`).
     YbSeekStopsAtExpire,
+    /// A full compaction keeps an entry expired through a TTL of its own (docsim's rule
+    /// before compaction reclaimed expired data): no read can tell, only the simulator's
+    /// check of what a compaction must remove (`sim/src/check/gc_complete.rs`).
+    GcKeepsExpired,
     /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
@@ -119,7 +125,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 32] = [
+    pub const ALL: [Plant; 33] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -141,6 +147,7 @@ impl Plant {
         Plant::YbExpiredParentGc,
         Plant::YbSeekStopsAtExpire,
         Plant::GcKeepsTombstones,
+        Plant::GcKeepsExpired,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -232,6 +239,7 @@ impl Plant {
             Plant::YbExpiredParentGc => "yb-expired-parent-gc",
             Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
+            Plant::GcKeepsExpired => "gc-keeps-expired",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

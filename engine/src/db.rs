@@ -22,7 +22,7 @@ use crate::canary::{Plant, Plants};
 use crate::encoding::{doc_key_len, Packings, SubDocKey, Value, ValueKind};
 use crate::entity::Iter;
 use crate::error::{Error, Result};
-use crate::gc::{CompactionKind, GcParams};
+use crate::gc::{CompactionKind, GcParams, Verdict};
 use crate::hybrid_time::HybridTime;
 use crate::reader::DocEntry;
 use crate::write_batch::DocWriteBatch;
@@ -326,20 +326,20 @@ impl DocDb {
         &mut self,
         cutoff_ht: HybridTime,
         kind: CompactionKind,
-        table_ttl_ms: Option<u64>,
+        (table_ttl_ms, schema): (Option<u64>, crate::gc::SchemaGc),
         files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
         let kind = if files.is_some() { CompactionKind::Minor } else { kind };
         // The run's files, named before the compaction's own flush adds the newest one.
         let run = files.map(|range| self.file_names(range)).transpose()?;
-        // Repacking needs every file: full compactions only (a rule of docsim's). Planned
-        // before anything is written (the plan reads the memtables too).
-        let repack = match (&run, kind) {
-            (None, CompactionKind::Full) if !self.packings.is_empty() => {
-                Some(Arc::new(self.plan_repack(cutoff_ht)?))
-            }
-            _ => None,
-        };
+        let (params, repack) = self.plan_compaction(
+            GcParams {
+                schema: Arc::new(schema),
+                planted_keeps_expired: self.plants.contains(Plant::GcKeepsExpired),
+                ..GcParams::new(cutoff_ht, kind, table_ttl_ms)
+            },
+            run.is_none(),
+        )?;
         let highest = self.history_cutoff_ht.max(cutoff_ht);
         let mut opts = WriteOptions::default();
         opts.disable_wal(true);
@@ -351,7 +351,7 @@ impl DocDb {
         }
         {
             let mut gc = self.gc_state();
-            gc.params = Some(GcParams { cutoff_ht, kind, table_ttl_ms });
+            gc.params = Some(params);
             gc.repack = repack;
         }
         let compacted = match &run {
@@ -372,7 +372,7 @@ impl DocDb {
             (std::mem::take(&mut gc.corrupt), failures, std::mem::take(&mut gc.counts))
         };
         crate::probe::add("gc.dropped", counts[0]);
-        // counts[1] (rewritten as tombstones) stays 0: only a plant rewrites entries.
+        crate::probe::add("gc.rewritten_as_tombstone", counts[1]);
         crate::probe::add("gc.kept_above_cutoff", counts[2]);
         crate::probe::add("gc.kept_expired", counts[3]);
         crate::probe::hit(match kind {
@@ -382,6 +382,29 @@ impl DocDb {
         compacted?;
         self.history_cutoff_ht = highest;
         filter_result(&corrupt, &failures)
+    }
+
+    /// What a compaction with `params` plans before anything is written (the plans read
+    /// the memtables too); `every_file`: it compacts every file (no run of them). A full
+    /// compaction of every file plans the repacking of each row (it needs every file: a
+    /// rule of docsim's) and the expired entries a newer descendant outlives
+    /// (`gc::ExpiredKeeps`; YugabyteDB keeps none, `--plant yb-expired-parent-gc`).
+    fn plan_compaction(
+        &self,
+        mut params: GcParams,
+        every_file: bool,
+    ) -> Result<(GcParams, Option<Arc<RepackPlan>>)> {
+        if !every_file || params.kind != CompactionKind::Full {
+            return Ok((params, None));
+        }
+        let repack = match self.packings.is_empty() {
+            false => Some(Arc::new(self.plan_repack(params.cutoff_ht)?)),
+            true => None,
+        };
+        if !self.plants.contains(Plant::YbExpiredParentGc) {
+            params.keep_expired = Arc::new(self.plan_expired_keeps(&params, repack.as_deref())?);
+        }
+        Ok((params, repack))
     }
 
     /// Plan the repacking of every row for a full compaction with cutoff `cutoff_ht`: each
@@ -410,6 +433,40 @@ impl DocDb {
         })?;
         self.plan_stored_row(row, cutoff_ht, &mut plan);
         Ok(plan)
+    }
+
+    /// The expired entries a full compaction with `params` keeps all the same
+    /// (`gc::ExpiredKeeps`), from one pass over what is stored: each entry is fed to a GC
+    /// feed of the same compaction, and only what it keeps (and `repack` does not fold)
+    /// can outlive an expired ancestor.
+    fn plan_expired_keeps(
+        &self,
+        params: &GcParams,
+        repack: Option<&RepackPlan>,
+    ) -> Result<crate::gc::KeptExpired> {
+        let mut keeps = crate::gc::ExpiredKeeps::new(params);
+        let mut feed = crate::gc::GcFeed::new(params.clone());
+        self.for_each_stored(|key, value, _| {
+            if key.first() == Some(&META_PREFIX) {
+                return Ok(());
+            }
+            // What does not decode, or breaks the feed's order, is the compaction
+            // filter's to report.
+            let (Ok((k, v)), Some(components)) =
+                (decode_entry(key, value), gc_filter::key_components(key))
+            else {
+                return Ok(());
+            };
+            let folded = repack.is_some_and(|plan| plan.fold.contains(key));
+            let table_doc = k.path.doc_key.is_table_key();
+            let entry = (&v.kind, table_doc, folded);
+            let verdict = gc_filter::feed_verdict(&mut feed, &components, k.doc_ht, entry, v.ttl);
+            let stays = verdict.is_ok_and(|v| v != Verdict::Drop) && !folded;
+            let stays = stays && v.kind != ValueKind::Tombstone;
+            keeps.see(&components, (k.doc_ht, v.ttl), (stays, table_doc));
+            Ok(())
+        })?;
+        Ok(keeps.finish())
     }
 
     /// Add one row's repacking to `plan`. A row whose packed bytes do not decode is not
@@ -550,9 +607,9 @@ mod storage_tests {
     }
 
     /// A full compaction counts what it did in the coverage probes: the versions a newer
-    /// one at or below the cutoff overwrote dropped, the one above the cutoff kept (the one
-    /// exactly at the cutoff is kept, not above it), and a value expired through a TTL of
-    /// its own kept (`gc.rs`).
+    /// one at or below the cutoff overwrote dropped, and an object expired through a TTL
+    /// of its own dropped too (`gc.rs`); the one above the cutoff kept (the one exactly at
+    /// the cutoff is kept, not above it).
     #[test]
     fn a_compaction_counts_what_it_dropped_and_kept() {
         use crate::encoding::{DocKey, DocPath, KeyEntry, Primitive, Ttl, Value, ValueKind};
@@ -569,16 +626,18 @@ mod storage_tests {
         db.write(&batch, HybridTime::from_micros(1_000), None, &[]).expect("write");
         crate::probe::take();
         let cutoff_ht = HybridTime::from_micros(20_000);
-        db.compact(cutoff_ht, CompactionKind::Full, None, None).expect("compact");
+        db.compact(cutoff_ht, CompactionKind::Full, (None, Default::default()), None)
+            .expect("compact");
         let counts = crate::probe::take();
         let count = |name: &str| counts.get(name).copied();
         let names = ["gc.dropped", "gc.kept_above_cutoff", "gc.kept_expired"];
-        assert_eq!(names.map(count), [Some(2), Some(1), Some(1)], "{counts:?}");
+        assert_eq!(names.map(count), [Some(3), Some(1), None], "{counts:?}");
         // Again: nothing left to drop, and a probe nothing was added to is absent.
-        db.compact(cutoff_ht, CompactionKind::Full, None, None).expect("compact");
+        db.compact(cutoff_ht, CompactionKind::Full, (None, Default::default()), None)
+            .expect("compact");
         let counts = crate::probe::take();
         let count = |name: &str| counts.get(name).copied();
-        assert_eq!(names.map(count), [None, Some(1), Some(1)], "{counts:?}");
+        assert_eq!(names.map(count), [None, Some(1), None], "{counts:?}");
         drop(db);
         let _ = std::fs::remove_dir_all(&dir);
     }

@@ -25,17 +25,19 @@
 //!      compaction's own stack alone and rewrites it as a tombstone
 //!      (`CalcExpiration`, `docdb_compaction_context.cc`; the plant
 //!      `yb-minor-gc-drops-ttl` puts that back too);
-//!    - expired at H through a TTL of its own: **kept as it is** (`KeepExpired`), by full
-//!      and minor compactions alike, until a newer version shadows it (rule 1). Every
-//!      child of its path, written before it expired or after, inherits that TTL (the
-//!      reader's rule, YugabyteDB's: `expiry.rs`), so dropping it — or rewriting it as a
-//!      bare tombstone — would bring back the children present above H, in files outside
-//!      a minor compaction, or written later. A rule of docsim's own, at a cost in space
-//!      (an expired value stays until overwritten); YugabyteDB drops such an entry in a
-//!      major compaction and rewrites it as a bare tombstone in a minor one
-//!      (`DocDBCompactionFeed::Feed`, `docdb_compaction_context.cc`), which changes reads
-//!      above the cutoff (`docs/findings.md`; the plants
-//!      `yb-expired-parent-gc` and `yb-minor-gc-drops-ttl` put those rules back);
+//!    - expired at H through a TTL of its own: full compaction **drops** it, as
+//!      YugabyteDB does (`DocDBCompactionFeed::Feed`): what was written beneath it while it
+//!      lived inherits its TTL and expires with it, and what is written after it ran out
+//!      does not inherit it (`expiry.rs`: docsim's read rule, which makes this drop change
+//!      no read; YugabyteDB's reader makes it change one, the plant
+//!      `yb-expired-parent-gc`) — unless an older packed row of its row stays, whose
+//!      value it may hide. A minor compaction rewrites it as a tombstone where nothing can
+//!      be written beneath it (a row's liveness or scalar column, `SchemaGc`), as
+//!      YugabyteDB does, and elsewhere **keeps it as it is** (`KeepExpired`): an entry in a
+//!      file outside, written beneath it while it lived, inherits its TTL (YugabyteDB's
+//!      tombstone there frees it: the plant `yb-minor-gc-drops-ttl`);
+//!    - of a column dropped at or before H: **dropped** by every compaction (no read can
+//!      show it: YugabyteDB's `CompactionSchemaInfo::deleted_cols`);
 //!    - otherwise keep.
 
 use crate::encoding::Ttl;
@@ -43,6 +45,7 @@ use crate::expiry;
 use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::shadow::Shadow;
 use std::fmt;
+use std::sync::Arc;
 
 /// Full or minor compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -54,7 +57,7 @@ pub enum CompactionKind {
 }
 
 /// What one compaction knows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct GcParams {
     /// History cutoff, inclusive.
     pub cutoff_ht: HybridTime,
@@ -62,6 +65,60 @@ pub struct GcParams {
     pub kind: CompactionKind,
     /// The table default TTL.
     pub table_ttl_ms: Option<u64>,
+    /// What the tablet's schema says (`Schema::gc`).
+    pub schema: Arc<SchemaGc>,
+    /// The expired entries (path components, version) a full compaction keeps all the
+    /// same ([`ExpiredKeeps`]).
+    pub keep_expired: Arc<KeptExpired>,
+    /// The plant `gc-keeps-expired` (docsim's rule before it reclaimed expired entries):
+    /// a full compaction keeps an expired entry with a TTL of its own.
+    pub planted_keeps_expired: bool,
+}
+
+/// Expired entries to keep, by path components and version.
+pub type KeptExpired = std::collections::BTreeSet<(Vec<Vec<u8>>, DocHybridTime)>;
+
+impl GcParams {
+    /// A compaction's parameters with nothing known of the schema (the document tablet's)
+    /// and no plant.
+    pub fn new(cutoff_ht: HybridTime, kind: CompactionKind, table_ttl_ms: Option<u64>) -> Self {
+        let (schema, keep_expired) = (Arc::new(SchemaGc::default()), Arc::default());
+        GcParams {
+            cutoff_ht,
+            kind,
+            table_ttl_ms,
+            schema,
+            keep_expired,
+            planted_keeps_expired: false,
+        }
+    }
+}
+
+/// What compaction needs of a table's schema: the encoded subkeys below a row that can
+/// have no descendants (the liveness column, scalar columns), and each dropped column's
+/// encoded subkey with the hybrid time of its drop. Empty for the document tablet.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SchemaGc {
+    pub leaves: Vec<Vec<u8>>,
+    pub dropped: Vec<(Vec<u8>, HybridTime)>,
+    /// Every write to the tablet is blind (a CQL table): none seeks what is stored to
+    /// decide where to write markers ([`ExpiredKeeps`]).
+    pub blind_writes: bool,
+}
+
+impl SchemaGc {
+    /// Whether the path `components` (document, subkeys) can have no descendants.
+    fn is_leaf(&self, components: &[&[u8]]) -> bool {
+        components.len() == 2 && self.leaves.iter().any(|l| l.as_slice() == components[1])
+    }
+
+    /// Whether the path belongs to a column dropped at or before `cutoff_ht`.
+    fn dropped_by(&self, components: &[&[u8]], cutoff_ht: HybridTime) -> bool {
+        let column = components.get(1);
+        let dropped =
+            |(c, at): &(Vec<u8>, HybridTime)| Some(&c.as_slice()) == column && *at <= cutoff_ht;
+        self.dropped.iter().any(dropped)
+    }
 }
 
 /// The verdict for one entry.
@@ -141,8 +198,8 @@ impl GcFeed {
     }
 
     /// The compaction's parameters.
-    pub fn params(&self) -> GcParams {
-        self.params
+    pub fn params(&self) -> &GcParams {
+        &self.params
     }
 
     /// Decide one entry. `components` are the encoded path components (table, document,
@@ -175,7 +232,10 @@ impl GcFeed {
             Version { dht, ttl, tombstone: is_tombstone, hides_nothing: false, packed: false };
         self.enter(components, version, table_doc)?;
         let exp = expiry::effective_expiration(ttl, dht.ht, self.inherited(dht));
-        let params = self.params;
+        let params = &self.params;
+        if params.schema.dropped_by(components, params.cutoff_ht) {
+            return Ok(Verdict::Drop); // no read can show a dropped column
+        }
         // A tombstone at a colocated table's own key hides the table's documents whatever
         // is written at the key after it: a minor compaction, which may not hold what it
         // hides, keeps it even under a newer entry there.
@@ -199,11 +259,12 @@ impl GcFeed {
         }
         let expired = expiry::is_expired(exp, dht.ht, params.table_ttl_ms, params.cutoff_ht);
         let own_ttl = matches!(ttl, Ttl::Ms(_));
+        let leaf = params.schema.is_leaf(components);
         Ok(match (params.kind, is_tombstone, expired) {
-            (_, false, true) if own_ttl => Verdict::KeepExpired,
             // Beneath a TTL-only record, or below one: the record's TTL is the one in effect,
             // which this feed does not judge (see `decide_ttl_only`), so the entry stays.
             (_, false, true) if self.under_ttl_only() => Verdict::KeepInherited,
+            (kind, false, true) if own_ttl => self.expired_own_ttl(kind, (components, leaf), dht),
             // Over an older packed row a column's older value may live in the packed row,
             // which stays: a tombstone that hides it stays too.
             (CompactionKind::Full, true, _) if self.under_older_packed_row(dht) => Verdict::Keep,
@@ -215,6 +276,34 @@ impl GcFeed {
             (CompactionKind::Minor, false, true) => Verdict::KeepInherited,
             (_, false, false) => Verdict::Keep,
         })
+    }
+
+    /// An entry at or below the cutoff expired through a TTL of its own. A full compaction
+    /// drops it: nothing can still inherit that TTL (what was written beneath it while it
+    /// lived expires with it, and what is written after it ran out does not inherit it,
+    /// `expiry.rs`) — unless an older packed row of its row stays, whose value it may
+    /// hide. A minor compaction rewrites it as a tombstone where nothing can be written
+    /// beneath it (a liveness or scalar column: it hides what it hid, and an older
+    /// version in a file outside stays hidden), as YugabyteDB does; elsewhere it keeps it:
+    /// an entry outside the compaction written beneath it while it lived inherits its TTL.
+    fn expired_own_ttl(
+        &self,
+        kind: CompactionKind,
+        (components, leaf): (&[&[u8]], bool),
+        dht: DocHybridTime,
+    ) -> Verdict {
+        let outlived = || {
+            let path: Vec<Vec<u8>> = components.iter().map(|c| c.to_vec()).collect();
+            self.params.keep_expired.contains(&(path, dht))
+        };
+        match kind {
+            CompactionKind::Full if self.params.planted_keeps_expired => Verdict::KeepExpired,
+            CompactionKind::Full if self.under_older_packed_row(dht) => Verdict::KeepExpired,
+            CompactionKind::Full if outlived() => Verdict::KeepExpired,
+            CompactionKind::Full => Verdict::Drop,
+            CompactionKind::Minor if leaf => Verdict::Tombstone,
+            CompactionKind::Minor => Verdict::KeepExpired,
+        }
     }
 
     /// [`GcFeed::decide_in`] for a TTL-only record (Redis EXPIRE). It hides nothing, so
@@ -380,6 +469,75 @@ impl GcFeed {
         }
         explicit.reverse();
         explicit
+    }
+}
+
+/// Which entries expired through a TTL of their own a full compaction keeps all the same:
+/// those beneath which it keeps a newer entry that is no tombstone. Dropping one would
+/// change what that entry means: if it inherits the expired TTL (written while it ran), it
+/// would read back (the feed drops such entries, but keeps some for other reasons: beneath
+/// a TTL-only record, or a packed row); and whatever it is, a required-marker write's seek,
+/// which takes the first entry at or below a level, would find it and see the level as
+/// existing, where it saw the expired entry and wrote a new marker (seed 292: a document
+/// under required markers whose children outlive it). Where no write seeks (a CQL table:
+/// every write is blind, `SchemaGc::blind_writes`), only an entry written while the TTL
+/// ran, without one of its own, keeps it. A rule of docsim's own: YugabyteDB drops the
+/// expired entry (`DocDBCompactionFeed::Feed`), its Redis keys have no TTLs below them,
+/// and its CQL writes no required markers. Feed every entry in key order
+/// ([`ExpiredKeeps::see`]); the keys to keep come out of [`ExpiredKeeps::finish`].
+#[derive(Default)]
+pub struct ExpiredKeeps {
+    cutoff_ht: HybridTime,
+    blind_writes: bool,
+    /// Expired entries whose descendants are being looked at: path, version, the last
+    /// time they were visible.
+    open: Vec<(Vec<Vec<u8>>, DocHybridTime, HybridTime)>,
+    /// Whether the entries seen last were of a colocated table key's own document.
+    in_table_doc: bool,
+    keep: KeptExpired,
+}
+
+impl ExpiredKeeps {
+    /// A planner for a full compaction with `params` (its cutoff and schema).
+    pub fn new(params: &GcParams) -> ExpiredKeeps {
+        let (cutoff_ht, blind_writes) = (params.cutoff_ht, params.schema.blind_writes);
+        ExpiredKeeps { cutoff_ht, blind_writes, ..ExpiredKeeps::default() }
+    }
+
+    /// One stored entry: its path's components, version and TTL, and whether it stays as
+    /// a value: the compaction keeps it and it is no tombstone. `table_doc`: of a
+    /// colocated table key's own document, whose entries are no ancestors of the table's
+    /// documents (`doc_write.rs`, `reader.rs` for all but tombstones, which never stay).
+    pub fn see(
+        &mut self,
+        components: &[&[u8]],
+        (dht, ttl): (DocHybridTime, Ttl),
+        (stays, table_doc): (bool, bool),
+    ) {
+        if std::mem::replace(&mut self.in_table_doc, table_doc) != table_doc {
+            self.open.clear();
+        }
+        let under = |path: &[Vec<u8>]| {
+            path.len() < components.len() && path.iter().zip(components).all(|(a, b)| a == b)
+        };
+        self.open.retain(|(path, ..)| under(path) || path.as_slice() == components);
+        for (path, at, last) in &self.open {
+            let inherits = ttl == Ttl::Inherit && dht.ht <= *last;
+            if under(path) && dht > *at && stays && (inherits || !self.blind_writes) {
+                self.keep.insert((path.clone(), *at));
+            }
+        }
+        let Ttl::Ms(ms) = ttl else { return };
+        let last = dht.ht.add_micros(ms.saturating_mul(1000));
+        if dht.ht <= self.cutoff_ht && last < self.cutoff_ht {
+            let path = components.iter().map(|c| c.to_vec()).collect();
+            self.open.push((path, dht, last));
+        }
+    }
+
+    /// The expired entries to keep.
+    pub fn finish(self) -> KeptExpired {
+        self.keep
     }
 }
 

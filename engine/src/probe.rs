@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 27] = [
+pub const KNOWN: [&str; 28] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -16,13 +16,14 @@ pub const KNOWN: [&str; 27] = [
     "gc.kept_above_cutoff",
     "gc.kept_expired",
     "gc.repacked_rows",
+    "gc.rewritten_as_tombstone",
     "log.corruption_refused",
     "log.gc_removed_segment",
     "log.segment_skipped",
     "log.torn_tail_truncated",
     "raft.entry_replayed",
     "raft.restart_nothing_to_replay",
-    "read.born_expired",
+    "read.born_after_expiry",
     "read.expired_hides_older",
     "read.packed_row",
     "read.snapshot_too_old",

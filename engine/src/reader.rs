@@ -271,10 +271,13 @@ fn visible_by_time(
             .next()
             .is_some_and(|nearest| expiry::is_expired(Some(nearest), doc_ht.ht, None, doc_ht.ht))
     {
-        crate::probe::hit("read.born_expired");
+        // Written after its nearest ancestor's TTL ran out: it does not inherit it.
+        crate::probe::hit("read.born_after_expiry");
     }
     let exp = if plants.contains(Plant::ParentTtlNotInherited) {
         expiry::effective_expiration(ttl, ttl_ht, None)
+    } else if plants.contains(Plant::YbExpiredParentGc) {
+        expiry::planted_yb_expiration(ttl, ttl_ht, ancestors())
     } else {
         expiry::effective_expiration(ttl, ttl_ht, ancestors())
     };

@@ -210,7 +210,7 @@ impl Tablet {
                 Ok(Applied { ht: Some(*ht), writes: true })
             }
             Payload::Meta { ht, change } => {
-                self.schema.apply(change).map_err(|e| {
+                self.schema.apply(change, *ht).map_err(|e| {
                     Error::Storage(format!("log entry {op_id}: metadata change refused: {e}"))
                 })?;
                 self.attach_schema();
@@ -306,7 +306,7 @@ impl Tablet {
         files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
         let ttl = self.schema.default_ttl_ms();
-        self.db.compact(cutoff_ht, kind, ttl, files)
+        self.db.compact(cutoff_ht, kind, (ttl, self.schema.gc()), files)
     }
 
     /// The live SST files, oldest first.

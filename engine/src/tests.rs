@@ -466,20 +466,20 @@ fn document_literal_orders_keys_like_storage() {
     let _: &BTreeMap<KeyEntry, Document> = map;
 }
 
-/// The probe `read.born_expired` counts a version read with no TTL of its own under a
-/// parent that had expired when it was written (the reader hides it from birth: see the
-/// README glossary's TTL expiry), not one that carries its own TTL.
+/// The probe `read.born_after_expiry` counts a version read with no TTL of its own under a
+/// parent whose TTL had run out when it was written (it does not inherit that TTL:
+/// `expiry.rs`), not one that carries its own TTL; such children read back.
 #[test]
-fn born_expired_counts_children_without_a_ttl_of_their_own() {
+fn born_after_expiry_counts_children_without_a_ttl_of_their_own() {
     let script = r#"obj doc("d";) @T1000 ttl=1ms
 set doc("d";)."a" = 1 @T5000
 set doc("d";)."b" = 2 @T5000
 set doc("d";)."c" = 3 @T5000 ttl=10s
 get doc("d";) @T6000
 "#;
-    let (out, probes) = run_with_probes("born-expired", script);
-    assert_eq!(probes.get("read.born_expired"), Some(&2), "{probes:?}");
-    assert!(out.ends_with("=> {\"c\": 3}\n"), "{out}");
+    let (out, probes) = run_with_probes("born-after-expiry", script);
+    assert_eq!(probes.get("read.born_after_expiry"), Some(&2), "{probes:?}");
+    assert!(out.ends_with("=> {\"a\": 1, \"b\": 2, \"c\": 3}\n"), "{out}");
 }
 
 /// The seeks a required-marker write makes (the probe `write.marker_seek`), as

@@ -310,9 +310,11 @@ impl Model {
         if newest.is_some_and(|n| (own.time, own.write_id) <= n) {
             return None; // an ancestor's version is as new or newer: it hides this one
         }
-        // Its own TTL, else the nearest ancestor's, alive or not when it was written.
+        // Its own TTL, else the nearest ancestor's that had not run out when it was
+        // written (the crate essay: docsim's rule).
+        let alive_then = |e: &&(Time, Ttl)| last_alive(**e).is_none_or(|last| own.time <= last);
         let in_effect = match own.ttl {
-            Ttl::Inherit => explicit.last().copied(),
+            Ttl::Inherit => explicit.iter().rev().find(alive_then).copied(),
             ttl => Some((own.time, ttl)),
         };
         let last_visible = match in_effect {

@@ -13,12 +13,17 @@
 //! > tombstone nor expired?
 //!
 //! Expiry: an entry written at W with TTL t is visible at R iff R <= W + t. An entry
-//! without a TTL inherits the nearest explicit TTL of its visible ancestors, counted from
-//! that ancestor's write time — whether or not it had run out at W: a child written under
-//! an expired parent is invisible from the moment it is written. This is YugabyteDB's
-//! reader: `GetNewExpiration` in `src/yb/docdb/doc_reader.cc` hands a child without a TTL
-//! its parent's (write time, TTL) unchanged, and `IsObsolete` tests that against the read
-//! time alone. A child's own TTL replaces its parent's (it is not cut short by it).
+//! without a TTL inherits the nearest explicit TTL of its visible ancestors that had not
+//! run out at W, counted from that ancestor's write time. A TTL that ran out before W is
+//! skipped: a child written under an expired parent is read as if the parent were gone.
+//! That skip is docsim's own rule: YugabyteDB's reader hands a child without a TTL its
+//! parent's (write time, TTL) unchanged, run out or not (`GetNewExpiration` in
+//! `src/yb/docdb/doc_reader.cc`; `IsObsolete` tests it against the read time alone), so
+//! such a child is invisible from birth — until YugabyteDB's major compaction drops the
+//! expired parent and the child reads back (`DocDBCompactionFeed::Feed`). docsim reads it
+//! as YugabyteDB does after that compaction, from the start, so that a compaction may
+//! reclaim every expired entry and change no read. A child's own TTL replaces its
+//! parent's (it is not cut short by it).
 //! `Never` (0) never expires and overrides the table default (`ComputeTTL`,
 //! `src/yb/dockv/doc_ttl_util.cc`); with no explicit TTL on the chain the table default
 //! counts from the entry's own write time (YugabyteDB anchors a nested entry's table TTL at

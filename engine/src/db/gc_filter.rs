@@ -64,7 +64,7 @@ pub(super) fn filter_result(corrupt: &[String], failures: &[String]) -> Result<(
 
 /// The path components of an encoded key, as byte slices: `[table?] [doc] [subkeys...]`
 /// (a colocated table's own key is the table level only).
-fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
+pub(super) fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
     let doc_end = doc_key_len(key)?;
     let mut components = Vec::with_capacity(4);
     let mut doc_start = 0;
@@ -88,27 +88,24 @@ fn key_components(key: &[u8]) -> Option<Vec<&[u8]>> {
 pub(super) fn new_gc_filter(gc: &Arc<Mutex<GcState>>) -> GcFilter {
     let (params, plants, repack, packings) = {
         let state = lock(gc);
-        (state.params, state.plants, state.repack.clone(), state.packings.clone())
+        (state.params.clone(), state.plants, state.repack.clone(), state.packings.clone())
     };
-    let unbounded = planted_unbounded_feed(params, plants);
+    let unbounded = planted_unbounded_feed(params.clone(), plants);
     let (feed, gc, counts) = (params.map(GcFeed::new), gc.clone(), [0; 4]);
     GcFilter { feed, unbounded, gc, counts, plants, repack, packings }
 }
 
-/// The plants `yb-expired-parent-gc` and `yb-minor-gc-drops-ttl`, YugabyteDB's rules:
-/// an expired entry with a TTL of its own is dropped by a full compaction, rewritten as a
-/// bare tombstone by a minor one. `None`: neither planted, or not such an entry.
-fn planted_yb_ttl_rules(verdict: Verdict, kind: CompactionKind, plants: Plants) -> Option<Verdict> {
-    if !matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited) {
-        return None;
-    }
-    match kind {
-        CompactionKind::Full if plants.contains(Plant::YbExpiredParentGc) => Some(Verdict::Drop),
-        CompactionKind::Minor if plants.contains(Plant::YbMinorGcDropsTtl) => {
-            Some(Verdict::Tombstone)
-        }
-        _ => None,
-    }
+/// The plant `yb-minor-gc-drops-ttl`, YugabyteDB's rule: a minor compaction rewrites an
+/// expired entry as a bare tombstone, whatever may inherit its TTL. `None`: not planted,
+/// or not such an entry.
+fn planted_yb_minor_rule(
+    verdict: Verdict,
+    kind: CompactionKind,
+    plants: Plants,
+) -> Option<Verdict> {
+    let kept = matches!(verdict, Verdict::KeepExpired | Verdict::KeepInherited);
+    let planted = kind == CompactionKind::Minor && plants.contains(Plant::YbMinorGcDropsTtl);
+    (kept && planted).then_some(Verdict::Tombstone)
 }
 
 /// With [`Plant::GcIgnoresCutoff`] planted, the filter's second feed: no history cutoff,
@@ -124,7 +121,7 @@ fn planted_unbounded_feed(params: Option<GcParams>, plants: Plants) -> Option<Gc
 fn planted_dropped_tombstone(
     tombstone: bool,
     verdict: Verdict,
-    params: GcParams,
+    params: &GcParams,
     dht: DocHybridTime,
 ) -> bool {
     let full = params.kind == CompactionKind::Full;
@@ -137,7 +134,7 @@ fn planted_dropped_tombstone(
 fn planted_ignoring_cutoff(
     unbounded: &mut GcFeed,
     verdict: Verdict,
-    params: GcParams,
+    params: &GcParams,
     (components, dht, ttl, tombstone, table_doc): (&[&[u8]], DocHybridTime, Ttl, bool, bool),
 ) -> Result<Verdict, FeedError> {
     let shadowed =
@@ -204,7 +201,7 @@ pub(super) struct GcFilter {
     /// minor-compaction verdict `Drop` says "a newer version shadows this one".
     unbounded: Option<GcFeed>,
     gc: Arc<Mutex<GcState>>,
-    /// Dropped, rewritten as tombstones (not counted: only a plant rewrites), kept above
+    /// Dropped, rewritten as tombstones, kept above
     /// the cutoff, kept expired (own TTL).
     counts: [u64; 4],
     /// The planted bugs.
@@ -242,6 +239,26 @@ fn outliving_the_callback(value: &[u8]) -> &'static [u8] {
     // `db/c.cc`: `new_value->assign(c_new_value, new_value_length)`), and the crate's
     // trampoline only passes the pointer on. Nothing keeps the slice after that.
     unsafe { std::slice::from_raw_parts(value.as_ptr(), value.len()) }
+}
+
+/// The feed's verdict on one entry of any kind: a packed row or entity (`folded`: into a
+/// newer one by repacking), a TTL-only record, or any other entry (`table_doc`: of a
+/// colocated table key's own document). The compaction filter and the planning of kept
+/// expired entries (`DocDb::plan_expired_keeps`) both ask it.
+pub(super) fn feed_verdict(
+    feed: &mut GcFeed,
+    components: &[&[u8]],
+    dht: DocHybridTime,
+    (kind, table_doc, folded): (&ValueKind, bool, bool),
+    ttl: Ttl,
+) -> Result<Verdict, FeedError> {
+    match kind {
+        ValueKind::PackedRow(_) | ValueKind::EntityRow(_) => {
+            feed.decide_packed_row(components, dht, ttl, folded)
+        }
+        ValueKind::TtlOnly { .. } => feed.decide_ttl_only(components, dht, ttl, table_doc),
+        _ => feed.decide_in(components, dht, *kind == ValueKind::Tombstone, ttl, table_doc),
+    }
 }
 
 /// The value a [`Verdict::Tombstone`] writes.
@@ -298,27 +315,23 @@ impl GcFilter {
     ) -> Result<Verdict, FeedError> {
         let Some(feed) = self.feed.as_mut() else { return Ok(Verdict::Keep) };
         let tombstone = *kind == ValueKind::Tombstone;
-        if let ValueKind::PackedRow(_) | ValueKind::EntityRow(_) = kind {
+        let entry = (kind, table_doc, folded);
+        if let ValueKind::PackedRow(_) | ValueKind::EntityRow(_) | ValueKind::TtlOnly { .. } = kind
+        {
             if let Some(unbounded) = self.unbounded.as_mut() {
-                unbounded.decide_packed_row(components, dht, ttl, folded)?;
+                feed_verdict(unbounded, components, dht, entry, ttl)?;
             }
-            return feed.decide_packed_row(components, dht, ttl, folded);
+            return feed_verdict(feed, components, dht, entry, ttl);
         }
-        if let ValueKind::TtlOnly { .. } = kind {
-            if let Some(unbounded) = self.unbounded.as_mut() {
-                unbounded.decide_ttl_only(components, dht, ttl, table_doc)?;
-            }
-            return feed.decide_ttl_only(components, dht, ttl, table_doc);
-        }
-        let verdict = feed.decide_in(components, dht, tombstone, ttl, table_doc)?;
-        let params = feed.params();
+        let verdict = feed_verdict(feed, components, dht, entry, ttl)?;
+        let params = &feed.params().clone();
         // Planted: a full compaction keeps the tombstones at or below its cutoff.
         if self.plants.contains(Plant::GcKeepsTombstones)
             && planted_dropped_tombstone(tombstone, verdict, params, dht)
         {
             return Ok(Verdict::Keep);
         }
-        if let Some(planted) = planted_yb_ttl_rules(verdict, params.kind, self.plants) {
+        if let Some(planted) = planted_yb_minor_rule(verdict, params.kind, self.plants) {
             return Ok(planted);
         }
         let Some(unbounded) = self.unbounded.as_mut() else { return Ok(verdict) };
@@ -343,8 +356,10 @@ impl GcFilter {
                 self.counts[0] += 1;
                 Decision::Remove
             }
-            // Only a plant rewrites an entry as a tombstone: not counted.
-            Verdict::Tombstone => Decision::Change(TOMBSTONE_VALUE),
+            Verdict::Tombstone => {
+                self.counts[1] += 1;
+                Decision::Change(TOMBSTONE_VALUE)
+            }
         }
     }
 }
@@ -366,11 +381,7 @@ mod tests {
     /// sets it for the filters it makes.
     fn full_compaction_at_100us() -> std::sync::Arc<std::sync::Mutex<super::GcState>> {
         use crate::gc::{CompactionKind, GcParams};
-        let params = GcParams {
-            cutoff_ht: HybridTime::new(100, 0),
-            kind: CompactionKind::Full,
-            table_ttl_ms: None,
-        };
+        let params = GcParams::new(HybridTime::new(100, 0), CompactionKind::Full, None);
         let state = super::GcState { params: Some(params), ..super::GcState::default() };
         std::sync::Arc::new(std::sync::Mutex::new(state))
     }

@@ -135,8 +135,13 @@ mod tests {
         assert_eq!(scan(&db, 1_500), [1], "the first, under the second");
         // The newest version at or below the cutoff stays; the one beneath it goes. (A
         // read below the cutoff is refused above this layer; the scan shows what is left.)
-        db.compact(HybridTime::from_micros(3_000), CompactionKind::Full, None, None)
-            .expect("compact");
+        db.compact(
+            HybridTime::from_micros(3_000),
+            CompactionKind::Full,
+            (None, Default::default()),
+            None,
+        )
+        .expect("compact");
         assert_eq!(scan(&db, 1_500), Vec::<i32>::new(), "the compaction dropped 1");
         assert_eq!(scan(&db, 5_000), [2]);
         drop(db);
@@ -155,8 +160,13 @@ mod tests {
             db.flush().expect("flush");
             assert_eq!(scan(&db, 5_000), [n], "a scan keeps its iterator over the files");
         }
-        db.compact(HybridTime::from_micros(3_000), CompactionKind::Full, None, None)
-            .expect("compact");
+        db.compact(
+            HybridTime::from_micros(3_000),
+            CompactionKind::Full,
+            (None, Default::default()),
+            None,
+        )
+        .expect("compact");
         assert_eq!(scan(&db, 5_000), [2]);
         let sst = |entry: std::io::Result<std::fs::DirEntry>| {
             let name = entry.expect("entry").file_name().into_string().expect("UTF-8");
@@ -198,8 +208,13 @@ mod tests {
             write(&db, n, us);
         }
         let _ = crate::probe::take();
-        db.compact(HybridTime::from_micros(2_500), CompactionKind::Full, None, None)
-            .expect("compact");
+        db.compact(
+            HybridTime::from_micros(2_500),
+            CompactionKind::Full,
+            (None, Default::default()),
+            None,
+        )
+        .expect("compact");
         let counts = crate::probe::take();
         let count = |name: &str| counts.get(name).copied().unwrap_or(0);
         // 3 and 4 are above the cutoff, 2 the newest at or below it (exactly at), 1 beneath.

@@ -300,7 +300,9 @@ mod tests {
         batch.push(&DocPath::new(row, vec![]), &Value::new(ValueKind::PackedRow(body)));
         db.write(&batch, HybridTime::from_micros(1000), None, &[]).expect("write");
         let cutoff = HybridTime::from_micros(2000);
-        let err = db.compact(cutoff, CompactionKind::Full, None, None).expect_err("undecodable");
+        let err = db
+            .compact(cutoff, CompactionKind::Full, (None, Default::default()), None)
+            .expect_err("undecodable");
         let text = err.to_string();
         let key = "4880000001212380ff05543df729bc18804b";
         let first = "malformed packed row at byte 0: no packing for schema version 7";

@@ -8,10 +8,15 @@
 //!
 //! Stored form (docsim's own, text, one item a line): `docs` then `default_ttl=<ms|none>`;
 //! or `table packed=<0|1> entity=<0|1>`, the `CREATE TABLE` statement, then each `ALTER
-//! TABLE` in the order applied. Re-applying the ALTERs rebuilds every schema version.
+//! TABLE` in the order applied, after the hybrid time of its entry (`T<raw> ALTER ...`).
+//! Re-applying the ALTERs rebuilds every schema version; their times say when a dropped
+//! column went, which compaction needs (`Schema::gc`).
 
-use crate::cql::{AlterChange, CqlTable, Statement};
+use crate::cql::{AlterChange, ColumnKind, CqlTable, Statement};
+use crate::encoding::{KeyEntry, Primitive};
 use crate::error::{Error, Result};
+use crate::gc::SchemaGc;
+use crate::hybrid_time::HybridTime;
 
 /// A tablet's metadata.
 #[derive(Clone, Debug, PartialEq)]
@@ -26,7 +31,8 @@ pub enum Schema {
 #[derive(Clone, Debug, PartialEq)]
 pub struct TableSchema {
     created: CqlTable,
-    changes: Vec<AlterChange>,
+    /// Each change applied, with the hybrid time of its entry.
+    changes: Vec<(AlterChange, HybridTime)>,
     current: CqlTable,
 }
 
@@ -65,11 +71,11 @@ impl Schema {
     /// Check `change` against this metadata without applying it (a leader does, before it
     /// proposes the change): the error it would give.
     pub fn check(&self, change: &MetaChange) -> Result<()> {
-        self.clone().apply(change)
+        self.clone().apply(change, HybridTime::MIN)
     }
 
-    /// Apply `change`; nothing changes when it is refused.
-    pub fn apply(&mut self, change: &MetaChange) -> Result<()> {
+    /// Apply `change`, carried by an entry at `ht`; nothing changes when it is refused.
+    pub fn apply(&mut self, change: &MetaChange, ht: HybridTime) -> Result<()> {
         match (self, change) {
             (Schema::Docs { default_ttl_ms }, MetaChange::DefaultTtl(ttl)) => {
                 *default_ttl_ms = *ttl;
@@ -77,7 +83,7 @@ impl Schema {
             }
             (Schema::Table(t), MetaChange::Alter(alter)) => {
                 t.current.alter(alter)?;
-                t.changes.push(alter.clone());
+                t.changes.push((alter.clone(), ht));
                 Ok(())
             }
             (Schema::Docs { .. }, MetaChange::Alter(_)) => {
@@ -88,6 +94,39 @@ impl Schema {
                 t.current.name
             ))),
         }
+    }
+
+    /// What compaction needs of the schema (`gc.rs`): the paths below a row that can have
+    /// no descendants (the liveness column and every scalar column: a CQL statement
+    /// writes nothing below them), and each dropped column with the time its drop's entry
+    /// was written (YugabyteDB's `CompactionSchemaInfo::deleted_cols`); its writes are
+    /// blind (CQL). The document tablet has none of these: a document can get children
+    /// anywhere, and a required-marker write seeks what is stored.
+    pub fn gc(&self) -> SchemaGc {
+        let Schema::Table(t) = self else { return SchemaGc::default() };
+        let encoded = |entry: KeyEntry| {
+            let mut bytes = Vec::new();
+            entry.encode_to(&mut bytes);
+            bytes
+        };
+        let subkey = |id| encoded(KeyEntry::asc(Primitive::ColumnId(id)));
+        let mut leaves = vec![encoded(KeyEntry::asc(Primitive::SystemColumnId(0)))];
+        for c in &t.current.columns {
+            if let (ColumnKind::Regular(id), false) = (&c.kind, c.ty.is_nested()) {
+                leaves.push(subkey(*id));
+            }
+        }
+        let mut dropped = Vec::new();
+        let mut table = t.created.clone();
+        for (change, ht) in &t.changes {
+            if let AlterChange::Drop { column } = change {
+                if let Some(ColumnKind::Regular(id)) = table.column(column).map(|c| c.kind) {
+                    dropped.push((subkey(id), *ht));
+                }
+            }
+            table.alter(change).expect("applied once already");
+        }
+        SchemaGc { leaves, dropped, blind_writes: true }
     }
 
     /// The stored form.
@@ -104,9 +143,9 @@ impl Schema {
                     u8::from(c.packed_rows),
                     u8::from(c.entity_rows)
                 );
-                for change in &t.changes {
+                for (change, ht) in &t.changes {
                     let alter = Statement::Alter { table: c.name.clone(), change: change.clone() };
-                    out.push_str(&format!("{alter}\n"));
+                    out.push_str(&format!("T{} {alter}\n", ht.raw()));
                 }
                 out.into_bytes()
             }
@@ -151,11 +190,16 @@ fn decode_table<'a>(
     (created.packed_rows, created.entity_rows) = (packed, entity);
     let mut schema = Schema::table(created);
     for line in lines {
-        let statement = crate::cql::parse_statement(line).map_err(|e| format!("{line}: {e}"))?;
+        let (ht, alter) = line
+            .strip_prefix('T')
+            .and_then(|rest| rest.split_once(' '))
+            .and_then(|(raw, alter)| Some((HybridTime::from_raw(raw.parse().ok()?), alter)))
+            .ok_or_else(|| format!("`{line}`: no `T<time> ` before the change"))?;
+        let statement = crate::cql::parse_statement(alter).map_err(|e| format!("{line}: {e}"))?;
         let Statement::Alter { change, .. } = statement else {
             return Err(format!("`{line}` is no ALTER TABLE"));
         };
-        schema.apply(&MetaChange::Alter(change)).map_err(|e| format!("{line}: {e}"))?;
+        schema.apply(&MetaChange::Alter(change), ht).map_err(|e| format!("{line}: {e}"))?;
     }
     Ok(schema)
 }
@@ -211,8 +255,10 @@ mod tests {
         created.entity_rows = true;
         let mut schema = Schema::table(created);
         let add = AlterChange::Add { column: "b".into(), ty: crate::cql::CqlType::Text };
-        schema.apply(&MetaChange::Alter(add)).expect("add");
-        schema.apply(&MetaChange::Alter(AlterChange::Drop { column: "a".into() })).expect("drop");
+        schema.apply(&MetaChange::Alter(add), HybridTime::MIN).expect("add");
+        schema
+            .apply(&MetaChange::Alter(AlterChange::Drop { column: "a".into() }), HybridTime::MIN)
+            .expect("drop");
         let back = Schema::decode(&schema.encode()).expect("decodes");
         assert_eq!(back, schema);
         let cql = back.cql().expect("a table");
@@ -227,9 +273,9 @@ mod tests {
         let mut schema = Schema::table(table("CREATE TABLE t (k int PRIMARY KEY, a int)"));
         let before = schema.clone();
         let drop_key = MetaChange::Alter(AlterChange::Drop { column: "k".into() });
-        assert!(schema.apply(&drop_key).is_err());
+        assert!(schema.apply(&drop_key, HybridTime::MIN).is_err());
         assert_eq!(schema, before);
-        assert!(schema.apply(&MetaChange::DefaultTtl(None)).is_err());
+        assert!(schema.apply(&MetaChange::DefaultTtl(None), HybridTime::MIN).is_err());
         assert_eq!(Schema::decode(b""), Err("empty".into()));
         assert_eq!(Schema::decode(b"docs\n"), Err("no default_ttl line".into()));
         assert!(Schema::decode(b"table packed=1\nCREATE TABLE").unwrap_err().contains("entity="));

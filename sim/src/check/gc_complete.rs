@@ -15,33 +15,67 @@
 //! of its row stay while it does (one may hide a value inside it: `gc.rs`,
 //! `decide_packed_row`).
 //!
-//! Expired entries: one with a TTL of its own stays until overwritten (every child of its
-//! path inherits that TTL: a rule of docsim's own, `gc.rs`), but one without a TTL of its
-//! own, expired at H through the TTL it inherits or the table's, must be gone — unless a
-//! record stands on its path or an ancestor's (a TTL-only record's TTL, or a packed row's,
-//! may be the one in effect, which GC does not judge), and not in a table that may hold
-//! packed rows (see [`leftovers`]). The TTL it inherits is the README glossary's rule,
-//! stated here on its own and made precise as the model states it: the nearest explicit
-//! TTL among the ancestor versions in effect for it (at each ancestor path the newest
-//! version older than it, counted only if newer than those counted above), from that
-//! version's write time; with none, the table's, from its own write time.
+//! Expired entries: one expired at H — through a TTL of its own, the TTL it inherits, or
+//! the table's — must be gone, unless a record stands on its path or an ancestor's (a
+//! TTL-only record's TTL, or a packed row's, may be the one in effect, which GC does not
+//! judge), and not in a table that may hold packed rows (see [`leftovers`]). The TTL it
+//! inherits is the model's rule, stated here on its own: the nearest explicit TTL among
+//! the ancestor versions in effect for it (at each ancestor path the newest version older
+//! than it, counted only if newer than those counted above) that had not run out when it
+//! was written, from that version's write time; with none, the table's, from its own
+//! write time.
+//!
+//! Dropped columns: every entry of a column dropped at or before H must be gone, whatever
+//! its time (no read can show it).
 
 use docsim_engine::script::format_entry;
 use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Ttl, Value, ValueKind};
 
+/// What the check knows of a tablet besides its dump.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TabletRules<'a> {
+    /// The tablet's default TTL.
+    pub table_ttl_ms: Option<u64>,
+    /// The tablet may hold packed rows (or entities): its expired entries are not judged,
+    /// since a packed row this compaction dropped leaves no trace in the dump, while GC
+    /// keeps the expired columns it stood under (`gc.rs`, `under_ttl_only`).
+    pub rows_stored_whole: bool,
+    /// Every write to the tablet is blind (a CQL table): no write seeks what is stored.
+    pub blind_writes: bool,
+    /// The columns dropped from it, with when.
+    pub dropped: &'a [(i32, HybridTime)],
+}
+
 /// The entries of one tablet's dump (key order) that a full compaction with cutoff
-/// `cutoff_ht` should have removed, as dump lines. `table_ttl_ms`: the tablet's default
-/// TTL. `rows_stored_whole`: the tablet may hold packed rows (or entities); its expired
-/// entries are not judged, since a packed row this compaction dropped leaves no trace in
-/// the dump, while GC keeps the expired columns it stood under (`gc.rs`,
-/// `under_ttl_only`).
+/// `cutoff_ht` should have removed, as dump lines.
 pub fn leftovers(
     entries: &[(SubDocKey, Value)],
     cutoff_ht: HybridTime,
-    table_ttl_ms: Option<u64>,
-    rows_stored_whole: bool,
+    tablet: &TabletRules,
 ) -> Vec<String> {
-    let mut out = Vec::new();
+    // An entry that should be gone keeps no expired ancestor (`outlived`); judging again
+    // with those entries left out can only find more, so this ends.
+    let mut gone = vec![false; entries.len()];
+    loop {
+        let outlived = outlived(entries, cutoff_ht, tablet.blind_writes, &gone);
+        let now = judge(entries, cutoff_ht, tablet, &outlived);
+        if now == gone {
+            break;
+        }
+        gone = now;
+    }
+    let lines = entries.iter().zip(gone).filter(|(_, gone)| *gone);
+    lines.map(|((key, value), _)| format_entry(key, value, None, false)).collect()
+}
+
+/// Which of `entries` should be gone, given the expired entries `outlived` keeps.
+fn judge(
+    entries: &[(SubDocKey, Value)],
+    cutoff_ht: HybridTime,
+    tablet: &TabletRules,
+    outlived: &[(&DocPath, DocHybridTime)],
+) -> Vec<bool> {
+    let mut out = vec![false; entries.len()];
     // Every version seen of each path on the current entry's chain, its own included.
     let mut lineage: Vec<(&DocPath, Vec<&(SubDocKey, Value)>)> = Vec::new();
     // The packed rows of the current document, with their versions.
@@ -56,7 +90,17 @@ pub fn leftovers(
         let hiding = versions.iter().find(|(k, v)| k.doc_ht.ht <= cutoff_ht && !is_record(v));
         hiding.map(|(k, _)| k.doc_ht)
     };
-    for entry @ (key, value) in entries {
+    let of_dropped_column = |key: &SubDocKey| match key.path.subkeys.first().map(|k| &k.value) {
+        Some(docsim_engine::Primitive::ColumnId(id)) => {
+            tablet.dropped.iter().any(|(c, at)| c == id && *at <= cutoff_ht)
+        }
+        _ => false,
+    };
+    for (i, entry @ (key, value)) in entries.iter().enumerate() {
+        if of_dropped_column(key) {
+            out[i] = true;
+            continue;
+        }
         lineage.retain(|(path, _)| path.is_prefix_of(&key.path));
         match lineage.last_mut() {
             Some((path, versions)) if *path == &key.path => versions.push(entry),
@@ -80,22 +124,21 @@ pub fn leftovers(
         // A tombstone a TTL-only record stands on stays, as do a packed row's; a record is
         // no tombstone.
         let tombstone = value.kind == ValueKind::Tombstone && !beneath_record && !over_packed_row;
-        let expired = !rows_stored_whole
+        let expired = !tablet.rows_stored_whole
             && !older_version
             && !overwritten
             && !tombstone
-            && expired_through_inheritance(&lineage, cutoff_ht, table_ttl_ms);
-        if older_version || overwritten || tombstone || expired {
-            out.push(format_entry(key, value, None, false));
-        }
+            && !outlived.contains(&(&key.path, key.doc_ht))
+            && expired_at_cutoff(&lineage, cutoff_ht, tablet.table_ttl_ms);
+        out[i] = older_version || overwritten || tombstone || expired;
     }
     out
 }
 
-/// Whether the newest entry of `lineage` (its own path's last version) has no TTL of its
-/// own, is no tombstone, no record stands on its path or an ancestor's (or is it), and it
-/// is expired at `cutoff_ht` through the TTL it inherits or the table's.
-fn expired_through_inheritance(
+/// Whether the newest entry of `lineage` (its own path's last version) is no tombstone, no
+/// record stands on its path or an ancestor's (or is it), and it is expired at
+/// `cutoff_ht` through its own TTL, the TTL it inherits or the table's.
+fn expired_at_cutoff(
     lineage: &[(&DocPath, Vec<&(SubDocKey, Value)>)],
     cutoff_ht: HybridTime,
     table_ttl_ms: Option<u64>,
@@ -114,31 +157,88 @@ fn expired_through_inheritance(
         )
     };
     let any_record = lineage.iter().flat_map(|(_, versions)| versions).any(|(_, v)| is_record(v));
-    if own.ttl != Ttl::Inherit || own.kind == ValueKind::Tombstone || any_record {
+    if own.kind == ValueKind::Tombstone || any_record {
         return false;
     }
-    // The ancestor versions in effect, top down; the last explicit TTL among them wins.
+    let written = own_key.doc_ht.ht;
+    let last_visible = |(base, ttl): (HybridTime, Ttl)| match ttl {
+        Ttl::Ms(ms) => Some(base.add_micros(ms.saturating_mul(1000))),
+        _ => None, // never expires
+    };
+    let in_effect = match own.ttl {
+        Ttl::Inherit => inherited(ancestors, own_key.doc_ht),
+        ttl => Some((written, ttl)),
+    };
+    let last = match in_effect {
+        Some(e) => last_visible(e),
+        None => table_ttl_ms.filter(|ms| *ms > 0).map(|ms| written.add_micros(ms * 1000)),
+    };
+    last.is_some_and(|last| cutoff_ht > last)
+}
+
+/// The entries at or below `cutoff_ht` expired through a TTL of their own that may stay:
+/// beneath them, the compaction kept a newer entry, no tombstone, that inherits their TTL
+/// (written while it ran, without one of its own: without them it would read back) or,
+/// unless every write is blind, any (a required-marker write would find it where it found
+/// the expired entry). A rule of docsim's own (`gc.rs`, `ExpiredKeeps`); judged on the
+/// dump after the compaction, without the entries that should be `gone`.
+fn outlived<'e>(
+    entries: &'e [(SubDocKey, Value)],
+    cutoff_ht: HybridTime,
+    blind_writes: bool,
+    gone: &[bool],
+) -> Vec<(&'e DocPath, DocHybridTime)> {
+    let mut kept = Vec::new();
+    for (i, (key, value)) in entries.iter().enumerate() {
+        let Ttl::Ms(ms) = value.ttl else { continue };
+        let last = key.doc_ht.ht.add_micros(ms.saturating_mul(1000));
+        if key.doc_ht.ht > cutoff_ht || last >= cutoff_ht {
+            continue;
+        }
+        let below = |(k, _): &&(SubDocKey, Value)| {
+            k.path.subkeys.len() > key.path.subkeys.len() && key.path.is_prefix_of(&k.path)
+        };
+        let keeps_it = |(k, v): &&(SubDocKey, Value)| {
+            let inherits = v.ttl == Ttl::Inherit && k.doc_ht.ht <= last;
+            let newer = k.doc_ht > key.doc_ht && v.kind != ValueKind::Tombstone;
+            newer && (inherits || !blind_writes)
+        };
+        if entries[i + 1..]
+            .iter()
+            .zip(&gone[i + 1..])
+            .take_while(|(e, _)| below(e) || e.0.path == key.path)
+            .any(|(e, gone)| !gone && below(&e) && keeps_it(&e))
+        {
+            kept.push((&key.path, key.doc_ht));
+        }
+    }
+    kept
+}
+
+/// The explicit TTL an entry written at `own` inherits from `ancestors` (top down): the
+/// nearest in effect that had not run out when it was written.
+fn inherited(
+    ancestors: &[(&DocPath, Vec<&(SubDocKey, Value)>)],
+    own: DocHybridTime,
+) -> Option<(HybridTime, Ttl)> {
+    // The ancestor versions in effect, top down, with their explicit TTLs.
     let mut newest_counted: Option<DocHybridTime> = None;
-    let mut in_effect: Option<(HybridTime, Ttl)> = None;
+    let mut explicit = Vec::new();
     for (_, versions) in ancestors {
-        let older = versions.iter().find(|(k, _)| k.doc_ht < own_key.doc_ht);
+        let older = versions.iter().find(|(k, _)| k.doc_ht < own);
         let Some((k, v)) = older else { continue };
         if newest_counted.is_none_or(|n| k.doc_ht > n) {
             newest_counted = Some(k.doc_ht);
             if v.ttl != Ttl::Inherit {
-                in_effect = Some((k.doc_ht.ht, v.ttl));
+                explicit.push((k.doc_ht.ht, v.ttl));
             }
         }
     }
-    let last_visible = match in_effect {
-        Some((base, Ttl::Ms(ms))) => base.add_micros(ms.saturating_mul(1000)),
-        Some(_) => return false, // never expires (an inherited TTL is never recorded)
-        None => match table_ttl_ms.filter(|ms| *ms > 0) {
-            Some(ms) => own_key.doc_ht.ht.add_micros(ms.saturating_mul(1000)),
-            None => return false,
-        },
+    let alive_then = |(base, ttl): &&(HybridTime, Ttl)| match ttl {
+        Ttl::Ms(ms) => own.ht <= base.add_micros(ms.saturating_mul(1000)),
+        _ => true,
     };
-    cutoff_ht > last_visible
+    explicit.iter().rev().find(alive_then).copied()
 }
 
 #[cfg(test)]
@@ -172,11 +272,17 @@ mod tests {
             (key(&["e"], 29), value(ValueKind::Tombstone)), // above H: may stay
         ];
         let cutoff = HybridTime::from_micros(25);
-        assert_eq!(leftovers(&entries, cutoff, None, false), [r#"doc(; "d")."b" @T24 -> 1"#]);
+        assert_eq!(
+            leftovers(&entries, cutoff, &TabletRules::default()),
+            [r#"doc(; "d")."b" @T24 -> 1"#]
+        );
         // A child at the same DocHybridTime as its parent's version is hidden by it (the
         // reader's rule: a child must be strictly newer).
         let tie = [(key(&[], 20), value(ValueKind::Object)), (key(&["a"], 20), leaf())];
-        assert_eq!(leftovers(&tie, cutoff, None, false), [r#"doc(; "d")."a" @T20 -> 1"#]);
+        assert_eq!(
+            leftovers(&tie, cutoff, &TabletRules::default()),
+            [r#"doc(; "d")."a" @T20 -> 1"#]
+        );
         // A record overwritten at or below H goes; it hides no older child itself.
         let records = [
             (key(&[], 22), value(ValueKind::Object)),
@@ -184,10 +290,10 @@ mod tests {
             (key(&["a"], 21), leaf()),
         ];
         assert_eq!(
-            leftovers(&records, cutoff, None, false).len(),
+            leftovers(&records, cutoff, &TabletRules::default()).len(),
             2,
             "{:?}",
-            leftovers(&records, cutoff, None, false)
+            leftovers(&records, cutoff, &TabletRules::default())
         );
         // A second version at or below H, a tombstone at or below H, but not the version
         // beneath a TTL-only record.
@@ -198,28 +304,63 @@ mod tests {
             (key(&["c"], 20), record),
             (key(&["c"], 10), value(ValueKind::Tombstone)),
         ];
-        let left = leftovers(&entries, cutoff, None, false);
+        let left = leftovers(&entries, cutoff, &TabletRules::default());
         assert_eq!(left.len(), 2, "{left:?}");
         assert!(left[0].contains("\"a\" @T10 ") && left[1].contains("\"b\" @T10 "), "{left:?}");
     }
 
+    /// Every entry of a column dropped at or before the cutoff must be gone, above it too;
+    /// a column dropped after it keeps its entries.
     #[test]
-    fn an_entry_expired_through_the_ttl_it_inherits_must_be_gone() {
+    fn a_dropped_columns_entries_must_be_gone() {
+        let col = |id: i32, us: u64| {
+            let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("r".into()))]);
+            let path = DocPath::new(doc, vec![KeyEntry::asc(Primitive::ColumnId(id))]);
+            let dht = DocHybridTime::new(HybridTime::from_micros(us), 0);
+            (SubDocKey { path, doc_ht: dht }, value(ValueKind::Primitive(Primitive::Int64(1))))
+        };
+        let entries = [col(10, 30), col(10, 5), col(11, 5), col(12, 5)];
+        let dropped = [(10, HybridTime::from_micros(20)), (12, HybridTime::from_micros(40))];
+        let left = leftovers(
+            &entries,
+            HybridTime::from_micros(25),
+            &TabletRules { dropped: &dropped, ..Default::default() },
+        );
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left.iter().all(|l| l.contains("col(10)")), "{left:?}");
+    }
+
+    #[test]
+    fn an_entry_expired_must_be_gone() {
         let leaf = |ttl| Value { ttl, kind: ValueKind::Primitive(Primitive::Int64(1)) };
         let object = |ttl| Value { ttl, kind: ValueKind::Object };
         let cutoff = HybridTime::from_micros(10_000);
         let entries = [
-            (key(&[], 1_000), object(Ttl::Ms(2))), // its own TTL: stays, expired
+            (key(&[], 1_000), object(Ttl::Ms(2))), // its own TTL: gone at 3,000
             (key(&["a"], 2_000), leaf(Ttl::Inherit)), // the root's TTL: gone at 3,000
             (key(&["b"], 4_000), leaf(Ttl::Never)), // never expires
             (key(&["c"], 1_500), object(Ttl::Never)),
             (key(&["c", "x"], 5_000), leaf(Ttl::Inherit)), // inherits "c"'s never
             (key(&["e"], 2_500), object(Ttl::Ms(20))),     // alive until 22,500
             (key(&["e", "y"], 3_000), leaf(Ttl::Inherit)),
-            (key(&["g"], 9_000), leaf(Ttl::Inherit)), // expired from birth, as a child
+            (key(&["g"], 9_000), leaf(Ttl::Inherit)), // after the root ran out: lives
         ];
-        let left = leftovers(&entries, cutoff, None, false);
-        assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#, r#"doc(; "d")."g" @T9000 -> 1"#]);
+        // The root stays: "a", "b", "c", "e" and "g" are kept beneath it (`outlived`).
+        let left = leftovers(&entries, cutoff, &TabletRules::default());
+        assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#]);
+        // With nothing beneath that outlives it, it must be gone with what inherits its TTL.
+        let left = leftovers(&entries[..2], cutoff, &TabletRules::default());
+        assert_eq!(left, [r#"doc(; "d") @T1000 -> {} ttl=2ms"#, r#"doc(; "d")."a" @T2000 -> 1"#]);
+        // A tombstone beneath outlives nothing.
+        let gone = [entries[0].clone(), (key(&["t"], 5_000), leaf(Ttl::Inherit))];
+        let tombstone = [entries[0].clone(), (key(&["t"], 5_000), value(ValueKind::Tombstone))];
+        assert!(leftovers(&gone, cutoff, &TabletRules::default()).is_empty());
+        let left = leftovers(&tombstone, cutoff, &TabletRules::default());
+        assert_eq!(left.len(), 2, "{left:?}");
+        // Where every write is blind (a CQL table), only an entry that inherits the TTL
+        // keeps it: not one written after it ran out.
+        let blind = TabletRules { blind_writes: true, ..TabletRules::default() };
+        assert_eq!(leftovers(&gone, cutoff, &blind), [r#"doc(; "d") @T1000 -> {} ttl=2ms"#]);
         // The table's TTL counts from the entry's own write time; an explicit TTL on an
         // ancestor overrides it.
         let entries = [
@@ -228,12 +369,21 @@ mod tests {
             (key(&["c"], 1_000), object(Ttl::Never)),
             (key(&["c", "x"], 2_000), leaf(Ttl::Inherit)),
         ];
-        let left = leftovers(&entries, cutoff, Some(3), false);
+        let left = leftovers(
+            &entries,
+            cutoff,
+            &TabletRules { table_ttl_ms: Some(3), ..Default::default() },
+        );
         assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#]);
-        assert!(leftovers(&entries, cutoff, None, false).is_empty());
+        assert!(leftovers(&entries, cutoff, &TabletRules::default()).is_empty());
         // A tablet that may hold packed rows: a packed row the compaction dropped may have
         // stood over the entry, which GC then keeps; expiry is not judged there.
-        assert!(leftovers(&entries, cutoff, Some(3), true).is_empty());
+        assert!(leftovers(
+            &entries,
+            cutoff,
+            &TabletRules { table_ttl_ms: Some(3), rows_stored_whole: true, ..Default::default() }
+        )
+        .is_empty());
         // Above the cutoff, or under a TTL-only record (whose TTL GC does not judge),
         // nothing is judged.
         let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: true } };
@@ -243,6 +393,11 @@ mod tests {
             (key(&["a"], 2_000), leaf(Ttl::Inherit)),
             (key(&["b"], 20_000), leaf(Ttl::Inherit)),
         ];
-        assert!(leftovers(&entries, cutoff, Some(1), false).is_empty());
+        assert!(leftovers(
+            &entries,
+            cutoff,
+            &TabletRules { table_ttl_ms: Some(1), ..Default::default() }
+        )
+        .is_empty());
     }
 }

@@ -558,10 +558,15 @@ impl Checker {
         let Ok(dumps) = slot.node.dump() else { return Ok(()) }; // down: the restart checks
         let mut leftovers = Vec::new();
         for (tablet, dump) in slot.node.tablet_ids().iter().zip(dumps) {
-            let table_ttl_ms = self.models.table_ttl_ms(tablet);
-            let whole = dump.table.is_some_and(|t| t.packed_rows || t.entity_rows);
+            let dropped = self.models.dropped_columns(tablet, node);
+            let rules = gc_complete::TabletRules {
+                table_ttl_ms: self.models.table_ttl_ms(tablet),
+                rows_stored_whole: dump.table.is_some_and(|t| t.packed_rows || t.entity_rows),
+                blind_writes: dump.table.is_some(),
+                dropped: &dropped,
+            };
             let entries: Vec<_> = dump.entries.into_iter().map(|(entry, ..)| entry).collect();
-            leftovers.extend(gc_complete::leftovers(&entries, cutoff, table_ttl_ms, whole));
+            leftovers.extend(gc_complete::leftovers(&entries, cutoff, &rules));
         }
         let dump = if cluster.replicas() > 1 { format!("dump node={node}") } else { "dump".into() };
         absent(FailureKind::GcIncomplete, &dump, leftovers)

@@ -35,6 +35,8 @@ pub struct Proposed {
 struct TableModel {
     model: Model,
     schemas: Vec<(u64, Schema)>,
+    /// Each dropped column's id, the hybrid time and index of the entry that dropped it.
+    dropped: Vec<(i32, HybridTime, u64)>,
 }
 
 /// The models of every group.
@@ -60,7 +62,8 @@ impl Models {
         let mut model = Model::new();
         model.set_table_ttl_ms(schema.default_ttl_s.map(|s| s * 1000));
         let name = schema.name.clone();
-        self.tables.insert(name, TableModel { model, schemas: vec![(0, schema)] });
+        let table = TableModel { model, schemas: vec![(0, schema)], dropped: Vec::new() };
+        self.tables.insert(name, table);
     }
 
     /// The newest schema of table `name` (what a write evaluated now uses).
@@ -161,8 +164,18 @@ impl Models {
             Op::Cql { table, op: CqlOp::Alter(change), .. } => {
                 let t = self.tables.get_mut(table).ok_or(ModelError::InvalidRequest)?;
                 let mut schema = t.schemas.last().expect("as created").1.clone();
+                let id = |s: &Schema, name: &str| {
+                    s.regular.iter().find(|r| r.name == name).map(|r| r.id)
+                };
+                let dropped = match change {
+                    docsim_models::cql::Alter::Drop { column } => id(&schema, column),
+                    docsim_models::cql::Alter::Add { .. } => None,
+                };
                 schema.alter(change)?;
                 t.schemas.push((index, schema));
+                if index != u64::MAX {
+                    t.dropped.extend(dropped.map(|id| (id, ht, index)));
+                }
                 Ok(ModelReply::Written)
             }
             Op::Cql { table, op, .. } => {
@@ -333,6 +346,15 @@ impl Models {
                 self.tables.get(name).and_then(|t| t.schemas[0].1.default_ttl_s.map(|s| s * 1000))
             }
         }
+    }
+
+    /// Each column dropped from table `tablet` and when, as far as replica `node` applied
+    /// (for the GC check).
+    pub fn dropped_columns(&self, tablet: &TabletId, node: u64) -> Vec<(i32, HybridTime)> {
+        let TabletId::Table(name) = tablet else { return Vec::new() };
+        let applied = self.applied_index(tablet, node);
+        let Some(t) = self.tables.get(name) else { return Vec::new() };
+        t.dropped.iter().filter(|(.., at)| *at <= applied).map(|(id, ht, _)| (*id, *ht)).collect()
     }
 
     /// The document ids a table's model holds (for a SELECT's scan).
