@@ -398,7 +398,7 @@ impl DocDb {
             return Ok((params, None));
         }
         let repack = match self.packings.is_empty() {
-            false => Some(Arc::new(self.plan_repack(params.cutoff_ht)?)),
+            false => Some(Arc::new(self.plan_repack((params.cutoff_ht, params.table_ttl_ms))?)),
             true => None,
         };
         if !self.plants.contains(Plant::YbExpiredParentGc) {
@@ -407,9 +407,10 @@ impl DocDb {
         Ok((params, repack))
     }
 
-    /// Plan the repacking of every row for a full compaction with cutoff `cutoff_ht`: each
-    /// row's stored entries, decoded, through the pure [`crate::gc::plan_row`].
-    fn plan_repack(&self, cutoff_ht: HybridTime) -> Result<RepackPlan> {
+    /// Plan the repacking of every row for a full compaction with `cutoff` (the history
+    /// cutoff, the table's TTL): each row's stored entries, decoded, through the pure
+    /// [`crate::gc::plan_row`].
+    fn plan_repack(&self, cutoff: (HybridTime, Option<u64>)) -> Result<RepackPlan> {
         let mut plan = RepackPlan::default();
         let (mut row, mut doc) = (StoredRow::default(), Vec::new());
         self.for_each_stored(|key, value, it| {
@@ -418,7 +419,7 @@ impl DocDb {
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if key[..doc_len] != doc[..] {
-                self.plan_stored_row(std::mem::take(&mut row), cutoff_ht, &mut plan);
+                self.plan_stored_row(std::mem::take(&mut row), cutoff, &mut plan);
                 doc = key[..doc_len].to_vec();
             }
             let mut entry = decode_doc_entry(key, doc_len, false, value)?;
@@ -431,7 +432,7 @@ impl DocDb {
             row.entries.push(entry);
             Ok(())
         })?;
-        self.plan_stored_row(row, cutoff_ht, &mut plan);
+        self.plan_stored_row(row, cutoff, &mut plan);
         Ok(plan)
     }
 
@@ -472,15 +473,22 @@ impl DocDb {
     /// Add one row's repacking to `plan`. A row whose packed bytes do not decode is not
     /// repacked: it is recorded with the compaction's undecodable entries, which the
     /// compaction reports as its error.
-    fn plan_stored_row(&self, row: StoredRow, cutoff_ht: HybridTime, plan: &mut RepackPlan) {
+    fn plan_stored_row(
+        &self,
+        row: StoredRow,
+        cutoff: (HybridTime, Option<u64>),
+        plan: &mut RepackPlan,
+    ) {
         let planned = match row.undecodable {
             Some(error) => Err(error),
-            None => crate::gc::plan_row(&row.entries, cutoff_ht, &self.packings, self.plants)
+            None => crate::gc::plan_row(&row.entries, cutoff, &self.packings, self.plants)
                 .map_err(|e| with_key(row.keys.first().map_or(&[], Vec::as_slice), e).to_string()),
         };
         match planned {
             Ok(Some(p)) => {
-                plan.rewrite.insert(row.keys[p.packed_row].clone(), p.value);
+                if let Some(value) = p.value {
+                    plan.rewrite.insert(row.keys[p.packed_row].clone(), value);
+                }
                 plan.fold.extend(p.folded.into_iter().map(|i| row.keys[i].clone()));
             }
             Ok(None) => {}

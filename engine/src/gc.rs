@@ -266,8 +266,12 @@ impl GcFeed {
             (_, false, true) if self.under_ttl_only() => Verdict::KeepInherited,
             (kind, false, true) if own_ttl => self.expired_own_ttl(kind, (components, leaf), dht),
             // Over an older packed row a column's older value may live in the packed row,
-            // which stays: a tombstone that hides it stays too.
+            // which stays: a tombstone that hides it stays too, as does an expired value
+            // (it hides it as a tombstone would).
             (CompactionKind::Full, true, _) if self.under_older_packed_row(dht) => Verdict::Keep,
+            (CompactionKind::Full, false, true) if self.under_older_packed_row(dht) => {
+                Verdict::KeepExpired
+            }
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
             (CompactionKind::Minor, true, _) => Verdict::Keep,
             // Expired through an inherited TTL (or the table's): a minor compaction cannot
@@ -355,9 +359,11 @@ impl GcFeed {
             verdict = Verdict::Drop;
         }
         if verdict == Verdict::Drop {
-            // Gone with what hid it: its columns no longer need anything kept.
+            // Gone (hidden, folded into a newer one, or expired whole with what it hid):
+            // nothing beneath needs keeping for it, and the version beneath it is judged
+            // as if it had never been.
             let level = self.levels.top_mut().expect("entered");
-            level.versions.last_mut().expect("entered").packed = false;
+            level.versions.pop();
         }
         Ok(verdict)
     }
@@ -395,9 +401,10 @@ impl GcFeed {
     }
 
     /// Whether the entry just entered has a TTL-only record above it at its own level or
-    /// at an ancestor's.
+    /// at an ancestor's (a packed row passes no TTL down: `db/packed.rs`).
     fn under_ttl_only(&self) -> bool {
-        self.levels.payloads().any(|level| level.versions.iter().any(|v| v.hides_nothing))
+        let ttl_only = |v: &Version| v.hides_nothing && !v.packed;
+        self.levels.payloads().any(|level| level.versions.iter().any(ttl_only))
     }
 
     /// Align the levels to an entry's path and add its version there (newest first).

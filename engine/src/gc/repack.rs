@@ -14,7 +14,11 @@
 //! plan names is at or below H, and a read at R >= H sees, for each packed column, the
 //! newest version at or below H unless a newer one above H (kept, untouched) hides it —
 //! exactly what the new packed row holds, each folded column with its own value, TTL and
-//! write time (`packed_row.rs`: YugabyteDB's `keep_write_time`).
+//! write time (`packed_row.rs`; YugabyteDB keeps the write time for `writetime()` only and
+//! counts the TTL from the row's: the plant `yb-packed-column-ttl-from-row`).
+//!
+//! A row expired whole at H (its TTL and every column's ran out) goes instead, with what
+//! it hid at or below H ([`expired_whole`]).
 //!
 //! The rules (docsim's, where they are stricter than YugabyteDB's):
 //! - only when the newest version of the row's root at or below H is a packed row (a
@@ -32,7 +36,7 @@
 use crate::canary::{Plant, Plants};
 use crate::decode_error::DecodeError;
 use crate::encoding::{unpack, KeyEntry, Packings, Primitive, Slot, Ttl, Value, ValueKind};
-use crate::hybrid_time::HybridTime;
+use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::DocEntry;
 use std::collections::BTreeSet;
 
@@ -42,8 +46,9 @@ use std::collections::BTreeSet;
 pub struct RowRepack {
     /// The index (in the row's entries) of the packed row that gets the new value.
     pub packed_row: usize,
-    /// The new value, encoded.
-    pub value: Vec<u8>,
+    /// The new value, encoded; `None`: the row is expired whole at the cutoff, and its
+    /// packed row goes with what is folded.
+    pub value: Option<Vec<u8>>,
     /// Indexes of the entries folded in (or superseded): the compaction drops them.
     pub folded: BTreeSet<usize>,
 }
@@ -52,7 +57,7 @@ pub struct RowRepack {
 /// (the root's versions newest first, then each column's). `None`: nothing to repack.
 pub fn plan_row(
     entries: &[DocEntry],
-    cutoff_ht: HybridTime,
+    (cutoff_ht, table_ttl_ms): (HybridTime, Option<u64>),
     packings: &Packings,
     plants: Plants,
 ) -> Result<Option<RowRepack>, DecodeError> {
@@ -80,30 +85,95 @@ pub fn plan_row(
         .map(|(i, _)| i)
         .collect();
     let mut slots = Vec::with_capacity(newest.column_ids().len());
+    // Columns whose visible version cannot be folded in: it stays beside the row, with
+    // the index of that version.
+    let mut unfolded = Vec::new();
     for &id in newest.column_ids() {
         let versions = column_versions(entries, id, cutoff_ht, plants);
-        let visible = versions.iter().map(|&i| &entries[i]);
-        let visible = visible.take_while(|e| above_floor(e)).next();
+        let visible = versions.iter().map(|&i| (i, &entries[i]));
+        let visible = visible.take_while(|(_, e)| above_floor(e)).next();
         let in_row = old_slots.iter().find(|(c, _)| *c == id).map(|(_, s)| s.clone());
-        let slot = match (visible, in_row) {
-            (Some(e), None) => fold(e, row.value.ttl),
-            (Some(e), Some(s)) if e.doc_ht > s.written.unwrap_or(row.doc_ht) => {
-                fold(e, row.value.ttl)
-            }
-            (_, Some(slot)) => Some(slot),
-            (None, None) => Some(Slot::of(None)),
-        };
-        let Some(slot) = slot else { return Ok(None) };
-        slots.push(slot);
+        match (new_slot(visible.map(|(_, e)| e), in_row, row), visible) {
+            (Some(slot), _) => slots.push(slot),
+            (None, Some((i, _))) => unfolded.push(i),
+            (None, None) => unreachable!("only a visible version can fail to fold"),
+        }
         folded.extend(versions);
     }
     folded.extend(dropped_columns(entries, packings, cutoff_ht));
+    let keeps_expired = plants.contains(Plant::GcKeepsExpired); // planted: the old rule
+    if !keeps_expired && expired_whole((row, &slots), cutoff_ht, table_ttl_ms) {
+        // It goes, with the liveness versions it hid; the unfolded versions stay (they
+        // hide its values of their columns).
+        folded.retain(|i| !unfolded.contains(i));
+        folded.insert(at);
+        folded.extend(hidden_liveness(entries, row.doc_ht, cutoff_ht));
+        return Ok(Some(RowRepack { packed_row: at, value: None, folded }));
+    }
+    if !unfolded.is_empty() {
+        return Ok(None); // it cannot be repacked
+    }
     let body = newest.body_of_slots(&slots);
     if folded.is_empty() && body == *body_of(row) {
         return Ok(None); // already packed as it would be
     }
     let value = Value { ttl: row.value.ttl, kind: ValueKind::PackedRow(body) };
-    Ok(Some(RowRepack { packed_row: at, value: value.encode(), folded }))
+    Ok(Some(RowRepack { packed_row: at, value: Some(value.encode()), folded }))
+}
+
+/// The indexes of the liveness column's versions at or below the cutoff older than a
+/// packed row written at `row`: its expanded liveness (expired or not) hides them.
+fn hidden_liveness(entries: &[DocEntry], row: DocHybridTime, cutoff_ht: HybridTime) -> Vec<usize> {
+    let liveness = [KeyEntry::asc(Primitive::SystemColumnId(0))];
+    let hidden = |e: &DocEntry| {
+        !e.table_key && e.subkeys == liveness && e.doc_ht < row && e.doc_ht.ht <= cutoff_ht
+    };
+    entries.iter().enumerate().filter(|(_, e)| hidden(e)).map(|(i, _)| i).collect()
+}
+
+/// Whether the packed row `row`, repacked as `slots`, reads as nothing at the cutoff and
+/// after: its liveness (the row's TTL, from its write time) and every column (NULL, or
+/// expired through its own TTL, else the row's, from its own write time) ran out at
+/// `cutoff_ht` — the reader's expansion of a packed row (`db/packed.rs`,
+/// `PackedRead::expand`) with the TTL rules of `expiry.rs`. Nothing inherits a packed
+/// row's TTL, and what it hid at or below the cutoff is folded with it, so it goes whole:
+/// YugabyteDB drops an expired packed row too (`DocDBCompactionFeed::Feed`: the expiry
+/// test comes before `PackedRowData::ProcessPackedRow`), though it judges the row's TTL
+/// alone, not the columns' (`docs/findings.md`).
+fn expired_whole(
+    (row, slots): (&DocEntry, &[Slot]),
+    cutoff_ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+) -> bool {
+    let ran_out = |ttl: Ttl, written: HybridTime| {
+        let exp = match ttl {
+            Ttl::Inherit => None,
+            explicit => Some((written, explicit)),
+        };
+        crate::expiry::is_expired(exp, written, table_ttl_ms, cutoff_ht)
+    };
+    let row_ht = row.doc_ht.ht;
+    // A column takes the row's TTL if it has none of its own, counted from its own
+    // write time (a column folded in keeps its own).
+    let column_ran_out = |slot: &Slot| match &slot.value {
+        None => true,
+        Some(v) => {
+            let ttl = if v.ttl == Ttl::Inherit { row.value.ttl } else { v.ttl };
+            ran_out(ttl, slot.written.map_or(row_ht, |w| w.ht))
+        }
+    };
+    ran_out(row.value.ttl, row_ht) && slots.iter().all(column_ran_out)
+}
+
+/// A column's slot in the new packed row: its `visible` version at or below the cutoff if
+/// newer than its slot `in_row` (folded in; `None` if it cannot be), else that slot.
+fn new_slot(visible: Option<&DocEntry>, in_row: Option<Slot>, row: &DocEntry) -> Option<Slot> {
+    match (visible, in_row) {
+        (Some(e), None) => fold(e, row.value.ttl),
+        (Some(e), Some(s)) if e.doc_ht > s.written.unwrap_or(row.doc_ht) => fold(e, row.value.ttl),
+        (_, Some(slot)) => Some(slot),
+        (None, None) => Some(Slot::of(None)),
+    }
 }
 
 fn body_of(row: &DocEntry) -> &Vec<u8> {

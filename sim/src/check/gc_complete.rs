@@ -28,18 +28,19 @@
 //! Dropped columns: every entry of a column dropped at or before H must be gone, whatever
 //! its time (no read can show it).
 
+use docsim_engine::encoding::{unpack, Packings, Slot};
 use docsim_engine::script::format_entry;
-use docsim_engine::{DocHybridTime, DocPath, HybridTime, SubDocKey, Ttl, Value, ValueKind};
+use docsim_engine::{
+    DocHybridTime, DocPath, HybridTime, Primitive, SubDocKey, Ttl, Value, ValueKind,
+};
 
 /// What the check knows of a tablet besides its dump.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct TabletRules<'a> {
     /// The tablet's default TTL.
     pub table_ttl_ms: Option<u64>,
-    /// The tablet may hold packed rows (or entities): its expired entries are not judged,
-    /// since a packed row this compaction dropped leaves no trace in the dump, while GC
-    /// keeps the expired columns it stood under (`gc.rs`, `under_ttl_only`).
-    pub rows_stored_whole: bool,
+    /// The table's schema packings, to read its packed rows (`None`: no packed rows).
+    pub packings: Option<&'a Packings>,
     /// Every write to the tablet is blind (a CQL table): no write seeks what is stored.
     pub blind_writes: bool,
     /// The columns dropped from it, with when.
@@ -91,7 +92,7 @@ fn judge(
         hiding.map(|(k, _)| k.doc_ht)
     };
     let of_dropped_column = |key: &SubDocKey| match key.path.subkeys.first().map(|k| &k.value) {
-        Some(docsim_engine::Primitive::ColumnId(id)) => {
+        Some(Primitive::ColumnId(id)) => {
             tablet.dropped.iter().any(|(c, at)| c == id && *at <= cutoff_ht)
         }
         _ => false,
@@ -124,12 +125,17 @@ fn judge(
         // A tombstone a TTL-only record stands on stays, as do a packed row's; a record is
         // no tombstone.
         let tombstone = value.kind == ValueKind::Tombstone && !beneath_record && !over_packed_row;
-        let expired = !tablet.rows_stored_whole
-            && !older_version
+        let expired = !older_version
             && !overwritten
             && !tombstone
+            && !over_packed_row
             && !outlived.contains(&(&key.path, key.doc_ht))
-            && expired_at_cutoff(&lineage, cutoff_ht, tablet.table_ttl_ms);
+            && match &value.kind {
+                ValueKind::PackedRow(body) => {
+                    !beneath_record && packed_expired_whole(entries, i, body, cutoff_ht, tablet)
+                }
+                _ => expired_at_cutoff(&lineage, cutoff_ht, tablet.table_ttl_ms),
+            };
         out[i] = older_version || overwritten || tombstone || expired;
     }
     out
@@ -148,14 +154,9 @@ fn expired_at_cutoff(
     else {
         return false;
     };
-    // A TTL-only record, or a row stored whole (packed, or as an entity): GC does not
-    // judge the TTLs in effect beneath them.
-    let is_record = |v: &Value| {
-        matches!(
-            v.kind,
-            ValueKind::TtlOnly { .. } | ValueKind::PackedRow(_) | ValueKind::EntityRow(_)
-        )
-    };
+    // A TTL-only record: GC does not judge the TTLs in effect beneath it. (A packed row
+    // passes no TTL down: its columns are its own.)
+    let is_record = |v: &Value| matches!(v.kind, ValueKind::TtlOnly { .. });
     let any_record = lineage.iter().flat_map(|(_, versions)| versions).any(|(_, v)| is_record(v));
     if own.kind == ValueKind::Tombstone || any_record {
         return false;
@@ -174,6 +175,57 @@ fn expired_at_cutoff(
         None => table_ttl_ms.filter(|ms| *ms > 0).map(|ms| written.add_micros(ms * 1000)),
     };
     last.is_some_and(|last| cutoff_ht > last)
+}
+
+/// Whether the packed row `entries[at]` (its `body`) reads as nothing at `cutoff_ht` and
+/// after: the row's TTL (else the table's, from the row's time) ran out, and so did each
+/// column — NULL; its own TTL (else the row's) from its own write time; or hidden by a
+/// version of its column stored beside the row, newer than the column's time and at or
+/// below the cutoff (one repacking could not fold in). The reader expands a packed row
+/// into a liveness column and its columns so (`db/packed.rs`); nothing beneath inherits
+/// the row's TTL. What does not decode is the reads' to find, not this check's.
+fn packed_expired_whole(
+    entries: &[(SubDocKey, Value)],
+    at: usize,
+    body: &[u8],
+    cutoff_ht: HybridTime,
+    tablet: &TabletRules,
+) -> bool {
+    let (row_key, row) = &entries[at];
+    let packings = tablet.packings;
+    let Ok((_, columns)) = unpack(body, 0, |v| packings.and_then(|p| p.get(v))) else {
+        return false;
+    };
+    let ran_out = |ttl: Ttl, written: HybridTime| {
+        let last = match ttl {
+            Ttl::Never => None,
+            Ttl::Ms(ms) => Some(written.add_micros(ms.saturating_mul(1000))),
+            Ttl::Inherit => {
+                tablet.table_ttl_ms.filter(|ms| *ms > 0).map(|ms| written.add_micros(ms * 1000))
+            }
+        };
+        last.is_some_and(|last| cutoff_ht > last)
+    };
+    let row_ht = row_key.doc_ht.ht;
+    let hidden = |id: u32, since: DocHybridTime| {
+        let column = Primitive::ColumnId(id as i32);
+        entries[at + 1..].iter().take_while(|(k, _)| k.path.doc_key == row_key.path.doc_key).any(
+            |(k, _)| {
+                let of_column = k.path.subkeys.len() == 1 && k.path.subkeys[0].value == column;
+                of_column && k.doc_ht > since && k.doc_ht.ht <= cutoff_ht
+            },
+        )
+    };
+    let column_ran_out = |(id, slot): &(u32, Slot)| {
+        let written = slot.written.unwrap_or(row_key.doc_ht);
+        hidden(*id, written)
+            || match &slot.value {
+                None => true,
+                Some(v) if v.ttl == Ttl::Inherit => ran_out(row.ttl, written.ht),
+                Some(v) => ran_out(v.ttl, written.ht),
+            }
+    };
+    ran_out(row.ttl, row_ht) && columns.iter().all(column_ran_out)
 }
 
 /// The entries at or below `cutoff_ht` expired through a TTL of their own that may stay:
@@ -224,8 +276,9 @@ fn inherited(
     // The ancestor versions in effect, top down, with their explicit TTLs.
     let mut newest_counted: Option<DocHybridTime> = None;
     let mut explicit = Vec::new();
+    let packed = |v: &Value| matches!(v.kind, ValueKind::PackedRow(_));
     for (_, versions) in ancestors {
-        let older = versions.iter().find(|(k, _)| k.doc_ht < own);
+        let older = versions.iter().find(|(k, v)| k.doc_ht < own && !packed(v));
         let Some((k, v)) = older else { continue };
         if newest_counted.is_none_or(|n| k.doc_ht > n) {
             newest_counted = Some(k.doc_ht);
@@ -244,7 +297,7 @@ fn inherited(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use docsim_engine::{DocKey, KeyEntry, Primitive};
+    use docsim_engine::{DocKey, KeyEntry};
 
     fn key(subkeys: &[&str], us: u64) -> SubDocKey {
         let doc = DocKey::new(vec![], vec![KeyEntry::asc(Primitive::String("d".into()))]);
@@ -376,14 +429,6 @@ mod tests {
         );
         assert_eq!(left, [r#"doc(; "d")."a" @T2000 -> 1"#]);
         assert!(leftovers(&entries, cutoff, &TabletRules::default()).is_empty());
-        // A tablet that may hold packed rows: a packed row the compaction dropped may have
-        // stood over the entry, which GC then keeps; expiry is not judged there.
-        assert!(leftovers(
-            &entries,
-            cutoff,
-            &TabletRules { table_ttl_ms: Some(3), rows_stored_whole: true, ..Default::default() }
-        )
-        .is_empty());
         // Above the cutoff, or under a TTL-only record (whose TTL GC does not judge),
         // nothing is judged.
         let record = Value { ttl: Ttl::Ms(1), kind: ValueKind::TtlOnly { object: true } };

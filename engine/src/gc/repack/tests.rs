@@ -32,7 +32,9 @@ fn column(id: i32, us: u64, value: Value) -> DocEntry {
 /// The slots of a planned packed row.
 fn slots(plan: &RowRepack) -> Vec<(u32, Slot)> {
     let p = packings();
-    decode_packed_row(&plan.value, |v| p.get(v)).expect("a packed row").columns
+    decode_packed_row(plan.value.as_ref().expect("a new value"), |v| p.get(v))
+        .expect("a packed row")
+        .columns
 }
 
 #[test]
@@ -45,7 +47,7 @@ fn later_updates_fold_in_with_their_own_write_time_and_newer_ones_stay() {
         column(11, 1200, Value::tombstone()), // folded in as NULL
         column(12, 800, Value { ttl: Ttl::Ms(9), ..int(8) }), // a column v0 lacks
     ];
-    let plan = plan_row(&entries, HybridTime::new(2000, 0), &packings(), Plants::NONE)
+    let plan = plan_row(&entries, (HybridTime::new(2000, 0), None), &packings(), Plants::NONE)
         .expect("decodes")
         .expect("a repack");
     assert_eq!(plan.packed_row, 0);
@@ -63,7 +65,7 @@ fn a_row_tombstone_at_or_below_the_cutoff_or_an_inheriting_value_leaves_the_row_
     let tombstone =
         DocEntry { table_key: false, subkeys: vec![], doc_ht: at(1500), value: Value::tombstone() };
     let cutoff = HybridTime::new(2000, 0);
-    let plan = |entries: &[DocEntry]| plan_row(entries, cutoff, &packings(), Plants::NONE);
+    let plan = |entries: &[DocEntry]| plan_row(entries, (cutoff, None), &packings(), Plants::NONE);
     assert_eq!(plan(&[tombstone, row.clone()]), Ok(None), "the tombstone hides the row");
     // In the packed row, the value would take the row's TTL instead of the table's.
     assert_eq!(plan(&[row.clone(), column(10, 1200, int(3))]), Ok(None));
@@ -81,11 +83,12 @@ fn older_packed_rows_and_dropped_columns_go() {
         packed(900, Ttl::Inherit, 0, &[Some(int(0)), Some(int(0))]),
         column(11, 1100, int(11)),
     ];
-    let plan = plan_row(&entries, HybridTime::new(2000, 0), &p, Plants::NONE)
+    let plan = plan_row(&entries, (HybridTime::new(2000, 0), None), &p, Plants::NONE)
         .expect("decodes")
         .expect("a repack");
     assert_eq!(plan.folded, BTreeSet::from([1, 2]));
-    let row = decode_packed_row(&plan.value, |v| p.get(v)).expect("a packed row");
+    let row = decode_packed_row(plan.value.as_ref().expect("a new value"), |v| p.get(v))
+        .expect("a packed row");
     assert_eq!(row.version, 2);
     assert_eq!(row.columns, vec![(10, Slot::of(Some(int(1)))), (12, Slot::of(None))]);
 }
@@ -96,9 +99,9 @@ fn planted_repacking_drops_updates_above_the_cutoff() {
         vec![packed(1000, Ttl::Inherit, 1, &[None, None, None]), column(10, 3000, int(30))];
     let plants = Plants::of(Some(Plant::RepackDropsNewerUpdate));
     let cutoff = HybridTime::new(2000, 0);
-    let clean = plan_row(&entries, cutoff, &packings(), Plants::NONE).expect("decodes");
+    let clean = plan_row(&entries, (cutoff, None), &packings(), Plants::NONE).expect("decodes");
     assert_eq!(clean, None, "nothing at or below the cutoff to fold");
-    let planted = plan_row(&entries, cutoff, &packings(), plants).expect("decodes");
+    let planted = plan_row(&entries, (cutoff, None), &packings(), plants).expect("decodes");
     assert_eq!(planted.expect("a repack").folded, BTreeSet::from([1]));
 }
 
@@ -110,7 +113,7 @@ fn an_older_packed_row_of_a_newer_schema_leaves_the_row_alone() {
         packed(2000, Ttl::Inherit, 0, &[Some(int(1)), None]),
         packed(1000, Ttl::Inherit, 1, &[Some(int(0)), None, Some(int(7))]),
     ];
-    let plan = plan_row(&entries, HybridTime::new(4000, 0), &packings(), Plants::NONE);
+    let plan = plan_row(&entries, (HybridTime::new(4000, 0), None), &packings(), Plants::NONE);
     assert_eq!(plan, Ok(None));
 }
 
@@ -128,7 +131,8 @@ fn an_older_packed_row_goes_unless_it_folded_in_a_column_after_the_newest_row() 
     let row = packed(1000, Ttl::Inherit, 1, &[Some(int(1)), None, None]);
     let plan = |older: DocEntry| {
         let entries = [row.clone(), older];
-        plan_row(&entries, HybridTime::new(2000, 0), &packings(), Plants::NONE).expect("decodes")
+        plan_row(&entries, (HybridTime::new(2000, 0), None), &packings(), Plants::NONE)
+            .expect("decodes")
     };
     assert_eq!(plan(older_folded_at(950)).expect("a repack").folded, BTreeSet::from([1]));
     assert_eq!(plan(older_folded_at(1200)), None);
@@ -145,7 +149,7 @@ fn versions_below_an_older_row_tombstone_do_not_fold_in() {
         tombstone,
         column(12, 800, int(8)), // a column v0 lacks, hidden by the tombstone
     ];
-    let plan = plan_row(&entries, HybridTime::new(2000, 0), &packings(), Plants::NONE)
+    let plan = plan_row(&entries, (HybridTime::new(2000, 0), None), &packings(), Plants::NONE)
         .expect("decodes")
         .expect("a repack");
     assert_eq!(plan.folded, BTreeSet::from([2]));
@@ -158,5 +162,43 @@ fn a_row_with_nothing_to_fold_is_left_alone() {
     let p = packings();
     let newest = p.newest().expect("versions").version();
     let entries = vec![packed(1000, Ttl::Inherit, newest, &[Some(int(1)), None, None])];
-    assert_eq!(plan_row(&entries, HybridTime::new(2000, 0), &p, Plants::NONE), Ok(None));
+    assert_eq!(plan_row(&entries, (HybridTime::new(2000, 0), None), &p, Plants::NONE), Ok(None));
+}
+
+/// A packed row expired whole at the cutoff goes with what it hid: its folded columns and
+/// the liveness column's older versions (its expanded liveness hid them). A column with a
+/// longer TTL of its own keeps it; the table's TTL counts too; a newer column repacking
+/// cannot fold stays beside it while it goes.
+#[test]
+fn a_row_expired_whole_goes_with_what_it_hid() {
+    let liveness = |us| DocEntry {
+        subkeys: vec![KeyEntry::asc(Primitive::SystemColumnId(0))],
+        ..column(10, us, Value::new(ValueKind::Primitive(Primitive::Null)))
+    };
+    let plan = |entries: &[DocEntry], table_ttl_ms| {
+        plan_row(entries, (HybridTime::new(9000, 0), table_ttl_ms), &packings(), Plants::NONE)
+            .expect("decodes")
+    };
+    let row = vec![
+        packed(2000, Ttl::Ms(1), 0, &[Some(int(1)), None]), // expired at 3000
+        liveness(1000),                                     // hidden by the row's
+        column(10, 2500, Value { ttl: Ttl::Ms(2), ..int(7) }), // expired at 4500
+    ];
+    let gone = plan(&row, None).expect("a plan");
+    assert_eq!((gone.value, gone.folded), (None, BTreeSet::from([0, 1, 2])));
+    // A column whose own TTL runs past the cutoff keeps the row.
+    let mut longer = row.clone();
+    longer[2] = column(10, 2500, Value { ttl: Ttl::Ms(9), ..int(7) });
+    assert!(plan(&longer, None).expect("a plan").value.is_some());
+    // Without TTLs the table's decides, from each write time.
+    let plain =
+        vec![packed(2000, Ttl::Inherit, 0, &[Some(int(1)), None]), column(11, 4000, int(3))];
+    assert!(plan(&plain, Some(5)).expect("a plan").value.is_some(), "11 lives until 9000");
+    assert_eq!(plan(&plain, Some(4)).expect("a plan").value, None);
+    assert_eq!(plan(&plain, None).expect("a plan").value.map(|_| ()), Some(()));
+    // A value without a TTL cannot fold into a row with one; it stays, the row goes.
+    let unfolded =
+        vec![packed(2000, Ttl::Ms(1), 0, &[Some(int(1)), None]), column(10, 2500, int(4))];
+    let plan = plan(&unfolded, None).expect("a plan");
+    assert_eq!((plan.value, plan.folded), (None, BTreeSet::from([0])));
 }
