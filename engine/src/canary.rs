@@ -76,6 +76,11 @@ pub enum Plant {
     /// before compaction reclaimed expired data): no read can tell, only the simulator's
     /// check of what a compaction must remove (`sim/src/check/gc_complete.rs`).
     GcKeepsExpired,
+    /// YugabyteDB's reader of packed rows: a column folded in with a TTL of its own
+    /// expires that TTL after the packed row's write time, not its own
+    /// (`DoDecodePackedColumn`, `docdb/doc_reader.cc`): after a repacking compaction such
+    /// a column vanishes early.
+    YbPackedColumnTtlFromRow,
     /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
@@ -125,7 +130,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 33] = [
+    pub const ALL: [Plant; 34] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -148,6 +153,7 @@ impl Plant {
         Plant::YbSeekStopsAtExpire,
         Plant::GcKeepsTombstones,
         Plant::GcKeepsExpired,
+        Plant::YbPackedColumnTtlFromRow,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -183,7 +189,8 @@ impl Plant {
 
     /// Whether the bug needs a rare path: a disk fault landing just so, or (replicated)
     /// a leader cut off with its lease, clocks skewed the wrong way at a leader change, a
-    /// power cut right after a vote. Torture catches it in hundreds of seeds, not tens,
+    /// power cut right after a vote, a read between a folded column's early and true
+    /// expiry (1 seed in 50). Torture catches it in hundreds of seeds, not tens,
     /// and its reproducer is longer than a dozen steps.
     pub fn rare(self) -> bool {
         matches!(
@@ -196,6 +203,7 @@ impl Plant {
                 | Plant::ReadsPastLease
                 | Plant::VoteNotSynced
                 | Plant::NonVoterCounted
+                | Plant::YbPackedColumnTtlFromRow
         )
     }
 
@@ -207,6 +215,7 @@ impl Plant {
             Plant::PackedRowWrongSchema
                 | Plant::RepackDropsNewerUpdate
                 | Plant::EntityColumnAsDefault
+                | Plant::YbPackedColumnTtlFromRow
         )
     }
 
@@ -240,6 +249,7 @@ impl Plant {
             Plant::YbSeekStopsAtExpire => "yb-seek-stops-at-expire",
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
             Plant::GcKeepsExpired => "gc-keeps-expired",
+            Plant::YbPackedColumnTtlFromRow => "yb-packed-column-ttl-from-row",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

@@ -30,7 +30,7 @@ use crate::encoding::ValueKind;
 use crate::encoding::{unpack, KeyEntry, PackedColumns, Packings, Primitive, Slot, Ttl, Value};
 use crate::entity::Column;
 use crate::error::{DecodeError, Result};
-use crate::hybrid_time::DocHybridTime;
+use crate::hybrid_time::{DocHybridTime, HybridTime};
 use crate::reader::{DocEntry, ReadConfig};
 
 /// The entity layout: if `value` (encoded) is a packed row, the columns of the entity
@@ -109,8 +109,25 @@ pub(super) fn scanned(
     crate::probe::hit("read.packed_row");
     let wrong_schema = plants.contains(Plant::PackedRowWrongSchema);
     let packing_of = |v| if wrong_schema { packings.newest() } else { packings.get(v) };
-    let (_, columns) = unpack(body, 0, packing_of).map_err(|e| with_key(key, e))?;
+    let (_, mut columns) = unpack(body, 0, packing_of).map_err(|e| with_key(key, e))?;
+    if plants.contains(Plant::YbPackedColumnTtlFromRow) {
+        columns.iter_mut().for_each(|(_, slot)| planted_ttl_from_row(slot, entry.doc_ht.ht));
+    }
     Ok(Scanned::Packed(PackedRead { doc_ht: entry.doc_ht, row_ttl: entry.value.ttl, columns }))
+}
+
+/// The plant `yb-packed-column-ttl-from-row`, YugabyteDB's reader: a column folded into a
+/// packed row with a TTL of its own expires that TTL after the packed row's write time,
+/// not its own (`GetHelper::DoDecodePackedColumn`, `docdb/doc_reader.cc`, passes
+/// `packed_row->doc_ht()` to `GetNewExpiration`; the column's kept time only feeds
+/// `writetime()`). Stated here as a shorter TTL from the column's own time (at least
+/// 1 ms: `Ttl::Ms` is never 0).
+fn planted_ttl_from_row(slot: &mut Slot, row_ht: HybridTime) {
+    let (Some(written), Some(value)) = (slot.written, slot.value.as_mut()) else { return };
+    let Ttl::Ms(ms) = value.ttl else { return };
+    let last_us = row_ht.physical_us() + ms.saturating_mul(1000);
+    let left_ms = last_us.saturating_sub(written.ht.physical_us()) / 1000;
+    value.ttl = Ttl::Ms(left_ms.max(1));
 }
 
 /// Push `entry`, or the entries it stands for if it is a packed row at a document root;

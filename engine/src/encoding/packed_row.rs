@@ -19,11 +19,16 @@
 //! [`unpack`] decodes them with the [`Packings`] of the row's table.
 //!
 //! A column that repacking folded in from a later column entry keeps that entry's own
-//! write time (YugabyteDB's `keep_write_time`, so TTLs count from where they did): a
-//! control field `u` before its value, the entry's hybrid time (8 bytes) and write id (4
-//! bytes), big-endian. YugabyteDB writes a column's write time there as its user-timestamp
-//! field in microseconds; docsim keeps the whole version, logical part and write id
-//! included (a format of docsim's own, so a folded column reads exactly as before).
+//! write time, so its TTL counts from where it did: a control field `u` before its value,
+//! the entry's hybrid time (8 bytes) and write id (4 bytes), big-endian. docsim keeps the
+//! whole version, logical part and write id included (a format of docsim's own, so a
+//! folded column reads exactly as before). YugabyteDB keeps less: with `keep_write_time`
+//! (YCQL tables) the column's physical write time goes into its user-timestamp field
+//! (`PackedRowData::ProcessColumn`, `docdb_compaction_context.cc`), which only
+//! `writetime()` reads; its reader counts the column's TTL from the packed row's write
+//! time (`GetHelper::DoDecodePackedColumn`, `doc_reader.cc`), so after YugabyteDB's
+//! repacking such a column expires early (a finding, `docs/findings.md`; the plant
+//! `yb-packed-column-ttl-from-row`).
 
 use super::{tag, value, varint, Ttl, Value, ValueKind};
 use crate::decode_error::DecodeError;
