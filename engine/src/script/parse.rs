@@ -29,6 +29,9 @@ pub fn strip_comment(line: &str) -> &str {
 
 /// `dump [names|raw] [node=<i>]`.
 fn parse_dump(p: &mut Parser<'_>) -> PResult<Command> {
+    if let Some(node) = node_option(p)? {
+        return Ok(Command::Dump { style: DumpStyle::Plain, node: Some(node) });
+    }
     let style = match p.word() {
         None => DumpStyle::Plain,
         Some("names") => DumpStyle::Names,

@@ -59,6 +59,7 @@ const LINES: &[&str] = &[
     "redis @T1000 to=1 SET k to=2",
     "redis from=2 GET k",
     "dump names node=2",
+    "dump node=3",
     "flush node=3",
     "files node=1",
     "log node=2",
