@@ -37,7 +37,7 @@
 //! 3. `world`
 //! 4. `exec`
 //! 5. `script`, `check`
-//! 6. `run`
+//! 6. `run`, `space`
 //! 7. `metamorphic`, `shrink`, `report`
 //! 8. `campaign`
 
@@ -53,6 +53,7 @@ pub mod report;
 pub mod run;
 pub mod script;
 pub mod shrink;
+pub mod space;
 pub mod streams;
 pub mod world;
 

@@ -163,9 +163,13 @@ enum Command {
     },
     /// Benchmarks, compared with raw RocksDB doing the same work in the same run.
     Bench {
-        /// What to measure: `engine` (CQL row writes and reads) or `restart` (crash, then
-        /// a restart replaying `--entries` log entries; `--rounds` times).
+        /// What to measure: `engine` (CQL row writes and reads), `restart` (crash, then
+        /// a restart replaying `--entries` log entries; `--rounds` times) or `ttl` (entries
+        /// stored under TTL workloads over `--hours` simulated hours, by GC rules).
         target: String,
+        /// `ttl`: simulated hours per workload.
+        #[arg(long, default_value_t = 3)]
+        hours: u64,
         /// Rows to write and read.
         #[arg(long, default_value_t = 50_000)]
         rows: usize,
@@ -308,7 +312,7 @@ fn main() -> ExitCode {
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
-        Command::Bench { target, rows, entries, rounds, packed, entity } => {
+        Command::Bench { target, rows, entries, rounds, hours, packed, entity } => {
             let layout = match (packed, entity) {
                 (true, _) => docsim_engine::Layout::Packed,
                 (_, true) => docsim_engine::Layout::Entity,
@@ -316,6 +320,7 @@ fn main() -> ExitCode {
             };
             match target.as_str() {
                 "restart" => bench_restart(entries, rounds),
+                "ttl" => bench_ttl(hours),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -722,9 +727,30 @@ fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     }
 }
 
+fn bench_ttl(hours: u64) -> ExitCode {
+    if hours == 0 {
+        eprintln!("docsim: --hours must be positive");
+        return ExitCode::from(2);
+    }
+    let scratch = match bench_scratch() {
+        Ok(dir) => dir,
+        Err(code) => return code,
+    };
+    match docsim::space::bench_ttl(hours, scratch.path()) {
+        Ok(runs) => {
+            print!("{}", docsim::space::format_report(&runs, hours));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("docsim: bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
     if target != "engine" {
-        eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart)");
+        eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart, ttl)");
         return ExitCode::from(2);
     }
     let scratch = match bench_scratch() {

@@ -19,7 +19,7 @@
 //! committed, convergence) complete them at the end of the run.
 
 mod book;
-mod gc_complete;
+pub(crate) mod gc_complete;
 mod log_files;
 pub mod model;
 
@@ -561,7 +561,7 @@ impl Checker {
             let dropped = self.models.dropped_columns(tablet, node);
             let rules = gc_complete::TabletRules {
                 table_ttl_ms: self.models.table_ttl_ms(tablet),
-                rows_stored_whole: dump.table.is_some_and(|t| t.packed_rows || t.entity_rows),
+                packings: dump.table.map(|t| t.packings()),
                 blind_writes: dump.table.is_some(),
                 dropped: &dropped,
             };
