@@ -95,11 +95,15 @@ impl GcParams {
 }
 
 /// What compaction needs of a table's schema: the encoded subkeys below a row that can
-/// have no descendants (the liveness column, scalar columns), and each dropped column's
+/// have no descendants (the liveness column, scalar columns, elements of collections of
+/// scalars), and each dropped column's
 /// encoded subkey with the hybrid time of its drop. Empty for the document tablet.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SchemaGc {
     pub leaves: Vec<Vec<u8>>,
+    /// Collection columns whose elements can have no descendants (a map's or list's of
+    /// scalars, a set's), encoded.
+    pub collections: Vec<Vec<u8>>,
     pub dropped: Vec<(Vec<u8>, HybridTime)>,
     /// Every write to the tablet is blind (a CQL table): none seeks what is stored to
     /// decide where to write markers ([`ExpiredKeeps`]).
@@ -109,7 +113,12 @@ pub struct SchemaGc {
 impl SchemaGc {
     /// Whether the path `components` (document, subkeys) can have no descendants.
     fn is_leaf(&self, components: &[&[u8]]) -> bool {
-        components.len() == 2 && self.leaves.iter().any(|l| l.as_slice() == components[1])
+        let of = |columns: &[Vec<u8>]| columns.iter().any(|c| c.as_slice() == components[1]);
+        match components.len() {
+            2 => of(&self.leaves),
+            3 => of(&self.collections), // an element
+            _ => false,
+        }
     }
 
     /// Whether the path belongs to a column dropped at or before `cutoff_ht`.

@@ -69,6 +69,7 @@ fn expired_values_full_versus_minor() {
 fn expired_leaves_become_tombstones_in_minor_compactions() {
     let schema = SchemaGc {
         leaves: vec![b"live".to_vec(), b"v".to_vec()],
+        collections: vec![b"map".to_vec()],
         dropped: vec![],
         blind_writes: true,
     };
@@ -80,6 +81,7 @@ fn expired_leaves_become_tombstones_in_minor_compactions() {
     let mut decide = |path: &[&[u8]]| feed.decide(path, t(1000), false, Ttl::from_ms(2));
     assert_eq!(decide(&[b"row", b"live"]), Ok(Tombstone), "the liveness column");
     assert_eq!(decide(&[b"row", b"map"]), Ok(KeepExpired), "a collection column");
+    assert_eq!(decide(&[b"row3", b"map", b"k"]), Ok(Tombstone), "a collection's element");
     assert_eq!(decide(&[b"row", b"v"]), Ok(Tombstone), "a scalar column");
     assert_eq!(decide(&[b"row2", b"v", b"x"]), Ok(KeepExpired), "below a column: no leaf");
 }
@@ -89,7 +91,8 @@ fn expired_leaves_become_tombstones_in_minor_compactions() {
 #[test]
 fn dropped_columns_go_when_dropped_at_or_before_the_cutoff() {
     let dropped = vec![(b"old".to_vec(), t(2000).ht), (b"late".to_vec(), t(9000).ht)];
-    let schema = std::sync::Arc::new(SchemaGc { leaves: vec![], dropped, blind_writes: true });
+    let schema =
+        std::sync::Arc::new(SchemaGc { dropped, blind_writes: true, ..SchemaGc::default() });
     for kind in [Full, Minor] {
         let params = GcParams { schema: schema.clone(), ..GcParams::new(t(5000).ht, kind, None) };
         let mut feed = GcFeed::new(params);
@@ -291,4 +294,37 @@ fn the_feed_keeps_the_planned_expired_entries() {
         .map(|v| v.expect("in key order"))
         .collect();
     assert_eq!(verdicts, [KeepExpired, Keep, Drop, Drop]);
+}
+
+/// The rule per data model, one expired entry each (TTL 2 ms from T1000; cutoff T5000):
+/// what a full and a minor compaction do with it, with the tablet's schema. CQL scalar
+/// and liveness columns and a collection's elements can have no descendants (the
+/// schema's leaves); a CQL collection column, a document path and a Redis key can. Full
+/// compactions drop them all (nothing kept beneath); minor ones tombstone the leaves and
+/// keep the rest, whose TTL an entry in a file outside may inherit.
+#[test]
+fn expired_entries_per_data_model() {
+    let cql = SchemaGc {
+        leaves: vec![b"sys0".to_vec(), b"v".to_vec()],
+        collections: vec![b"map".to_vec()],
+        blind_writes: true,
+        ..SchemaGc::default()
+    };
+    let models: [(&str, Path, SchemaGc, [Verdict; 2]); 6] = [
+        ("CQL scalar column", &[b"row", b"v"], cql.clone(), [Drop, Tombstone]),
+        ("CQL liveness column", &[b"row", b"sys0"], cql.clone(), [Drop, Tombstone]),
+        ("CQL collection's element", &[b"row", b"map", b"k"], cql.clone(), [Drop, Tombstone]),
+        ("CQL collection column", &[b"row", b"map"], cql, [Drop, KeepExpired]),
+        ("document value", &[b"doc", b"a"], SchemaGc::default(), [Drop, KeepExpired]),
+        ("Redis key", &[b"key"], SchemaGc::default(), [Drop, KeepExpired]),
+    ];
+    for (model, path, schema, want) in models {
+        let schema = std::sync::Arc::new(schema);
+        for (kind, want) in [Full, Minor].into_iter().zip(want) {
+            let params =
+                GcParams { schema: schema.clone(), ..GcParams::new(t(5000).ht, kind, None) };
+            let verdict = GcFeed::new(params).decide(path, t(1000), false, Ttl::from_ms(2));
+            assert_eq!(verdict, Ok(want), "{model}, {kind:?}");
+        }
+    }
 }

@@ -12,7 +12,7 @@
 //! Re-applying the ALTERs rebuilds every schema version; their times say when a dropped
 //! column went, which compaction needs (`Schema::gc`).
 
-use crate::cql::{AlterChange, ColumnKind, CqlTable, Statement};
+use crate::cql::{AlterChange, ColumnKind, CqlTable, CqlType, Statement};
 use crate::encoding::{KeyEntry, Primitive};
 use crate::error::{Error, Result};
 use crate::gc::SchemaGc;
@@ -111,9 +111,16 @@ impl Schema {
         };
         let subkey = |id| encoded(KeyEntry::asc(Primitive::ColumnId(id)));
         let mut leaves = vec![encoded(KeyEntry::asc(Primitive::SystemColumnId(0)))];
+        let mut collections = Vec::new();
         for c in &t.current.columns {
-            if let (ColumnKind::Regular(id), false) = (&c.kind, c.ty.is_nested()) {
-                leaves.push(subkey(*id));
+            let ColumnKind::Regular(id) = c.kind else { continue };
+            match &c.ty {
+                ty if !ty.is_nested() => leaves.push(subkey(id)),
+                CqlType::Map(_, element) | CqlType::List(element) if !element.is_nested() => {
+                    collections.push(subkey(id))
+                }
+                CqlType::Set(_) => collections.push(subkey(id)),
+                _ => {} // jsonb: a subdocument
             }
         }
         let mut dropped = Vec::new();
@@ -126,7 +133,7 @@ impl Schema {
             }
             table.alter(change).expect("applied once already");
         }
-        SchemaGc { leaves, dropped, blind_writes: true }
+        SchemaGc { leaves, collections, dropped, blind_writes: true }
     }
 
     /// The stored form.
