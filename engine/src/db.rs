@@ -44,7 +44,7 @@ pub use metadata::Export;
 pub(crate) use metadata::CONF_KEY;
 use metadata::{decode_frontier, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
 use options::{open_with_retry, options};
-pub use options::{Layout, StorageConfig};
+pub use options::{Layout, Rocks, StorageConfig};
 pub(crate) use packed::PackedCells;
 pub(crate) use scan::DocRead;
 
@@ -101,21 +101,21 @@ struct StoredRow {
 impl DocDb {
     /// Open (or create) the instance in `dir` on the real file system.
     pub fn open(dir: &Path) -> Result<DocDb> {
-        DocDb::open_in(dir, None, Plants::NONE, StorageConfig::default())
+        DocDb::open_in(dir, &Rocks::on_disk(), Plants::NONE, StorageConfig::default())
     }
 
-    /// Open (or create) the instance in `dir` of `env` (an in-memory RocksDB environment,
-    /// for fast simulation), or of the real file system when `env` is `None`, with the
-    /// bugs in `plants` planted ([`Plants::NONE`]: none).
+    /// Open (or create) the instance in `dir` of the server's `rocks` (its environment,
+    /// in memory for fast simulation or the real file system, and its block cache), with
+    /// the bugs in `plants` planted ([`Plants::NONE`]: none).
     pub fn open_in(
         dir: &Path,
-        env: Option<&rocksdb::Env>,
+        rocks: &Rocks,
         plants: Plants,
         storage: StorageConfig,
     ) -> Result<DocDb> {
         let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
-        let mut opts = options(gc.clone(), storage)?;
-        if let Some(env) = env {
+        let mut opts = options(gc.clone(), storage, rocks)?;
+        if let Some(env) = &rocks.env {
             opts.set_env(env);
         }
         let db = open_with_retry(&opts, dir)?;
@@ -250,7 +250,7 @@ impl DocDb {
         &self,
         mut f: impl FnMut(&[u8], &[u8], &Iter<'_>) -> Result<()>,
     ) -> Result<()> {
-        let mut it = Iter::new(self.db(), None, true); // every key, whatever the prefix
+        let mut it = Iter::walk(self.db()); // every key, whatever the prefix, not cached
         it.seek_to_first();
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
             f(key, value, &it)?;

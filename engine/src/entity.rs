@@ -188,6 +188,22 @@ impl<'a> Iter<'a> {
     /// An iterator over `db`, below `upper_bound` if given, in total order (ignoring the
     /// prefix extractor's bloom filters) if `total_order`.
     pub fn new(db: &'a rocksdb::DB, upper_bound: Option<Vec<u8>>, total_order: bool) -> Iter<'a> {
+        Iter::with(db, upper_bound, total_order, true)
+    }
+
+    /// An iterator over all of `db` in total order that does not fill the block cache: a
+    /// walk of a whole tablet (a dump, a compaction's planning) leaves the server's hot
+    /// set in place (`ReadOptions::fill_cache(false)`, as YugabyteDB's full scans).
+    pub fn walk(db: &'a rocksdb::DB) -> Iter<'a> {
+        Iter::with(db, None, true, false)
+    }
+
+    fn with(
+        db: &'a rocksdb::DB,
+        upper_bound: Option<Vec<u8>>,
+        total_order: bool,
+        fill_cache: bool,
+    ) -> Iter<'a> {
         let upper_bound = upper_bound.map(Vec::into_boxed_slice);
         // SAFETY: the options are created here and destroyed in `drop` after the iterator;
         // the bound they point into is boxed in `self` (its heap bytes never move) and
@@ -199,6 +215,7 @@ impl<'a> Iter<'a> {
                 ffi::rocksdb_readoptions_set_iterate_upper_bound(options, key, len);
             }
             ffi::rocksdb_readoptions_set_total_order_seek(options, u8::from(total_order));
+            ffi::rocksdb_readoptions_set_fill_cache(options, u8::from(fill_cache));
             let raw = ffi::rocksdb_create_iterator(db.as_raw_ptr(), options);
             Iter { raw, options, _upper_bound: upper_bound, _db: std::marker::PhantomData }
         }

@@ -149,7 +149,7 @@ mod tablet;
 mod write_batch;
 
 pub use crash::CrashPoint;
-pub use db::{DocDb, Entry, Frontier, Layout, StorageConfig};
+pub use db::{DocDb, Entry, Frontier, Layout, Rocks, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{

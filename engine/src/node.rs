@@ -20,7 +20,7 @@ pub use alone::TabletDump;
 
 use crate::canary::Plants;
 use crate::crash::CrashPoint;
-use crate::db::StorageConfig;
+use crate::db::{Rocks, StorageConfig};
 use crate::disk::{SimDisk, Tear};
 use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
@@ -93,7 +93,8 @@ struct Armed {
 /// One node.
 pub struct Node {
     dir: PathBuf,
-    env: Option<rocksdb::Env>,
+    /// The RocksDB environment and block cache the node's tablets share.
+    rocks: Rocks,
     options: NodeOptions,
     /// The tablets assigned to this node and the schema each was created with.
     catalog: BTreeMap<TabletId, Schema>,
@@ -119,10 +120,10 @@ pub struct Node {
 impl Node {
     /// A node keeping its tablets under `dir`, powered on, hosting nothing yet.
     pub fn new(dir: &Path, options: NodeOptions) -> Result<Node> {
-        let env = if options.in_memory { Some(rocksdb::Env::mem_env()?) } else { None };
+        let rocks = Rocks::new(options.in_memory, options.storage.block_cache_kib << 10)?;
         Ok(Node {
             dir: dir.to_owned(),
-            env,
+            rocks,
             options,
             catalog: BTreeMap::new(),
             created: Vec::new(),
@@ -187,7 +188,7 @@ impl Node {
         let schema = self.catalog[id].clone();
         let dir = self.dir.join(tablet_dir(id));
         let o = &self.options;
-        let tablet = Tablet::open(&dir, self.env.as_ref(), o.plants, o.storage, schema)?;
+        let tablet = Tablet::open(&dir, &self.rocks, o.plants, o.storage, schema)?;
         let options = ReplicaOptions {
             id: o.id,
             voters: o.voters.clone(),

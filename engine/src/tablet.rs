@@ -30,7 +30,7 @@ pub use schema::{MetaChange, Schema};
 
 use crate::canary::Plants;
 use crate::cql::CqlType;
-use crate::db::{DocDb, Frontier, RawEntry, StorageConfig};
+use crate::db::{DocDb, Frontier, RawEntry, Rocks, StorageConfig};
 use crate::doc_write::{build_entries, Scanned};
 use crate::document::Document;
 use crate::encoding::{doc_key_len, DocPath, KeyEntry, Primitive};
@@ -80,16 +80,16 @@ impl Tablet {
     /// change was ever flushed.
     pub fn open(
         dir: &Path,
-        env: Option<&rocksdb::Env>,
+        rocks: &Rocks,
         plants: Plants,
         storage: StorageConfig,
         initial: Schema,
     ) -> Result<Tablet> {
-        if env.is_none() {
+        if rocks.env.is_none() {
             std::fs::create_dir_all(dir)
                 .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         }
-        let db = DocDb::open_in(dir, env, plants, storage)?;
+        let db = DocDb::open_in(dir, rocks, plants, storage)?;
         let schema = match db.metadata(SCHEMA_KEY)? {
             None => initial,
             Some(bytes) => Schema::decode(&bytes).map_err(|why| stored(SCHEMA_KEY, why))?,

@@ -223,7 +223,9 @@ fn at(i: u64) -> HybridTime {
 /// entities if `entity_rows`.
 fn small_memtable_db(dir: &std::path::Path, entity_rows: bool) -> docsim_engine::DocDb {
     let storage = docsim_engine::StorageConfig { memtable_mib: 1, ..Default::default() };
-    let mut db = docsim_engine::DocDb::open_in(dir, None, Plants::NONE, storage).expect("open");
+    let mut db =
+        docsim_engine::DocDb::open_in(dir, &docsim_engine::Rocks::on_disk(), Plants::NONE, storage)
+            .expect("open");
     db.set_packings(Default::default(), entity_rows);
     db
 }

@@ -10,6 +10,8 @@
 //! Benchmarks, and the time breakdown of simulated runs, measure wall-clock time: the one
 //! place docsim reads a real clock (never to steer anything).
 
+pub mod cache;
+
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};

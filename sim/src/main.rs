@@ -165,7 +165,8 @@ enum Command {
     Bench {
         /// What to measure: `engine` (CQL row writes and reads), `restart` (crash, then
         /// a restart replaying `--entries` log entries; `--rounds` times) or `ttl` (entries
-        /// stored under TTL workloads over `--hours` simulated hours, by GC rules).
+        /// stored under TTL workloads over `--hours` simulated hours, by GC rules) or
+        /// `cache` (a hot set's block-cache hit rate during large scans; `--rounds` scans).
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -321,6 +322,7 @@ fn main() -> ExitCode {
             match target.as_str() {
                 "restart" => bench_restart(entries, rounds),
                 "ttl" => bench_ttl(hours),
+                "cache" => bench_cache(rounds),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -727,6 +729,35 @@ fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     }
 }
 
+fn bench_cache(rounds: usize) -> ExitCode {
+    let scratch = match bench_scratch() {
+        Ok(dir) => dir,
+        Err(code) => return code,
+    };
+    match docsim::bench::cache::bench_cache(rounds.max(1), scratch.path()) {
+        Ok(b) => {
+            println!(
+                "a node's block cache of 1 MiB: a hot set of 2,000 single-row partitions \
+                 (about a quarter of it) read after each of {} scans of a 90,000-row \
+                 partition (ten times it)",
+                rounds.max(1)
+            );
+            println!(
+                "hot reads: {} block-cache hits, {} block reads: hit rate {:.1}%",
+                b.hot_hits,
+                b.hot_misses,
+                b.hit_rate() * 100.0
+            );
+            println!("scans: {} block reads; {:.2} s measured", b.scan_misses, b.seconds);
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("docsim: bench failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
 fn bench_ttl(hours: u64) -> ExitCode {
     if hours == 0 {
         eprintln!("docsim: --hours must be positive");
@@ -750,7 +781,7 @@ fn bench_ttl(hours: u64) -> ExitCode {
 
 fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
     if target != "engine" {
-        eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart, ttl)");
+        eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart, ttl, cache)");
         return ExitCode::from(2);
     }
     let scratch = match bench_scratch() {

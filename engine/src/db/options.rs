@@ -9,7 +9,7 @@ use crate::encoding::doc_key_len;
 use crate::error::Result;
 use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 
 /// RocksDB options and row layouts that must never change what a reader sees (the
 /// metamorphic set, `docsim run --metamorphic`). Only options that change neither which
@@ -28,6 +28,8 @@ pub struct StorageConfig {
     pub layout: Layout,
     /// The memtable size (`write_buffer_size`), in MiB; RocksDB's default is 64.
     pub memtable_mib: usize,
+    /// The node's block cache, in KiB, shared by its tablets ([`Rocks`]).
+    pub block_cache_kib: usize,
 }
 
 /// How CQL rows are stored: the tables' own choice, or packed rows for every table.
@@ -53,7 +55,7 @@ impl Default for StorageConfig {
 impl StorageConfig {
     /// The metamorphic set: the default first. RocksDB's own default compression is
     /// snappy when it is built in, as here.
-    pub const SET: [StorageConfig; 7] = [
+    pub const SET: [StorageConfig; 9] = [
         config(32, true, true, DECL, 64),
         config(1, true, true, DECL, 64),
         config(32, false, true, DECL, 64),
@@ -61,6 +63,8 @@ impl StorageConfig {
         config(32, true, true, PACKED, 64),
         config(32, true, true, ENTITY, 64),
         config(32, true, true, DECL, 256),
+        StorageConfig { block_cache_kib: 64, ..config(4, true, true, DECL, 64) },
+        StorageConfig { block_cache_kib: 1 << 20, ..config(32, true, true, DECL, 64) },
     ];
 }
 
@@ -73,7 +77,15 @@ const fn config(
     layout: Layout,
     memtable_mib: usize,
 ) -> StorageConfig {
-    StorageConfig { block_bytes: block_kib << 10, bloom_filter, snappy, layout, memtable_mib }
+    let block_bytes = block_kib << 10;
+    StorageConfig {
+        block_bytes,
+        bloom_filter,
+        snappy,
+        layout,
+        memtable_mib,
+        block_cache_kib: 64 << 10,
+    }
 }
 
 const DECL: Layout = Layout::Declared;
@@ -91,18 +103,41 @@ impl std::fmt::Display for StorageConfig {
             Layout::Entity => " entity",
         };
         write!(f, "block={}KiB {bloom} {codec}{layout}", self.block_bytes >> 10)?;
-        match self.memtable_mib {
-            64 => Ok(()),
-            mib => write!(f, " memtable={mib}MiB"),
+        if self.memtable_mib != 64 {
+            write!(f, " memtable={}MiB", self.memtable_mib)?;
+        }
+        match self.block_cache_kib {
+            65536 => Ok(()),
+            kib if kib < 1024 => write!(f, " cache={kib}KiB"),
+            kib => write!(f, " cache={}MiB", kib >> 10),
         }
     }
 }
 
-/// The block cache shared by every engine instance in the process (as a YB-TServer shares
-/// one across its tablets).
-fn shared_block_cache() -> &'static Cache {
-    static CACHE: OnceLock<Cache> = OnceLock::new();
-    CACHE.get_or_init(|| Cache::new_lru_cache(64 << 20))
+/// What a tablet server's RocksDB instances share: the environment their files live in
+/// (an in-memory one for simulation, else the real file system) and one block cache, as a
+/// YB-TServer shares one LRU across its tablets (`--db_block_cache_size_bytes`). RocksDB's
+/// LRU inserts data blocks at low priority and promotes a block hit again (midpoint
+/// insertion: `high_pri_pool_ratio`, on by default through the C API), and whole-tablet
+/// walks do not fill it (`db/scan.rs`): a scan does not wipe out the hot set.
+#[derive(Clone)]
+pub struct Rocks {
+    pub(crate) env: Option<rocksdb::Env>,
+    pub(crate) block_cache: Cache,
+}
+
+impl Rocks {
+    /// In memory (`in_memory`) or on the real file system, with a block cache of
+    /// `block_cache_bytes`.
+    pub fn new(in_memory: bool, block_cache_bytes: usize) -> Result<Rocks> {
+        let env = if in_memory { Some(rocksdb::Env::mem_env()?) } else { None };
+        Ok(Rocks { env, block_cache: Cache::new_lru_cache(block_cache_bytes) })
+    }
+
+    /// The real file system, with RocksDB's default cache size (tests, tools).
+    pub fn on_disk() -> Rocks {
+        Rocks { env: None, block_cache: Cache::new_lru_cache(8 << 20) }
+    }
 }
 
 /// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer
@@ -125,7 +160,11 @@ pub(super) fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
     Ok(open()?)
 }
 
-pub(super) fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result<Options> {
+pub(super) fn options(
+    gc: Arc<Mutex<GcState>>,
+    storage: StorageConfig,
+    rocks: &Rocks,
+) -> Result<Options> {
     let mut opts = Options::default();
     opts.create_if_missing(true);
     opts.set_disable_auto_compactions(true);
@@ -150,7 +189,7 @@ pub(super) fn options(gc: Arc<Mutex<GcState>>, storage: StorageConfig) -> Result
         Some(is_doc_key),
     ));
     let mut table = BlockBasedOptions::default();
-    table.set_block_cache(shared_block_cache());
+    table.set_block_cache(&rocks.block_cache);
     table.set_cache_index_and_filter_blocks(true);
     // Bloom filters over the document-key prefix: reads within one document skip files.
     if storage.bloom_filter {
@@ -212,6 +251,8 @@ mod tests {
             "block=32KiB bloom snappy packed",
             "block=32KiB bloom snappy entity",
             "block=32KiB bloom snappy memtable=256MiB",
+            "block=4KiB bloom snappy cache=64KiB",
+            "block=32KiB bloom snappy cache=1024MiB",
         ];
         assert_eq!(names, expected);
         assert_eq!(StorageConfig::SET[1].block_bytes, 1024);

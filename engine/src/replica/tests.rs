@@ -19,7 +19,7 @@ mod snapshots;
 const TICK_US: u64 = 10_000;
 
 struct Group {
-    env: rocksdb::Env,
+    rocks: crate::db::Rocks,
     disks: Vec<SimDisk>,
     peers: Vec<Option<Replica>>,
     queue: VecDeque<Envelope>,
@@ -66,10 +66,10 @@ fn set(text: &str, value: i64) -> DocWrite {
 
 impl Group {
     fn new(plants: Plants) -> Group {
-        let env = rocksdb::Env::mem_env().expect("an in-memory env");
+        let rocks = crate::db::Rocks::new(true, 8 << 20).expect("an in-memory env");
         let disks: Vec<SimDisk> = (0..3).map(|i| SimDisk::new(i, FaultConfig::default())).collect();
         let mut group = Group {
-            env,
+            rocks,
             disks,
             peers: vec![],
             queue: VecDeque::new(),
@@ -219,9 +219,10 @@ impl Group {
         let disk = &self.disks[id as usize - 1];
         let options =
             ReplicaOptions { segment_bytes: self.segment_bytes, ..options(id, self.plants) };
-        let (env, plants) = (Some(&self.env), self.plants);
+        let (rocks, plants) = (&self.rocks, self.plants);
         let schema = Schema::Docs { default_ttl_ms: None };
-        let tablet = crate::tablet::Tablet::open(&dir(id), env, plants, Default::default(), schema);
+        let tablet =
+            crate::tablet::Tablet::open(&dir(id), rocks, plants, Default::default(), schema);
         let opened =
             Replica::open(tablet.expect("the tablet opens"), disk, "log", options, self.now_us);
         let (peer, report) = opened.expect("the peer opens");

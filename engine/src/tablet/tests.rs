@@ -12,7 +12,8 @@ fn scratch(name: &str) -> std::path::PathBuf {
 fn table_tablet(dir: &Path, create: &str) -> Tablet {
     let table = crate::cql::CqlTable::parse(create).expect("a table");
     let schema = Schema::table(table);
-    Tablet::open(dir, None, Plants::NONE, StorageConfig::default(), schema).expect("opens")
+    Tablet::open(dir, &Rocks::on_disk(), Plants::NONE, StorageConfig::default(), schema)
+        .expect("opens")
 }
 
 fn cql(text: &str) -> Request {
@@ -41,7 +42,7 @@ fn list_indexes_continue_past_every_index_evaluated_or_applied() {
     drop(follower);
     let reopened = Tablet::open(
         &follower_dir,
-        None,
+        &Rocks::on_disk(),
         Plants::NONE,
         StorageConfig::default(),
         Schema::Docs { default_ttl_ms: None },
