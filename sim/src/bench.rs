@@ -10,6 +10,7 @@
 //! Benchmarks, and the time breakdown of simulated runs, measure wall-clock time: the one
 //! place docsim reads a real clock (never to steer anything).
 
+pub mod bloom;
 pub mod cache;
 
 use docsim_engine::canary::Plants;

@@ -166,7 +166,8 @@ enum Command {
         /// What to measure: `engine` (CQL row writes and reads), `restart` (crash, then
         /// a restart replaying `--entries` log entries; `--rounds` times) or `ttl` (entries
         /// stored under TTL workloads over `--hours` simulated hours, by GC rules) or
-        /// `cache` (a hot set's block-cache hit rate during large scans; `--rounds` scans).
+        /// `cache` (a hot set's block-cache hit rate during large scans; `--rounds` scans)
+        /// or `bloom` (SST files a point read looks into; `--rows` rows in 16 files).
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -323,6 +324,7 @@ fn main() -> ExitCode {
                 "restart" => bench_restart(entries, rounds),
                 "ttl" => bench_ttl(hours),
                 "cache" => bench_cache(rounds),
+                "bloom" => bench_bloom(rows),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -729,6 +731,29 @@ fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     }
 }
 
+fn bench_bloom(rows: usize) -> ExitCode {
+    let scratch = match bench_scratch() {
+        Ok(dir) => dir,
+        Err(code) => return code,
+    };
+    let files = docsim::bench::bloom::FILES;
+    println!("point reads of {rows} rows written once into {files} SST files, per read:");
+    println!("{:<16} {:>14} {:>14} {:>12}", "", "files entered", "files skipped", "blocks read");
+    for (name, bloom) in [("bloom filters", true), ("no bloom", false)] {
+        match docsim::bench::bloom::bench_bloom(rows, bloom, &scratch.path().join(name)) {
+            Ok(b) => println!(
+                "{name:<16} {:>14.2} {:>14.2} {:>12.2}",
+                b.files_entered, b.files_skipped, b.blocks_read
+            ),
+            Err(e) => {
+                eprintln!("docsim: bench failed: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
+    ExitCode::SUCCESS
+}
+
 fn bench_cache(rounds: usize) -> ExitCode {
     let scratch = match bench_scratch() {
         Ok(dir) => dir,
@@ -781,7 +806,9 @@ fn bench_ttl(hours: u64) -> ExitCode {
 
 fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
     if target != "engine" {
-        eprintln!("docsim: unknown benchmark `{target}` (known: engine, restart, ttl, cache)");
+        eprintln!(
+            "docsim: unknown benchmark `{target}` (known: engine, restart, ttl, cache, bloom)"
+        );
         return ExitCode::from(2);
     }
     let scratch = match bench_scratch() {
