@@ -81,6 +81,10 @@ pub enum Plant {
     /// (`DoDecodePackedColumn`, `docdb/doc_reader.cc`): after a repacking compaction such
     /// a column vanishes early.
     YbPackedColumnTtlFromRow,
+    /// The bloom filters' prefix runs one key component too long for hash-partitioned
+    /// keys: a partition read's seek key no longer shares its rows' prefix, and files
+    /// holding the partition are skipped.
+    BloomPrefixOneLong,
     /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
@@ -130,7 +134,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 34] = [
+    pub const ALL: [Plant; 35] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -154,6 +158,7 @@ impl Plant {
         Plant::GcKeepsTombstones,
         Plant::GcKeepsExpired,
         Plant::YbPackedColumnTtlFromRow,
+        Plant::BloomPrefixOneLong,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -250,6 +255,7 @@ impl Plant {
             Plant::GcKeepsTombstones => "gc-keeps-tombstones",
             Plant::GcKeepsExpired => "gc-keeps-expired",
             Plant::YbPackedColumnTtlFromRow => "yb-packed-column-ttl-from-row",
+            Plant::BloomPrefixOneLong => "bloom-prefix-one-long",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

@@ -114,7 +114,7 @@ impl DocDb {
         storage: StorageConfig,
     ) -> Result<DocDb> {
         let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
-        let mut opts = options(gc.clone(), storage, rocks)?;
+        let mut opts = options(gc.clone(), (storage, plants), rocks)?;
         if let Some(env) = &rocks.env {
             opts.set_env(env);
         }

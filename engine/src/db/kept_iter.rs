@@ -15,7 +15,13 @@
 //! the database is closed only in `DocDb`'s `Drop`, which forgets the iterator first (and
 //! `KeptIter`'s own `Drop` asserts it did).
 //!
-//! The kept iterator has no upper bound (RocksDB fixes an iterator's bound when it is
+//! Two are kept: one in total order, one in prefix mode, whose every seek consults the
+//! bloom filters of its key's partition prefix (a partition read skips the SST files
+//! without its partition, `encoding::bloom_prefix_len`). In prefix mode only the keys of
+//! the seek key's bloom prefix come back in order, so it serves only scans whose prefix
+//! holds a whole bloom prefix (`DocDb::scan_documents`).
+//!
+//! A kept iterator has no upper bound (RocksDB fixes an iterator's bound when it is
 //! created); scans stop at the first key outside their prefix themselves. The cost: after
 //! the last key of its prefix a scan steps over any RocksDB delete markers that follow (a
 //! snapshot install's, a minor compaction's dropped entries) up to the next live key,
@@ -34,37 +40,41 @@ pub(super) struct KeptIter {
 struct Kept {
     /// How many times the database changed: an iterator taken before a change is stale.
     changes: u64,
-    iter: Option<Iter<'static>>,
+    /// The kept iterators: in total order, and in prefix mode (`prefix_mode`).
+    iters: [Option<Iter<'static>>; 2],
 }
 
 /// An iterator taken for one scan, to hand back with [`KeptIter::keep`].
 pub(super) struct Taken {
     pub(super) iter: Iter<'static>,
     changes: u64,
+    prefix_mode: bool,
 }
 
 impl KeptIter {
-    /// The kept iterator if there is one, else a new total-order iterator over `db`
-    /// without bounds (scans check their prefix themselves).
+    /// The kept iterator of the mode if there is one, else a new iterator over `db`
+    /// without bounds (scans check their prefix themselves): in prefix mode
+    /// (`prefix_mode`: each seek consults the bloom filters of its key's prefix, and only
+    /// keys of that prefix come back in order), else in total order.
     ///
     /// # Safety
     /// `db` must stay open until the iterator is dropped or forgotten by
     /// [`KeptIter::changed`] (`DocDb` closes its database only after that).
-    pub(super) unsafe fn take(&self, db: &rocksdb::DB) -> Taken {
+    pub(super) unsafe fn take(&self, db: &rocksdb::DB, prefix_mode: bool) -> Taken {
         let mut kept = self.lock();
-        let iter = kept.iter.take().unwrap_or_else(|| {
-            let iter = Iter::new(db, None, true);
+        let iter = kept.iters[usize::from(prefix_mode)].take().unwrap_or_else(|| {
+            let iter = Iter::new(db, None, !prefix_mode);
             // SAFETY: the caller keeps `db` open for as long as the iterator lives.
             unsafe { std::mem::transmute::<Iter<'_>, Iter<'static>>(iter) }
         });
-        Taken { iter, changes: kept.changes }
+        Taken { iter, changes: kept.changes, prefix_mode }
     }
 
     /// Keep `taken` for the next scan, unless the database changed since it was taken.
     pub(super) fn keep(&self, taken: Taken) {
         let mut kept = self.lock();
         if kept.changes == taken.changes {
-            kept.iter = Some(taken.iter);
+            kept.iters[usize::from(taken.prefix_mode)] = Some(taken.iter);
         }
     }
 
@@ -72,7 +82,7 @@ impl KeptIter {
     pub(super) fn changed(&self) {
         let mut kept = self.lock();
         kept.changes += 1;
-        kept.iter = None;
+        kept.iters = [None, None];
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Kept> {
@@ -84,7 +94,8 @@ impl Drop for KeptIter {
     fn drop(&mut self) {
         // An iterator still kept here would be destroyed after its database closed.
         if !std::thread::panicking() {
-            assert!(self.lock().iter.is_none(), "the kept iterator outlives its database");
+            let none = self.lock().iters.iter().all(Option::is_none);
+            assert!(none, "a kept iterator outlives its database");
         }
     }
 }
@@ -255,7 +266,7 @@ mod tests {
     /// The key at or after `k` through the iterator `kept` hands out next (then dropped).
     fn next_taken_at_k(kept: &KeptIter, db: &rocksdb::DB) -> Option<Vec<u8>> {
         // SAFETY: `db` outlives the iterator, dropped here.
-        let mut taken = unsafe { kept.take(db) };
+        let mut taken = unsafe { kept.take(db, false) };
         taken.iter.seek(b"k");
         taken.iter.key().map(<[u8]>::to_vec)
     }
@@ -267,7 +278,7 @@ mod tests {
         let (dir, db) = raw_db("reuse");
         let kept = KeptIter::default();
         // SAFETY: `db` outlives every iterator taken here (dropped before it below).
-        kept.keep(unsafe { kept.take(&db) });
+        kept.keep(unsafe { kept.take(&db, false) });
         db.put(b"k", b"v").expect("put");
         assert_eq!(next_taken_at_k(&kept, &db), None, "the kept iterator predates the put");
         drop((kept, db));
@@ -281,7 +292,7 @@ mod tests {
         let (dir, db) = raw_db("stale");
         let kept = KeptIter::default();
         // SAFETY: `db` outlives every iterator taken here (dropped before it below).
-        let taken = unsafe { kept.take(&db) };
+        let taken = unsafe { kept.take(&db, false) };
         db.put(b"k", b"v").expect("put");
         kept.changed();
         kept.keep(taken);
@@ -294,12 +305,12 @@ mod tests {
     /// Dropping a `KeptIter` that still holds an iterator is a bug (`DocDb` forgets the
     /// iterator before it closes the database): the drop says so, loudly.
     #[test]
-    #[should_panic(expected = "the kept iterator outlives its database")]
+    #[should_panic(expected = "a kept iterator outlives its database")]
     fn dropping_a_kept_iter_that_holds_an_iterator_panics() {
         let (_dir, db) = raw_db("outlives");
         let kept = KeptIter::default();
         // SAFETY: `db` outlives the iterator: `kept`, which holds it, is dropped first.
-        kept.keep(unsafe { kept.take(&db) });
+        kept.keep(unsafe { kept.take(&db, false) });
         drop(kept);
     }
 }

@@ -5,7 +5,8 @@
 use super::gc_filter::{new_gc_filter, GcEntityFilter, GcState};
 use super::metadata::META_PREFIX;
 use super::OPEN_CLOSE;
-use crate::encoding::doc_key_len;
+use crate::canary::{Plant, Plants};
+use crate::encoding::{bloom_prefix_len, planted_bloom_prefix_len};
 use crate::error::Result;
 use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
 use std::path::Path;
@@ -20,7 +21,7 @@ use std::sync::{Arc, Mutex};
 pub struct StorageConfig {
     /// The data block size of SST files.
     pub block_bytes: usize,
-    /// Bloom filters over the document-key prefix.
+    /// Bloom filters over each key's partition prefix (`encoding::bloom_prefix_len`).
     pub bloom_filter: bool,
     /// Snappy compression of SST blocks (the only codec librocksdb-sys builds here).
     pub snappy: bool,
@@ -162,7 +163,7 @@ pub(super) fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
 
 pub(super) fn options(
     gc: Arc<Mutex<GcState>>,
-    storage: StorageConfig,
+    (storage, plants): (StorageConfig, Plants),
     rocks: &Rocks,
 ) -> Result<Options> {
     let mut opts = Options::default();
@@ -183,15 +184,22 @@ pub(super) fn options(
     // Open table files on the opening thread: the default (16) starts and joins 15 threads
     // at every open, which was half of a restart's wall time.
     opts.set_max_file_opening_threads(1);
+    // Bloom filters keyed by partition (YugabyteDB's `kUpToHashOrFirstRange`), not by
+    // document: a read of a row, a partition or a collection skips the files without it
+    // (`encoding::bloom_prefix_len`; partition reads seek in prefix mode, `db/scan.rs`).
+    let transform = match plants.contains(Plant::BloomPrefixOneLong) {
+        false => bloom_prefix as fn(&[u8]) -> &[u8],
+        true => planted_bloom_prefix,
+    };
     opts.set_prefix_extractor(SliceTransform::create(
-        "docdb_doc_key",
-        doc_key_prefix,
-        Some(is_doc_key),
+        "docdb_hash_or_first_range",
+        transform,
+        Some(in_bloom_domain),
     ));
     let mut table = BlockBasedOptions::default();
     table.set_block_cache(&rocks.block_cache);
     table.set_cache_index_and_filter_blocks(true);
-    // Bloom filters over the document-key prefix: reads within one document skip files.
+    // Bloom filters over the partition prefix: reads of one partition skip files.
     if storage.bloom_filter {
         table.set_bloom_filter(10.0, false);
     }
@@ -226,12 +234,17 @@ pub(super) fn options(
     Ok(opts)
 }
 
-fn doc_key_prefix(key: &[u8]) -> &[u8] {
-    &key[..doc_key_len(key).unwrap_or(key.len())]
+fn bloom_prefix(key: &[u8]) -> &[u8] {
+    &key[..bloom_prefix_len(key).unwrap_or(key.len())]
 }
 
-fn is_doc_key(key: &[u8]) -> bool {
-    key.first() != Some(&META_PREFIX) && doc_key_len(key).is_some()
+fn planted_bloom_prefix(key: &[u8]) -> &[u8] {
+    &key[..planted_bloom_prefix_len(key).unwrap_or(key.len()).min(key.len())]
+}
+
+/// Keys with a bloom prefix: every document key, and a partition's own prefix.
+fn in_bloom_domain(key: &[u8]) -> bool {
+    key.first() != Some(&META_PREFIX) && bloom_prefix_len(key).is_some()
 }
 
 #[cfg(test)]

@@ -6,7 +6,7 @@
 use super::packed::{self, PackedCells};
 use super::{corrupt_key, decode_doc_entry, with_key, DocDb};
 use crate::document::Document;
-use crate::encoding::{doc_key_len, DocKey, DocPath, Value, ValueKind};
+use crate::encoding::{bloom_prefix_len, doc_key_len, DocKey, DocPath, Value, ValueKind};
 use crate::entity::Iter;
 use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
@@ -119,8 +119,12 @@ impl DocDb {
         prefix: &[u8],
         read: &ReadConfig,
     ) -> Result<Vec<(DocKey, DocRead)>> {
+        // A prefix holding a whole bloom prefix (a partition's, or more) seeks in prefix
+        // mode: the bloom filters skip the files without the partition. Others (a whole
+        // table's) seek in total order.
+        let prefix_mode = bloom_prefix_len(prefix).is_some_and(|len| len <= prefix.len());
         // SAFETY: the database closes only in `drop`, which forgets the iterator first.
-        let mut taken = unsafe { self.scan_iter.take(self.db()) };
+        let mut taken = unsafe { self.scan_iter.take(self.db(), prefix_mode) };
         let docs = self.scan_with(&mut taken.iter, prefix, read)?;
         self.scan_iter.keep(taken);
         Ok(docs)

@@ -65,6 +65,41 @@ pub fn doc_key_len(key: &[u8]) -> Option<usize> {
     Some(pos)
 }
 
+/// The length of an encoded key's bloom-filter prefix, found without decoding: the
+/// colocation id if any, then for a hash-partitioned key the hash and the hashed
+/// components through their group end, else the first range component (or the empty
+/// range group). YugabyteDB's filter policy keys its bloom filters so
+/// (`DocDbAwareV3FilterPolicy` with `DocKeyComponentsExtractor<kUpToHashOrFirstRange>`):
+/// a read of one row, one partition or one collection skips the SST files that hold
+/// nothing of its partition. Any key holding that much has one, a partition's own prefix
+/// (a scan's seek key) included. `None` if the key is shorter, or no document key.
+pub fn bloom_prefix_len(key: &[u8]) -> Option<usize> {
+    let pos = if key.first() == Some(&tag::COLOCATION_ID) { 5 } else { 0 };
+    match *key.get(pos)? {
+        tag::HASH if key.len() >= pos + 3 => {
+            let end = super::primitive::skip_key_entries(key, pos + 3, tag::GROUP_END, |_| {})?;
+            Some(end + 1)
+        }
+        tag::GROUP_END => Some(pos + 1),
+        _ => super::primitive::skip_key_entry(key, pos),
+    }
+}
+
+/// The plant `bloom-prefix-one-long`: a hash-partitioned key's prefix runs one range
+/// component past its hashed ones (the whole key if it has none), so a partition's seek
+/// key no longer shares its rows' prefix.
+pub fn planted_bloom_prefix_len(key: &[u8]) -> Option<usize> {
+    let len = bloom_prefix_len(key)?;
+    let hashed = key.get(if key.first() == Some(&tag::COLOCATION_ID) { 5 } else { 0 });
+    match (hashed, key.get(len)) {
+        (Some(&tag::HASH), Some(&tag::GROUP_END)) => Some(key.len()),
+        (Some(&tag::HASH), Some(_)) => {
+            super::primitive::skip_key_entry(key, len).or(Some(key.len()))
+        }
+        _ => Some(len),
+    }
+}
+
 impl DocKey {
     /// A key with hashed and range components.
     pub fn new(hashed: Vec<KeyEntry>, range: Vec<KeyEntry>) -> DocKey {
@@ -327,5 +362,45 @@ impl Ord for DocPath {
 impl PartialOrd for DocPath {
     fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(other))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::encoding::{KeyEntry, Primitive};
+
+    fn encoded(doc: &DocKey, subkeys: &[KeyEntry]) -> Vec<u8> {
+        let mut key = Vec::new();
+        doc.encode_to(&mut key);
+        subkeys.iter().for_each(|s| s.encode_to(&mut key));
+        key
+    }
+
+    /// The bloom prefix of a hash-partitioned key ends after its hashed components, of a
+    /// range-keyed one after its first range component; subkeys and later range
+    /// components never count, so every key of a partition (or a first range component)
+    /// shares it; a colocated table's key and its documents keep the colocation id.
+    #[test]
+    fn the_bloom_prefix_is_the_partition() {
+        let s = |v: &str| KeyEntry::asc(Primitive::String(v.into()));
+        let i = |v: i32| KeyEntry::asc(Primitive::Int32(v));
+        let col = KeyEntry::asc(Primitive::ColumnId(10));
+        let row = DocKey::new(vec![s("u1")], vec![i(7)]);
+        let partition = encoded(&DocKey::new(vec![s("u1")], vec![]), &[]);
+        let key = encoded(&row, std::slice::from_ref(&col));
+        let hashed_end = partition.len() - 1; // the partition key's empty range group
+        assert_eq!(bloom_prefix_len(&key), Some(hashed_end));
+        let other_row = encoded(&DocKey::new(vec![s("u1")], vec![i(8)]), &[]);
+        assert_eq!(key[..hashed_end], other_row[..hashed_end], "one partition, one prefix");
+        let doc = encoded(&DocKey::new(vec![], vec![s("d"), s("e")]), &[col]);
+        let first = encoded(&DocKey::new(vec![], vec![s("d")]), &[]);
+        assert_eq!(bloom_prefix_len(&doc), Some(first.len() - 1));
+        let table_key = DocKey { colocation_id: Some(7), ..DocKey::default() };
+        let table_key = encoded(&table_key, &[]);
+        assert_eq!(bloom_prefix_len(&table_key), Some(table_key.len()));
+        let colocated = DocKey { colocation_id: Some(7), ..DocKey::new(vec![], vec![s("d")]) };
+        assert_eq!(bloom_prefix_len(&encoded(&colocated, &[])), Some(5 + first.len() - 1));
+        assert_eq!(bloom_prefix_len(b"\xff meta"), None);
     }
 }

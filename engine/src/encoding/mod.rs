@@ -9,7 +9,10 @@ mod value;
 pub(crate) mod varint;
 pub(crate) mod yb_hash;
 
-pub use doc_key::{decode_key_suffix, doc_key_len, DocKey, DocPath, SubDocKey};
+pub use doc_key::{
+    bloom_prefix_len, decode_key_suffix, doc_key_len, planted_bloom_prefix_len, DocKey, DocPath,
+    SubDocKey,
+};
 pub use packed_row::{
     decode_packed_row, packed_header, unpack, PackedColumns, PackedRow, Packings, SchemaPacking,
     Slot, PACKED_ROW_V1,

@@ -301,7 +301,7 @@ pub(crate) fn skip_key_entries(
 }
 
 /// The position after the key component at `input[pos..]`, without decoding it.
-fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
+pub(crate) fn skip_key_entry(input: &[u8], pos: usize) -> Option<usize> {
     let (kind, order) = tag::key_kind(*input.get(pos)?)?;
     let body = pos + 1;
     use tag::KeyKind as K;
