@@ -1,12 +1,11 @@
 //! `docsim bench bloom`: how many SST files a point read looks into. One node writes
 //! `rows` single-row partitions in 16 flushes (16 SST files, each row in one of them),
-//! then reads every row by its key through the node (a CQL SELECT). RocksDB's perf
-//! context, reset around each read, counts the files whose bloom filter let the read in
-//! (`bloom_sst_hit_count`), those it kept out (`bloom_sst_miss_count`) and the blocks read
-//! (a 64 KiB cache). Today a CQL read scans its partition with the kept total-order
-//! iterator (`db/kept_iter.rs`), which never consults the bloom filters: both columns
-//! read the same (issue 41: partition-keyed filters and prefix seeks for partition
-//! reads).
+//! then reads every row by its key through the node (a CQL SELECT: a seek in prefix mode
+//! on the row's partition, `db/kept_iter.rs`). RocksDB's perf context, reset around each
+//! read, counts the files whose bloom filter let the read in (`bloom_sst_hit_count`),
+//! those it kept out (`bloom_sst_miss_count`) and the blocks read (a 64 KiB cache). With
+//! filters keyed by partition (`encoding::bloom_prefix_len`) a read should enter about
+//! the one file holding its row; the same node without bloom filters enters them all.
 
 use super::err;
 use docsim_engine::canary::Plants;
