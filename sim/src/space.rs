@@ -207,7 +207,7 @@ fn sample(node: &Node, second: u64, after: Option<CompactionKind>) -> Result<Sam
     for dump in node.dump().map_err(|e| e.to_string())? {
         let rules = TabletRules {
             table_ttl_ms: dump.table.and_then(|t| t.default_ttl_ms),
-            packings: dump.table.map(|t| t.packings()),
+            table: dump.table,
             blind_writes: dump.table.is_some(),
             dropped: &[],
         };

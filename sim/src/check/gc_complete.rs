@@ -28,7 +28,8 @@
 //! Dropped columns: every entry of a column dropped at or before H must be gone, whatever
 //! its time (no read can show it).
 
-use docsim_engine::encoding::{unpack, Packings, Slot};
+use docsim_engine::cql::CqlTable;
+use docsim_engine::encoding::{unpack, Slot};
 use docsim_engine::script::format_entry;
 use docsim_engine::{
     DocHybridTime, DocPath, HybridTime, Primitive, SubDocKey, Ttl, Value, ValueKind,
@@ -39,8 +40,9 @@ use docsim_engine::{
 pub struct TabletRules<'a> {
     /// The tablet's default TTL.
     pub table_ttl_ms: Option<u64>,
-    /// The table's schema packings, to read its packed rows (`None`: no packed rows).
-    pub packings: Option<&'a Packings>,
+    /// The tablet's CQL table (`None`: the document tablet): its packings read its packed
+    /// rows, and leftovers print as its `dump` prints them.
+    pub table: Option<&'a CqlTable>,
     /// Every write to the tablet is blind (a CQL table): no write seeks what is stored.
     pub blind_writes: bool,
     /// The columns dropped from it, with when.
@@ -66,7 +68,7 @@ pub fn leftovers(
         gone = now;
     }
     let lines = entries.iter().zip(gone).filter(|(_, gone)| *gone);
-    lines.map(|((key, value), _)| format_entry(key, value, None, false)).collect()
+    lines.map(|((key, value), _)| format_entry(key, value, tablet.table, false)).collect()
 }
 
 /// Which of `entries` should be gone, given the expired entries `outlived` keeps.
@@ -192,7 +194,7 @@ fn packed_expired_whole(
     tablet: &TabletRules,
 ) -> bool {
     let (row_key, row) = &entries[at];
-    let packings = tablet.packings;
+    let packings = tablet.table.map(CqlTable::packings);
     let Ok((_, columns)) = unpack(body, 0, |v| packings.and_then(|p| p.get(v))) else {
         return false;
     };

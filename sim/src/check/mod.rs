@@ -366,7 +366,12 @@ impl Checker {
                 Ok(reply) => self.expected_lines(s.node, &s.request, s.read_ht, reply),
                 Err(m) => vec![format!("error: {}", model::expected_kind(m))],
             };
-            let got = vec![format!("{:?} (checked again at the end of the run)", s.reply)];
+            // As the read printed it, with why it fails only now.
+            let mut got = crate::exec::reply_lines(&s.request, s.read_ht, &s.reply);
+            if !self.alone {
+                got = got.into_iter().map(|l| format!("node {}: {l}", s.node)).collect();
+            }
+            got.push("(the read as served; checked again at the end of the run)".into());
             let mut found = Found::new(model::mismatch_kind(&s.op), want, got);
             found.at_step = Some(step);
             return Err(found);
@@ -561,7 +566,7 @@ impl Checker {
             let dropped = self.models.dropped_columns(tablet, node);
             let rules = gc_complete::TabletRules {
                 table_ttl_ms: self.models.table_ttl_ms(tablet),
-                packings: dump.table.map(|t| t.packings()),
+                table: dump.table,
                 blind_writes: dump.table.is_some(),
                 dropped: &dropped,
             };
@@ -604,7 +609,7 @@ pub fn routing(kind: ErrorKind) -> bool {
 
 fn shown(result: &Result<Reply, Error>) -> Vec<String> {
     match result {
-        Ok(reply) => vec![format!("{reply:?}")],
+        Ok(reply) => model::engine_reply_lines(reply),
         Err(e) => vec![format!("error: {e}")],
     }
 }

@@ -128,15 +128,15 @@ impl Models {
         let result = self.evaluate((index, index), ht, p);
         match (result, &p.reply) {
             (Ok(want), got) if reply_agrees(&want, got) => Ok(()),
-            (Ok(want), got) => Err((
-                FailureKind::Redis,
-                reply_lines(&want),
-                vec![format!("{got:?} (the leader's reply to {tablet:?} entry {index})")],
-            )),
+            (Ok(want), got) => {
+                let mut got = engine_reply_lines(got);
+                got.push(format!("(the leader's reply to {} entry {index})", tablet_label(tablet)));
+                Err((FailureKind::Redis, reply_lines(&want), got))
+            }
             (Err(e), _) => Err((
                 FailureKind::AcceptedWrite,
                 vec![format!("error: {}", expected_kind(&e))],
-                vec![format!("committed as entry {index} of {tablet:?}")],
+                vec![format!("committed as entry {index} of {}", tablet_label(tablet))],
             )),
         }
     }
@@ -218,7 +218,7 @@ impl Models {
         let kind = mismatch_kind(op);
         match (result, outcome) {
             (Ok(want), Ok(got)) if reply_agrees(&want, got) && !stored => Ok(()),
-            (Ok(want), Ok(got)) => Err((kind, reply_lines(&want), vec![format!("{got:?}")])),
+            (Ok(want), Ok(got)) => Err((kind, reply_lines(&want), engine_reply_lines(got))),
             (Err(m), Err(e)) if expected_kind(&m) == e.kind() => Ok(()),
             (Err(m), got) => Err((kind, vec![format!("error: {}", expected_kind(&m))], shown(got))),
             (Ok(want), Err(e)) => {
@@ -434,11 +434,20 @@ fn rows(rows: &[Row]) -> Vec<Vec<(String, docsim_models::cql::Cell)>> {
     rows.iter().map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect()).collect()
 }
 
+/// A tablet as lines name it: `docs`, or the table's name.
+fn tablet_label(tablet: &TabletId) -> String {
+    match tablet {
+        TabletId::Docs => "docs".into(),
+        TabletId::Table(name) => format!("table {name}"),
+    }
+}
+
 /// The model's reply as the engine prints it.
 pub fn reply_lines(reply: &ModelReply) -> Vec<String> {
     match reply {
         ModelReply::Written => vec![],
-        ModelReply::Document(doc) => vec![format!("{:?}", doc.as_ref().map(convert::document))],
+        ModelReply::Document(Some(doc)) => vec![format!("=> {}", convert::document(doc))],
+        ModelReply::Document(None) => vec!["=> <none>".into()],
         ModelReply::Rows(rows) => {
             let rows: Vec<Row> = rows
                 .iter()
@@ -454,8 +463,20 @@ pub fn reply_lines(reply: &ModelReply) -> Vec<String> {
 
 fn shown(outcome: Result<&Reply, &Error>) -> Vec<String> {
     match outcome {
-        Ok(reply) => vec![format!("{reply:?}")],
+        Ok(reply) => engine_reply_lines(reply),
         Err(e) => vec![format!("error: {e}")],
+    }
+}
+
+/// The engine's reply as docscript prints replies (a document in its notation, without
+/// the path a `get` line starts with; a write as `(written)`).
+pub fn engine_reply_lines(reply: &Reply) -> Vec<String> {
+    match reply {
+        Reply::Written => vec!["(written)".into()],
+        Reply::Document(Some(doc)) => vec![format!("=> {doc}")],
+        Reply::Document(None) => vec!["=> <none>".into()],
+        Reply::Rows(rows) => docsim_engine::cql::format_rows(rows),
+        Reply::Redis(r) => r.to_string().lines().map(str::to_owned).collect(),
     }
 }
 

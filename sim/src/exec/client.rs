@@ -394,7 +394,7 @@ fn with_time(command: &Command, ht: HybridTime) -> Command {
 }
 
 /// What a request's reply prints.
-fn reply_lines(request: &Request, ht: HybridTime, reply: &Reply) -> Vec<String> {
+pub fn reply_lines(request: &Request, ht: HybridTime, reply: &Reply) -> Vec<String> {
     match (request, reply) {
         (Request::Get { path }, Reply::Document(doc)) => vec![format_get(path, ht, doc.as_ref())],
         (_, Reply::Rows(rows)) => format_rows(rows),

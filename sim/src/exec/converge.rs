@@ -150,9 +150,14 @@ impl Cluster {
                     match &first {
                         None => first = Some((id, reply)),
                         Some((a, want)) if *want != reply => {
+                            let shown = |r: &docsim_engine::Reply| {
+                                super::reply_lines(&request, read_ht, r).join(" | ")
+                            };
                             let why = format!(
                                 "node {id} and node {a} read {path} at {read_ht} differently \
-                                 after convergence: {reply:?} and {want:?}"
+                                 after convergence: {} and {}",
+                                shown(&reply),
+                                shown(want)
                             );
                             return Err(Broken::new(FailureKind::NoConvergence, why));
                         }

@@ -32,6 +32,7 @@ pub mod history;
 mod network;
 mod node_ops;
 
+pub use client::reply_lines;
 pub use history::{Answer, History};
 
 use crate::failure::{Broken, FailureKind};
