@@ -277,8 +277,10 @@ impl GcFeed {
             // Over an older packed row a column's older value may live in the packed row,
             // which stays: a tombstone that hides it stays too, as does an expired value
             // (it hides it as a tombstone would).
-            (CompactionKind::Full, true, _) if self.under_older_packed_row(dht) => Verdict::Keep,
-            (CompactionKind::Full, false, true) if self.under_older_packed_row(dht) => {
+            (CompactionKind::Full, true, _) if self.under_older_packed_row(components, dht) => {
+                Verdict::Keep
+            }
+            (CompactionKind::Full, false, true) if self.under_older_packed_row(components, dht) => {
                 Verdict::KeepExpired
             }
             (CompactionKind::Full, true, _) | (CompactionKind::Full, false, true) => Verdict::Drop,
@@ -311,7 +313,9 @@ impl GcFeed {
         };
         match kind {
             CompactionKind::Full if self.params.planted_keeps_expired => Verdict::KeepExpired,
-            CompactionKind::Full if self.under_older_packed_row(dht) => Verdict::KeepExpired,
+            CompactionKind::Full if self.under_older_packed_row(components, dht) => {
+                Verdict::KeepExpired
+            }
             CompactionKind::Full if outlived() => Verdict::KeepExpired,
             CompactionKind::Full => Verdict::Drop,
             CompactionKind::Minor if leaf => Verdict::Tombstone,
@@ -392,7 +396,12 @@ impl GcFeed {
     /// Whether a packed row older than `dht` that the compaction keeps is among the
     /// versions of the entry's ancestors (its row's root): the entry may hide one of its
     /// values.
-    fn under_older_packed_row(&self, dht: DocHybridTime) -> bool {
+    fn under_older_packed_row(&self, components: &[&[u8]], dht: DocHybridTime) -> bool {
+        // Only a column a packed row can hold (the liveness column, a scalar column): a
+        // collection's or jsonb's entries are never in one.
+        if !(components.len() == 2 && self.params.schema.is_leaf(components)) {
+            return false;
+        }
         let older_packed = |v: &Version| v.packed && v.dht < dht;
         self.levels.ancestors().any(|level| level.versions.iter().any(older_packed))
     }

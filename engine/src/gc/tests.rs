@@ -215,19 +215,29 @@ fn a_ttl_only_record_keeps_what_it_covers() {
 /// A column tombstone newer than a packed row may hide a value inside it: a full
 /// compaction keeps it while the packed row stays, and drops it once repacking folds the
 /// packed row away (or a row tombstone hides it). One newer than the tombstone does not
-/// count.
+/// count, nor does it for a column no packed row holds (a collection's element).
 #[test]
 fn column_tombstones_over_a_kept_packed_row_stay() {
-    let params = GcParams::new(HybridTime::from_micros(9000), Full, None);
-    let verdicts = |packed_us: u64, folded: bool| {
+    let schema = SchemaGc {
+        leaves: vec![b"c".to_vec()],
+        collections: vec![b"m".to_vec()],
+        ..SchemaGc::default()
+    };
+    let params = GcParams {
+        schema: std::sync::Arc::new(schema),
+        ..GcParams::new(HybridTime::from_micros(9000), Full, None)
+    };
+    let verdicts = |packed_us: u64, folded: bool, path: Path| {
         let mut feed = GcFeed::new(params.clone());
         let row = feed.decide_packed_row(&[b"d"], t(packed_us), Ttl::Inherit, folded);
-        let tombstone = feed.decide(&[b"d", b"c"], t(2000), true, Ttl::Inherit);
+        let tombstone = feed.decide(path, t(2000), true, Ttl::Inherit);
         (row.expect("in order"), tombstone.expect("in order"))
     };
-    assert_eq!(verdicts(1000, false), (Keep, Keep));
-    assert_eq!(verdicts(1000, true), (Drop, Drop));
-    assert_eq!(verdicts(3000, false), (Keep, Drop), "the packed row is newer");
+    let column: Path = &[b"d", b"c"];
+    assert_eq!(verdicts(1000, false, column), (Keep, Keep));
+    assert_eq!(verdicts(1000, true, column), (Drop, Drop));
+    assert_eq!(verdicts(3000, false, column), (Keep, Drop), "the packed row is newer");
+    assert_eq!(verdicts(1000, false, &[b"d", b"m", b"k"]), (Keep, Drop), "not packable");
 }
 
 /// An entry's path components (document, subkeys).

@@ -16,10 +16,12 @@
 //! `decide_packed_row`).
 //!
 //! Expired entries: one expired at H — through a TTL of its own, the TTL it inherits, or
-//! the table's — must be gone, unless a record stands on its path or an ancestor's (a
-//! TTL-only record's TTL, or a packed row's, may be the one in effect, which GC does not
-//! judge), and not in a table that may hold packed rows (see [`leftovers`]). The TTL it
-//! inherits is the model's rule, stated here on its own: the nearest explicit TTL among
+//! the table's — must be gone, unless a TTL-only record stands on its path or an
+//! ancestor's (its TTL may be the one in effect, which GC does not judge), it is a
+//! packable column over an older packed row (it hides the row's value), or an expired
+//! entry a kept one beneath still needs (`outlived`). A packed row expired whole must be
+//! gone too (`packed_expired_whole`). The TTL it inherits is the model's rule, stated here
+//! on its own: the nearest explicit TTL among
 //! the ancestor versions in effect for it (at each ancestor path the newest version older
 //! than it, counted only if newer than those counted above) that had not run out when it
 //! was written, from that version's write time; with none, the table's, from its own
@@ -93,14 +95,8 @@ fn judge(
         let hiding = versions.iter().find(|(k, v)| k.doc_ht.ht <= cutoff_ht && !is_record(v));
         hiding.map(|(k, _)| k.doc_ht)
     };
-    let of_dropped_column = |key: &SubDocKey| match key.path.subkeys.first().map(|k| &k.value) {
-        Some(Primitive::ColumnId(id)) => {
-            tablet.dropped.iter().any(|(c, at)| c == id && *at <= cutoff_ht)
-        }
-        _ => false,
-    };
     for (i, entry @ (key, value)) in entries.iter().enumerate() {
-        if of_dropped_column(key) {
+        if of_dropped_column(key, cutoff_ht, tablet.dropped) {
             out[i] = true;
             continue;
         }
@@ -123,7 +119,8 @@ fn judge(
             packed_rows.push((&key.path.doc_key, key.doc_ht));
         }
         packed_rows.retain(|(doc, _)| *doc == &key.path.doc_key);
-        let over_packed_row = packed_rows.iter().any(|(_, at)| *at < key.doc_ht);
+        let over_packed_row =
+            packable(key, tablet.table) && packed_rows.iter().any(|(_, at)| *at < key.doc_ht);
         // A tombstone a TTL-only record stands on stays, as do a packed row's; a record is
         // no tombstone.
         let tombstone = value.kind == ValueKind::Tombstone && !beneath_record && !over_packed_row;
@@ -141,6 +138,37 @@ fn judge(
         out[i] = older_version || overwritten || tombstone || expired;
     }
     out
+}
+
+/// Whether `key` is of a column dropped at or before `cutoff_ht`.
+fn of_dropped_column(
+    key: &SubDocKey,
+    cutoff_ht: HybridTime,
+    dropped: &[(i32, HybridTime)],
+) -> bool {
+    match key.path.subkeys.first().map(|k| &k.value) {
+        Some(Primitive::ColumnId(id)) => dropped.iter().any(|(c, at)| c == id && *at <= cutoff_ht),
+        _ => false,
+    }
+}
+
+/// Whether `key` is of a column a packed row can hold: the liveness column, or a scalar
+/// column of `table` (a collection's and jsonb's entries never are).
+fn packable(key: &SubDocKey, table: Option<&CqlTable>) -> bool {
+    let scalar = |id: i32| {
+        let of = |c: &&docsim_engine::cql::Column| {
+            c.kind == docsim_engine::cql::ColumnKind::Regular(id) && !c.ty.is_nested()
+        };
+        table.is_some_and(|t| t.columns.iter().any(|c| of(&c)))
+    };
+    match key.path.subkeys.as_slice() {
+        [only] => match only.value {
+            Primitive::SystemColumnId(0) => true,
+            Primitive::ColumnId(id) => scalar(id),
+            _ => false,
+        },
+        _ => false,
+    }
 }
 
 /// Whether the newest entry of `lineage` (its own path's last version) is no tombstone, no
