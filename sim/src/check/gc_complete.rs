@@ -95,8 +95,10 @@ fn judge(
         let hiding = versions.iter().find(|(k, v)| k.doc_ht.ht <= cutoff_ht && !is_record(v));
         hiding.map(|(k, _)| k.doc_ht)
     };
+    let mut table_tombstone = TableTombstone::default();
     for (i, entry @ (key, value)) in entries.iter().enumerate() {
-        if of_dropped_column(key, cutoff_ht, tablet.dropped) {
+        let hidden_by_table = table_tombstone.hides(key, value, cutoff_ht);
+        if of_dropped_column(key, cutoff_ht, tablet.dropped) || hidden_by_table {
             out[i] = true;
             continue;
         }
@@ -138,6 +140,28 @@ fn judge(
         out[i] = older_version || overwritten || tombstone || expired;
     }
     out
+}
+
+/// A colocated table's newest tombstone at or below the cutoff at its own key: every
+/// older version of the table's documents is hidden by it (the reader's rule, `gc.rs`
+/// `hand_table_key_to_documents`). The table key sorts before the table's documents.
+#[derive(Default)]
+struct TableTombstone(Option<(Option<u32>, DocHybridTime)>);
+
+impl TableTombstone {
+    /// See the entry at `key`: whether it is a document version the tombstone hides.
+    fn hides(&mut self, key: &SubDocKey, value: &Value, cutoff_ht: HybridTime) -> bool {
+        let doc = &key.path.doc_key;
+        let of_table = |(c, _): &(Option<u32>, DocHybridTime)| *c == doc.colocation_id;
+        if !doc.is_table_key() {
+            return self.0.filter(of_table).is_some_and(|(_, at)| key.doc_ht <= at);
+        }
+        let tombstone = key.path.subkeys.is_empty() && value.kind == ValueKind::Tombstone;
+        if tombstone && key.doc_ht.ht <= cutoff_ht && self.0.filter(of_table).is_none() {
+            self.0 = Some((doc.colocation_id, key.doc_ht));
+        }
+        false
+    }
 }
 
 /// Whether `key` is of a column dropped at or before `cutoff_ht`.
@@ -411,6 +435,29 @@ mod tests {
         );
         assert_eq!(left.len(), 2, "{left:?}");
         assert!(left.iter().all(|l| l.contains("col(10)")), "{left:?}");
+    }
+
+    /// A colocated table's tombstone at its own key hides every older version of the
+    /// table's documents: at or below the cutoff they must be gone with it; a document
+    /// written after it, or one of another table, stays.
+    #[test]
+    fn a_table_tombstone_takes_the_tables_older_documents() {
+        let colocated = |id: u32, range: &[&str], us: u64| {
+            let range = range.iter().map(|s| KeyEntry::asc(Primitive::String((*s).into())));
+            let doc = DocKey { colocation_id: Some(id), ..DocKey::new(vec![], range.collect()) };
+            let at = DocHybridTime::new(HybridTime::from_micros(us), 0);
+            SubDocKey::new(DocPath::new(doc, vec![]), at)
+        };
+        let leaf = || value(ValueKind::Primitive(Primitive::Int64(1)));
+        let entries = [
+            (colocated(4, &[], 20), value(ValueKind::Tombstone)), // the table's tombstone
+            (colocated(4, &["a"], 30), leaf()),                   // written after it
+            (colocated(4, &["b"], 10), leaf()),                   // hidden by it
+            (colocated(5, &["c"], 10), leaf()),                   // another table
+        ];
+        let left = leftovers(&entries, HybridTime::from_micros(25), &TabletRules::default());
+        assert_eq!(left.len(), 2, "{left:?}");
+        assert!(left[0].contains("-> DEL") && left[1].contains(r#""b""#), "{left:?}");
     }
 
     #[test]
