@@ -119,14 +119,29 @@ fn ht(i: usize) -> HybridTime {
 /// A node with the bench table, in real files under `dir` (as raw RocksDB is), its rows
 /// stored as `layout` says.
 fn bench_node(dir: &Path, in_memory: bool, layout: Layout) -> Result<Node, String> {
+    let storage = StorageConfig { layout, ..StorageConfig::default() };
+    table_node(dir, (storage, in_memory), SCHEMA)
+}
+
+/// A node alone under `dir` with `storage` (in memory if asked), hosting the CQL table
+/// `schema` creates: what every benchmark drives.
+pub(crate) fn table_node(
+    dir: &Path,
+    (storage, in_memory): (StorageConfig, bool),
+    schema: &str,
+) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
-    let options = NodeOptions {
-        storage: StorageConfig { layout, ..StorageConfig::default() },
-        ..NodeOptions::alone(disk, 8 << 20, Plants::NONE, in_memory)
-    };
+    let options =
+        NodeOptions { storage, ..NodeOptions::alone(disk, 8 << 20, Plants::NONE, in_memory) };
     let mut node = Node::new(dir, options).map_err(err)?;
-    node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;
+    node.create_table(CqlTable::parse(schema).map_err(err)?).map_err(err)?;
     Ok(node)
+}
+
+/// Run the CQL statement `text` on `node` at `ht_us` microseconds.
+pub(crate) fn cql_at(node: &mut Node, ht_us: u64, text: &str) -> Result<(), String> {
+    let statement = docsim_engine::cql::parse_statement(text).map_err(err)?;
+    node.cql(HybridTime::from_micros(ht_us), &statement).map(|_| ()).map_err(err)
 }
 
 /// One row's stored key/value pairs.

@@ -7,11 +7,8 @@
 //! filters keyed by partition (`encoding::bloom_prefix_len`) a read should enter about
 //! the one file holding its row; the same node without bloom filters enters them all.
 
-use super::err;
-use docsim_engine::canary::Plants;
-use docsim_engine::cql::{parse_statement, CqlTable};
-use docsim_engine::disk::{FaultConfig, SimDisk};
-use docsim_engine::{HybridTime, Layout, Node, NodeOptions, StorageConfig};
+use super::{cql_at, err, table_node};
+use docsim_engine::{Layout, StorageConfig};
 use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
 use std::path::Path;
 
@@ -27,30 +24,21 @@ pub struct BloomBench {
     pub blocks_read: f64,
 }
 
-fn cql(node: &mut Node, ht: u64, text: &str) -> Result<(), String> {
-    let statement = parse_statement(text).map_err(err)?;
-    node.cql(HybridTime::from_micros(ht), &statement).map(|_| ()).map_err(err)
-}
-
 /// Write `rows` rows into 16 files, then read each once; `bloom`: with bloom filters.
 pub fn bench_bloom(rows: usize, bloom: bool, dir: &Path) -> Result<BloomBench, String> {
-    let disk = SimDisk::new(0, FaultConfig::default());
     let storage = StorageConfig {
         bloom_filter: bloom,
         layout: Layout::Unpacked,
         block_cache_kib: 64,
         ..StorageConfig::default()
     };
-    let options =
-        NodeOptions { storage, ..NodeOptions::alone(disk, 64 << 20, Plants::NONE, false) };
-    let mut node = Node::new(dir, options).map_err(err)?;
-    let schema = "CREATE TABLE p (k int, v text, PRIMARY KEY ((k)))";
-    node.create_table(CqlTable::parse(schema).map_err(err)?).map_err(err)?;
+    let mut node =
+        table_node(dir, (storage, false), "CREATE TABLE p (k int, v text, PRIMARY KEY ((k)))")?;
     let mut ht = 1_000_000;
     for file in 0..FILES {
         for k in (file..rows).step_by(FILES) {
             ht += 1;
-            cql(&mut node, ht, &format!("INSERT INTO p (k, v) VALUES ({k}, 'value {k}')"))?;
+            cql_at(&mut node, ht, &format!("INSERT INTO p (k, v) VALUES ({k}, 'value {k}')"))?;
         }
         node.flush().map_err(err)?;
     }
@@ -60,7 +48,7 @@ pub fn bench_bloom(rows: usize, bloom: bool, dir: &Path) -> Result<BloomBench, S
     ht += 1_000;
     for k in 0..rows {
         perf.reset();
-        cql(&mut node, ht, &format!("SELECT v FROM p WHERE k = {k}"))?;
+        cql_at(&mut node, ht, &format!("SELECT v FROM p WHERE k = {k}"))?;
         entered += perf.metric(PerfMetric::BloomSstHitCount);
         skipped += perf.metric(PerfMetric::BloomSstMissCount);
         blocks += perf.metric(PerfMetric::BlockReadCount);

@@ -9,11 +9,8 @@
 //! (midpoint insertion), so the hot set, hit twice, should survive the scans. (Whole-tablet
 //! walks — dumps, compaction planning — do not fill the cache at all: `Iter::walk`.)
 
-use super::{err, Stopwatch};
-use docsim_engine::canary::Plants;
-use docsim_engine::cql::{parse_statement, CqlTable};
-use docsim_engine::disk::{FaultConfig, SimDisk};
-use docsim_engine::{HybridTime, Layout, Node, NodeOptions, StorageConfig};
+use super::{cql_at, err, table_node, Stopwatch};
+use docsim_engine::{Layout, Node, StorageConfig};
 use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
 use std::path::Path;
 
@@ -44,11 +41,6 @@ impl CacheBench {
     }
 }
 
-fn cql(node: &mut Node, ht: u64, text: &str) -> Result<(), String> {
-    let statement = parse_statement(text).map_err(err)?;
-    node.cql(HybridTime::from_micros(ht), &statement).map(|_| ()).map_err(err)
-}
-
 /// Block-cache hits and misses of `f`, from the perf context.
 fn counted(f: impl FnOnce() -> Result<(), String>) -> Result<(u64, u64), String> {
     let mut perf = PerfContext::default();
@@ -62,32 +54,31 @@ fn counted(f: impl FnOnce() -> Result<(), String>) -> Result<(u64, u64), String>
 /// reads; the node's files under `dir`.
 pub fn bench_cache(rounds: usize, dir: &Path) -> Result<CacheBench, String> {
     set_perf_stats(PerfStatsLevel::EnableCount);
-    let disk = SimDisk::new(0, FaultConfig::default());
     let storage = StorageConfig {
         block_bytes: 4 << 10,
         block_cache_kib: CACHE_KIB,
         layout: Layout::Unpacked,
         ..StorageConfig::default()
     };
-    let options =
-        NodeOptions { storage, ..NodeOptions::alone(disk, 64 << 20, Plants::NONE, false) };
-    let mut node = Node::new(dir, options).map_err(err)?;
-    let schema = "CREATE TABLE c (k int, t int, v text, PRIMARY KEY ((k), t))";
-    node.create_table(CqlTable::parse(schema).map_err(err)?).map_err(err)?;
+    let mut node = table_node(
+        dir,
+        (storage, false),
+        "CREATE TABLE c (k int, t int, v text, PRIMARY KEY ((k), t))",
+    )?;
     let body = "x".repeat(90);
     let mut ht = 1_000_000;
     for k in 0..HOT_ROWS {
         ht += 1;
-        cql(&mut node, ht, &format!("INSERT INTO c (k, t, v) VALUES ({k}, 0, '{body}')"))?;
+        cql_at(&mut node, ht, &format!("INSERT INTO c (k, t, v) VALUES ({k}, 0, '{body}')"))?;
     }
     for t in 0..SCAN_ROWS {
         ht += 1;
-        cql(&mut node, ht, &format!("INSERT INTO c (k, t, v) VALUES ({BIG}, {t}, '{body}')"))?;
+        cql_at(&mut node, ht, &format!("INSERT INTO c (k, t, v) VALUES ({BIG}, {t}, '{body}')"))?;
     }
     node.flush().map_err(err)?;
     let read_hot = |node: &mut Node, ht: u64| -> Result<(), String> {
         (0..HOT_ROWS)
-            .try_for_each(|k| cql(node, ht, &format!("SELECT v FROM c WHERE k = {k} AND t = 0")))
+            .try_for_each(|k| cql_at(node, ht, &format!("SELECT v FROM c WHERE k = {k} AND t = 0")))
     };
     ht += 1_000;
     read_hot(&mut node, ht)?;
@@ -96,7 +87,7 @@ pub fn bench_cache(rounds: usize, dir: &Path) -> Result<CacheBench, String> {
     let watch = Stopwatch::start();
     for _ in 0..rounds {
         let (_, misses) =
-            counted(|| cql(&mut node, ht, &format!("SELECT t FROM c WHERE k = {BIG}")))?;
+            counted(|| cql_at(&mut node, ht, &format!("SELECT t FROM c WHERE k = {BIG}")))?;
         out.scan_misses += misses;
         let (hits, misses) = counted(|| read_hot(&mut node, ht))?;
         out.hot_hits += hits;
