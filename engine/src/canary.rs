@@ -85,6 +85,11 @@ pub enum Plant {
     /// keys: a partition read's seek key no longer shares its rows' prefix, and files
     /// holding the partition are skipped.
     BloomPrefixOneLong,
+    /// The client routes a statement of a split table by the hash of its first hash
+    /// column alone: rows of a two-column hash key land in a tablet whose range does not
+    /// hold their hash. Reads route alike and find them; only the model's own statement
+    /// of the partitioning (`models/src/partition.rs`) sees them misplaced.
+    RouteFirstHashColumn,
     /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
@@ -134,7 +139,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 35] = [
+    pub const ALL: [Plant; 36] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -159,6 +164,7 @@ impl Plant {
         Plant::GcKeepsExpired,
         Plant::YbPackedColumnTtlFromRow,
         Plant::BloomPrefixOneLong,
+        Plant::RouteFirstHashColumn,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -256,6 +262,7 @@ impl Plant {
             Plant::GcKeepsExpired => "gc-keeps-expired",
             Plant::YbPackedColumnTtlFromRow => "yb-packed-column-ttl-from-row",
             Plant::BloomPrefixOneLong => "bloom-prefix-one-long",
+            Plant::RouteFirstHashColumn => "route-first-hash-column",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

@@ -85,7 +85,8 @@
 //! the entries above its persisted commit index to Raft unapplied.
 //!
 //! **The node** ([`Node`]) is a tablet server: it hosts one replica of every tablet it is
-//! given (the document tablet, one per CQL table) on its simulated disk, and owns the
+//! given (the document tablet, each CQL table's tablets: one, or one per hash range
+//! `WITH tablets = N`, routed by `node/route.rs`) on its simulated disk, and owns the
 //! power (crash, restart). It takes typed requests — document writes ([`DocWrite`]) and
 //! reads, CQL statements as a typed tree ([`cql::Statement`]), Redis commands
 //! ([`redis::Command`]), flush, compaction, crash points — and answers with typed results
@@ -157,9 +158,9 @@ pub use encoding::{
 };
 pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
-pub use ids::{OpId, TabletId};
+pub use ids::{OpId, Part, TabletId};
 pub use log::{SegmentInfo, Truncation};
-pub use node::{Node, NodeOptions, Output, TabletDump, Timing};
+pub use node::{route, Node, NodeOptions, Output, TabletDump, Timing};
 pub use reader::DocEntry;
 pub use replica::{
     AppliedEntry, Envelope, Members, Membership, Proposed, Replica, ReplicaOptions, ReplicaStatus,

@@ -1,5 +1,6 @@
 //! A node: one tablet server. It hosts a replica of each tablet assigned to it (the
-//! document tablet, one tablet per CQL table), owns the simulated disk their Raft logs
+//! document tablet, a CQL table's tablet or, for a table split by hash range, its
+//! tablets), owns the simulated disk their Raft logs
 //! live on and the RocksDB environment their files live in, and the power: a crash stops
 //! every replica at once, a restart bootstraps each from its flushed frontier and log.
 //!
@@ -15,6 +16,7 @@
 //! runner and the engine's tests use. Both run the same replicas.
 
 mod alone;
+pub mod route;
 
 pub use alone::TabletDump;
 
@@ -167,7 +169,7 @@ impl Node {
     ) -> Result<Option<RestartReport>> {
         if self.catalog.contains_key(&id) {
             return Err(match id {
-                TabletId::Table(name) => Error::TableExists(name),
+                TabletId::Table(name, _) => Error::TableExists(name),
                 TabletId::Docs => Error::InvalidRequest("the document tablet exists".into()),
             });
         }
@@ -188,7 +190,11 @@ impl Node {
         let schema = self.catalog[id].clone();
         let dir = self.dir.join(tablet_dir(id));
         let o = &self.options;
-        let tablet = Tablet::open(&dir, &self.rocks, o.plants, o.storage, schema)?;
+        let part = match id {
+            TabletId::Table(_, part) => *part,
+            TabletId::Docs => crate::ids::Part::WHOLE,
+        };
+        let tablet = Tablet::open(&dir, &self.rocks, o.plants, o.storage, schema)?.owning(part);
         let options = ReplicaOptions {
             id: o.id,
             voters: o.voters.clone(),
@@ -234,7 +240,7 @@ impl Node {
     fn no_such(&self, id: &TabletId) -> Error {
         match (self.not_opened.get(id), id) {
             (Some(why), _) => Error::Down { cause: Some(Box::new(Error::Io(why.clone()))) },
-            (None, TabletId::Table(name)) => Error::NoSuchTable(name.clone()),
+            (None, TabletId::Table(name, _)) => Error::NoSuchTable(name.clone()),
             (None, TabletId::Docs) => {
                 Error::InvalidRequest("the node hosts no document tablet".into())
             }
@@ -473,7 +479,8 @@ impl Output {
 fn tablet_dir(id: &TabletId) -> String {
     match id {
         TabletId::Docs => "docs".to_owned(),
-        TabletId::Table(table) => format!("table-{table}"),
+        TabletId::Table(table, part) if part.count == 1 => format!("table-{table}"),
+        TabletId::Table(table, part) => format!("table-{table}-{}", part.index),
     }
 }
 

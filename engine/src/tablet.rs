@@ -30,6 +30,7 @@ pub use schema::{MetaChange, Schema};
 
 use crate::canary::Plants;
 use crate::cql::CqlType;
+use crate::cql::Statement;
 use crate::db::{DocDb, Frontier, RawEntry, Rocks, StorageConfig};
 use crate::doc_write::{build_entries, Scanned};
 use crate::document::Document;
@@ -37,7 +38,7 @@ use crate::encoding::{doc_key_len, DocPath, KeyEntry, Primitive};
 use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
-use crate::ids::OpId;
+use crate::ids::{OpId, Part};
 use crate::write_batch::DocWriteBatch;
 use std::path::Path;
 
@@ -71,6 +72,8 @@ pub struct Tablet {
     schema: Schema,
     /// The first list index not yet handed out or applied.
     list_next: i64,
+    /// The part of its table's hash space this tablet owns (the document tablet: all).
+    part: Part,
 }
 
 impl Tablet {
@@ -100,9 +103,31 @@ impl Tablet {
                 bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()))?,
             ),
         };
-        let mut tablet = Tablet { db, schema, list_next };
+        let mut tablet = Tablet { db, schema, list_next, part: Part::WHOLE };
         tablet.attach_schema();
         Ok(tablet)
+    }
+
+    /// This tablet as the owner of `part` of its table's hash space (the master's
+    /// partition of it, fixed at creation like its schema).
+    pub fn owning(self, part: Part) -> Tablet {
+        Tablet { part, ..self }
+    }
+
+    /// A statement of one partition must be of this tablet's: YugabyteDB's tablet refused
+    /// a row outside its partition (`Tablet::CheckRowInTablet`, src/yb/tablet/tablet.cc,
+    /// "Row not in tablet partition"); docsim refuses reads and writes alike.
+    fn check_partition(&self, table: &crate::cql::CqlTable, statement: &Statement) -> Result<()> {
+        let Some(hash) = crate::cql::partition_hash(table, statement) else { return Ok(()) };
+        let range = self.part.hash_range();
+        match range.contains(&hash) {
+            true => Ok(()),
+            false => Err(Error::InvalidRequest(format!(
+                "row not in tablet partition: hash {hash:#06x} is outside {:#06x}..={:#06x}",
+                range.start(),
+                range.end()
+            ))),
+        }
     }
 
     /// Give the storage what reading the table's rows needs: the packings of its packed
@@ -155,6 +180,7 @@ impl Tablet {
             Request::DefaultTtl(ttl_ms) => self.meta(MetaChange::DefaultTtl(*ttl_ms), ht),
             Request::Cql(statement) => {
                 let table = self.table(statement.table())?;
+                self.check_partition(table, statement)?;
                 let floor = self.list_floor(ht);
                 let (entries, list_next) = crate::cql::write_entries(table, floor, statement)?;
                 self.list_next = self.list_next.max(list_next);
@@ -251,6 +277,7 @@ impl Tablet {
             Request::Get { path } => self.get(path, read_ht).map(Reply::Document),
             Request::Cql(statement) => {
                 let table = self.table(statement.table())?;
+                self.check_partition(table, statement)?;
                 crate::cql::read_select(table, &self.db, read_ht, statement).map(Reply::Rows)
             }
             Request::Redis(command) => {

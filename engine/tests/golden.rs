@@ -122,3 +122,46 @@ fn cql_scripts_read_alike_with_packed_rows() {
         failures.join("\n")
     );
 }
+
+/// Every CQL golden script prints the same lines with every table split into 4 and into
+/// 16 tablets by hash range as with each table as declared: `dump`, every read and every
+/// error alike. Only lines that name a tablet or a file may differ (`restart`, `files`,
+/// `log`: a split table has a log and files per tablet).
+#[test]
+fn cql_scripts_read_alike_split_into_tablets() {
+    let mut found = Vec::new();
+    for dir in ["src/cql", "src/node", "src/tablet"] {
+        scripts(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), false, &mut found);
+    }
+    assert!(found.len() >= 12, "expected the CQL goldens, found {}", found.len());
+    let names_a_tablet = |l: &str| ["restart:", "files:", "log:"].iter().any(|p| l.starts_with(p));
+    let lines = |out: &str| -> Vec<String> {
+        out.lines().filter(|l| !names_a_tablet(l)).map(str::to_owned).collect()
+    };
+    let mut failures = Vec::new();
+    let mut split_reads = 0;
+    for script in &found {
+        let text = std::fs::read_to_string(script).expect("script");
+        if text.lines().any(|l| !l.starts_with('#') && l.contains("table=") && l.contains('/')) {
+            continue; // it names tablets by index: their count is its subject
+        }
+        let declared = run_in(script, docsim_engine::StorageConfig::default(), "declared");
+        for tablets in [4, 16] {
+            let storage = docsim_engine::StorageConfig {
+                tablets: Some(tablets),
+                ..docsim_engine::StorageConfig::default()
+            };
+            let out = run_in(script, storage, &format!("tablets{tablets}"));
+            split_reads +=
+                out.lines().filter(|l| l.starts_with("restart:") && l.contains('/')).count();
+            if lines(&declared) != lines(&out) {
+                failures.push(format!(
+                    "{}:\n--- declared\n{declared}--- {tablets} tablets\n{out}",
+                    script.display()
+                ));
+            }
+        }
+    }
+    assert!(split_reads >= 8, "the scripts must restart split tables: {split_reads}");
+    assert!(failures.is_empty(), "{} scripts differ:\n{}", failures.len(), failures.join("\n"));
+}

@@ -272,6 +272,7 @@ pub enum CqlOp {
         key: Vec<Scalar>,
         columns: Vec<String>,
     },
+    /// `hash` empty: no hash key, every row in hash order.
     Select {
         hash: Vec<Scalar>,
         range: Option<(Cmp, Scalar)>,
@@ -299,6 +300,21 @@ pub enum Cell {
 pub enum CqlResult {
     Written,
     Rows(Vec<Vec<(String, Cell)>>),
+}
+
+/// The partition hash of the rows a statement names by its hash key (with the model's
+/// own hash: [`crate::partition`]); `None` for one naming none (an ALTER TABLE, a SELECT
+/// without the hash key).
+pub fn partition_hash(schema: &Schema, op: &CqlOp) -> Option<u16> {
+    let values = match op {
+        CqlOp::Insert { key, .. }
+        | CqlOp::Update { key, .. }
+        | CqlOp::DeleteRow { key }
+        | CqlOp::DeleteColumns { key, .. } => key.get(..schema.hash.len())?,
+        CqlOp::Select { hash, .. } if !hash.is_empty() => hash,
+        CqlOp::Select { .. } | CqlOp::Alter(_) => return None,
+    };
+    Some(crate::partition::hash_of(values))
 }
 
 fn ttl_of(ttl_s: Option<u64>) -> Ttl {
@@ -392,9 +408,11 @@ impl Model {
         if time < self.cutoff() {
             return Err(ModelError::SnapshotTooOld);
         }
+        // No hash key: every row (of this tablet), in hash order.
         let hashed: Vec<Key> = hash.iter().cloned().map(Key::of).collect();
-        let mut docs = self.docs_where(|d| d.colocation.is_none() && d.hashed == hashed);
-        docs.sort_by(|a, b| clustering_cmp(&a.range, &b.range));
+        let wanted = |d: &DocId| hashed.is_empty() || d.hashed == hashed;
+        let mut docs = self.docs_where(|d| d.colocation.is_none() && wanted(d));
+        docs.sort_by(key_order);
         let all: Vec<String> = schema
             .hash
             .iter()
@@ -569,6 +587,19 @@ fn value_cmp(a: &Scalar, b: &Scalar) -> Ordering {
         (Scalar::Double(x), Scalar::Double(y)) => f64::from_bits(*x).total_cmp(&f64::from_bits(*y)),
         _ => a.cmp(b),
     }
+}
+
+/// The order of rows in a tablet (DocDB's key order): by partition hash, then the hash
+/// key's values, then clustering order.
+fn key_order(a: &DocId, b: &DocId) -> Ordering {
+    let hash = |d: &DocId| {
+        let values: Vec<Scalar> = d.hashed.iter().map(|k| k.scalar.clone()).collect();
+        crate::partition::hash_of(&values)
+    };
+    hash(a)
+        .cmp(&hash(b))
+        .then_with(|| clustering_cmp(&a.hashed, &b.hashed))
+        .then_with(|| clustering_cmp(&a.range, &b.range))
 }
 
 /// Clustering order: component by component, descending components reversed.

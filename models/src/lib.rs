@@ -71,7 +71,9 @@
 //! CQL rows ([`cql`]) and Redis keys ([`redis`]) are stated on top of the same documents.
 //! CQL key values order as DocDB's keys do (doubles numerically, not by bit pattern); a
 //! list element is keyed by its statement's physical time × 1000 + its position; a jsonb
-//! value is a document by the model's own JSON rule (see [`cql`]).
+//! value is a document by the model's own JSON rule (see [`cql`]). A table split into
+//! tablets keeps a model per tablet; [`partition`] says, with the model's own hash, which
+//! tablet holds a row, and a SELECT without the hash key reads rows in hash order.
 //!
 //! The model's errors are typed ([`ModelError`]) and the simulator compares them with the
 //! engine's error kinds exactly: a read below the cutoff must fail as `snapshot_too_old`,
@@ -80,6 +82,7 @@
 
 pub mod cql;
 mod doc;
+pub mod partition;
 pub mod redis;
 
 pub use doc::{

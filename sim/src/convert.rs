@@ -141,7 +141,10 @@ pub fn table(spec: &CqlTableSpec) -> Option<CqlTable> {
         .collect::<Option<Vec<_>>>()?;
     let order = |desc: bool| if desc { SortOrder::Descending } else { SortOrder::Ascending };
     let range = s.range.iter().map(|(n, desc)| (n.clone(), order(*desc))).collect();
-    CqlTable::declare(&s.name, columns, s.hash.clone(), range, s.default_ttl_s).ok()
+    let mut table =
+        CqlTable::declare(&s.name, columns, s.hash.clone(), range, s.default_ttl_s).ok()?;
+    table.tablets = spec.tablets;
+    Some(table)
 }
 
 /// A scalar as the CQL literal a statement carries.

@@ -43,11 +43,14 @@ pub enum FailureKind {
     ReplicaFailed,
     /// The engine (or the harness) panicked: a failed seed, not a dead campaign.
     Panic,
+    /// A statement reached a tablet whose hash range does not hold its key, by the
+    /// model's own statement of the hash and of the table's split.
+    Misrouted,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 17] = [
+    pub const ALL: [FailureKind; 18] = [
         FailureKind::Get,
         FailureKind::Select,
         FailureKind::Redis,
@@ -65,6 +68,7 @@ impl FailureKind {
         FailureKind::NoConvergence,
         FailureKind::ReplicaFailed,
         FailureKind::Panic,
+        FailureKind::Misrouted,
     ];
 
     /// The kind's name in reports and reproducers (snake_case).
@@ -87,6 +91,7 @@ impl FailureKind {
             FailureKind::NoConvergence => "no_convergence",
             FailureKind::ReplicaFailed => "replica_failed",
             FailureKind::Panic => "panic",
+            FailureKind::Misrouted => "misrouted",
         }
     }
 

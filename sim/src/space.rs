@@ -109,12 +109,12 @@ pub fn run_space(
 fn minor(node: &mut Node, workload: &str, cutoff: HybridTime) -> docsim_engine::Result<()> {
     node.flush()?;
     let table = table_name(workload);
-    let id = table.map_or(TabletId::Docs, |t| TabletId::Table(t.into()));
+    let id = table.map_or(TabletId::Docs, TabletId::table);
     let files = node.files()?.into_iter().find(|(t, _)| *t == id).map_or(0, |(_, f)| f.len());
     if files < 3 {
         return Ok(());
     }
-    node.compact_files(table, 0..=files - 2, cutoff)
+    node.compact_files(&id, 0..=files - 2, cutoff)
 }
 
 /// The CQL table a workload writes (`None`: the document tablet).

@@ -435,7 +435,11 @@ impl Workload {
             _ => {
                 let past = rng.random_bool(0.5);
                 ht = self.read_time(rng, now, cutoff, past);
-                let hash = key[..s.hash.len()].to_vec();
+                // A fifth of the reads scan every partition (every tablet), in hash order.
+                let hash = match rng.random_bool(0.2) {
+                    true => Vec::new(),
+                    false => key[..s.hash.len()].to_vec(),
+                };
                 let range = (!s.range.is_empty() && rng.random_bool(0.4)).then(|| {
                     let cmp = [Cmp::Eq, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.random_range(0..5)];
                     (cmp, key[s.hash.len()].clone())
@@ -655,7 +659,7 @@ fn table_spec(
         default_ttl_s,
     );
     let types = cols.iter().map(|(n, t)| (n.to_string(), t.to_string())).collect();
-    CqlTableSpec { schema, types, dropped: Vec::new() }
+    CqlTableSpec { schema, types, dropped: Vec::new(), tablets: 1 }
 }
 
 /// The seed's tables: `msgs`, `page_views` and a random schema.
@@ -714,5 +718,10 @@ fn tables(rng: &mut ChaCha8Rng) -> Vec<CqlTableSpec> {
     let range_refs: Vec<(&str, bool)> = range.iter().map(|(n, d)| (n.as_str(), *d)).collect();
     let col_refs: Vec<(&str, &str)> = cols.iter().map(|(n, t)| (n.as_str(), t.as_str())).collect();
     let random = table_spec("random", &hash_refs, &range_refs, &col_refs, ttl);
-    vec![msgs, page_views, random]
+    // Each table split into tablets by hash range as the seed draws (half stay whole).
+    let mut tables = vec![msgs, page_views, random];
+    for table in &mut tables {
+        table.tablets = [1, 1, 1, 2, 3, 4][rng.random_range(0..6)];
+    }
+    tables
 }

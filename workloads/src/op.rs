@@ -13,6 +13,13 @@ pub struct CqlTableSpec {
     pub types: Vec<(String, String)>,
     /// Columns dropped so far (the generator adds some back, as new columns).
     pub dropped: Vec<String>,
+    /// `WITH tablets = N`: the tablets the table is split into by hash range.
+    #[serde(default = "one_tablet")]
+    pub tablets: u16,
+}
+
+fn one_tablet() -> u16 {
+    1
 }
 
 /// One document write: which document, the path below its root, what, and its TTL.

@@ -96,7 +96,8 @@ pub enum Statement {
     Update { table: String, ttl_s: Option<u64>, assignments: Vec<Assignment>, key: Vec<Condition> },
     /// `DELETE [targets] FROM t WHERE <key>` (no targets: the whole row).
     Delete { targets: Vec<DeleteTarget>, table: String, key: Vec<Condition> },
-    /// `SELECT * | c, ... FROM t WHERE <conditions>` (`columns: None` is `*`).
+    /// `SELECT * | c, ... FROM t [WHERE <conditions>]` (`columns: None` is `*`; without
+    /// the hash key, a scan of every partition in hash order).
     Select { columns: Option<Vec<String>>, table: String, conditions: Vec<Condition> },
     /// `ALTER TABLE t ADD c <type>` / `ALTER TABLE t DROP c`: a new schema version.
     Alter { table: String, change: AlterChange },
@@ -212,7 +213,11 @@ impl fmt::Display for Statement {
             }
             Statement::Select { columns, table, conditions } => {
                 let columns = columns.as_ref().map_or("*".to_owned(), |c| c.join(", "));
-                write!(f, "SELECT {columns} FROM {table} WHERE {}", join(conditions, " AND "))
+                write!(f, "SELECT {columns} FROM {table}")?;
+                match conditions.is_empty() {
+                    true => Ok(()),
+                    false => write!(f, " WHERE {}", join(conditions, " AND ")),
+                }
             }
             Statement::Alter { table, change: AlterChange::Add { column, ty } } => {
                 write!(f, "ALTER TABLE {table} ADD {column} {}", ty.name())

@@ -6,7 +6,9 @@
 //!           written whole is an init marker then its elements (overwrite)
 //! UPDATE  → only the assigned columns, in statement order; `m = m + {..}` elements only
 //! DELETE  → one tombstone at the row (or at each named column); no read
-//! SELECT  → read the rows of one hash key at a hybrid time, in clustering order
+//! SELECT  → read the rows of one hash key at a hybrid time, in clustering order; without
+//!           the hash key, every row of the tablet in hash order (each tablet of the table
+//!           in turn: the client merges them in hash order)
 //! ```
 //! A row exists at R iff its liveness column or some regular column is visible at R: a row
 //! made by INSERT survives all its columns being nulled; a row made only by UPDATE does not.
@@ -26,5 +28,5 @@ pub use ast::{AlterChange, Assignment, CmpOp, Condition, DeleteTarget, Literal, 
 pub use lexer::SyntaxError;
 pub use parse::parse_statement;
 pub use schema::{Column, ColumnKind, CqlTable, CqlType};
-pub use statement::{format_rows, Cell, Outcome, Row};
+pub use statement::{format_rows, partition_hash, Cell, Outcome, Row};
 pub(crate) use statement::{read_select, write_entries};

@@ -195,7 +195,11 @@ fn select(c: &mut Cursor<'_>) -> Result<Statement> {
     let columns = if c.eat("*") { None } else { Some(c.comma_list(Cursor::ident)?) };
     c.expect_kw("from")?;
     let table = c.ident()?;
-    let conditions = where_clause(c)?;
+    // No WHERE: every row of the table (a scan across partitions, in hash order).
+    let conditions = match c.peek() {
+        None | Some(Tok::Sym(";")) => Vec::new(),
+        Some(_) => where_clause(c)?,
+    };
     Ok(Statement::Select { columns, table, conditions })
 }
 
@@ -212,6 +216,8 @@ mod tests {
             "UPDATE t USING TTL 0 SET v = null, m = m + {'x': 1}, s = s - {3} WHERE k = 1",
             "UPDATE t SET m['p'] = true, j = j || '{\"a\": 1}', j->'a'->'b' = '2' WHERE k = 'x'",
             "DELETE FROM t WHERE k = 1 AND r = 2",
+            "SELECT * FROM t",
+            "SELECT v FROM t WHERE r > 2 AND r < 9",
             "DELETE v, m['a'] FROM t WHERE k = 1",
             "SELECT * FROM t WHERE k = 1 AND r <= 5",
             "SELECT a, b FROM t WHERE h = 'x' AND r > 1e3",

@@ -136,6 +136,9 @@ pub struct CqlTable {
     pub packed_rows: bool,
     /// Packed rows are stored as RocksDB entities (the entity layout: `layout entity`).
     pub entity_rows: bool,
+    /// `WITH tablets = N`: the table split into N tablets by ranges of the 16-bit hash
+    /// (`ids::Part`); 1 unless declared.
+    pub tablets: u16,
     /// The schema version: 0 at `CREATE TABLE`, one more at each `ALTER TABLE`.
     pub schema_version: u32,
     /// The id the next added column gets: ids are never reused, so a column dropped and
@@ -193,6 +196,7 @@ impl CqlTable {
         let mut table = build(name, decls, hash, range, with.desc, with.ttl_ms);
         if let Ok(table) = &mut table {
             table.packed_rows = with.packed_rows;
+            table.tablets = with.tablets.unwrap_or(1);
         }
         table.map_err(|m| c.error(m))
     }
@@ -300,7 +304,12 @@ struct WithClause {
     ttl_ms: Option<u64>,
     desc: Vec<String>,
     packed_rows: bool,
+    tablets: Option<u16>,
 }
+
+/// The most tablets a table may be split into: docsim's own bound (YugabyteDB allows up
+/// to 0xffff), as every tablet is a Raft group and a RocksDB instance on every node.
+pub const MAX_TABLETS: u16 = 256;
 
 fn parse_with(c: &mut Cursor<'_>) -> Result<WithClause> {
     let mut with = WithClause::default();
@@ -312,6 +321,15 @@ fn parse_with(c: &mut Cursor<'_>) -> Result<WithClause> {
             c.expect("=")?;
             let secs = c.unsigned()?;
             with.ttl_ms = (secs > 0).then(|| secs.saturating_mul(1000));
+        } else if c.eat_kw("tablets") {
+            c.expect("=")?;
+            let mut out_of_range = c.error(""); // at the number
+            let n = c.unsigned()?;
+            if !(1..=u64::from(MAX_TABLETS)).contains(&n) {
+                out_of_range.message = format!("tablets is 1 to {MAX_TABLETS}, not {n}");
+                return Err(out_of_range);
+            }
+            with.tablets = Some(n as u16);
         } else if c.eat_kw("packed_rows") {
             c.expect("=")?;
             with.packed_rows = match c.ident()?.as_str() {
@@ -390,6 +408,7 @@ fn build(
         default_ttl_ms,
         packed_rows: false,
         entity_rows: false,
+        tablets: 1,
         schema_version: 0,
         next_column_id: next_id,
         packings,
@@ -433,6 +452,9 @@ impl fmt::Display for CqlTable {
         }
         if self.packed_rows {
             with.push("packed_rows = true".into());
+        }
+        if self.tablets > 1 {
+            with.push(format!("tablets = {}", self.tablets));
         }
         if !with.is_empty() {
             write!(f, " WITH {}", with.join(" AND "))?;
@@ -480,11 +502,24 @@ mod tests {
              packed_rows = true",
             "CREATE TABLE u (k int, v text, PRIMARY KEY ((k)))",
             "CREATE TABLE w (h text, i int, a int, PRIMARY KEY ((h, i), a))",
+            "CREATE TABLE x (k int, v text, PRIMARY KEY ((k))) WITH tablets = 16",
         ];
         for text in texts {
             let table = CqlTable::parse(text).expect(text);
             assert_eq!(table.to_string(), text);
             assert_eq!(CqlTable::parse(&table.to_string()), Ok(table));
         }
+    }
+
+    #[test]
+    fn a_tablet_count_outside_one_to_the_bound_is_refused_where_it_stands() {
+        let create = |n: &str| {
+            CqlTable::parse(&format!("CREATE TABLE t (k int PRIMARY KEY) WITH tablets = {n}"))
+        };
+        assert_eq!(create("4").map(|t| t.tablets), Ok(4));
+        assert_eq!(create("256").map(|t| t.tablets), Ok(256));
+        let error = |n: &str| create(n).expect_err(n).to_string();
+        assert_eq!(error("0"), "CQL: tablets is 1 to 256, not 0 at column 51 of the statement");
+        assert_eq!(error("257"), "CQL: tablets is 1 to 256, not 257 at column 51 of the statement");
     }
 }

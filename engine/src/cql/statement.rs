@@ -121,6 +121,45 @@ pub(crate) fn read_select(
     select(table, db, columns.as_deref(), conditions, ht)
 }
 
+/// The partition hash of the rows a statement writes or reads: the hash of its hash key's
+/// values (YugabyteDB's client computes it to pick the tablet: `YBPartition`), or `None`
+/// for a statement of the whole table (a SELECT without the hash key, an ALTER TABLE). A
+/// statement whose hash key is missing or does not fit its types hashes as `Some(0)`: its
+/// tablet refuses it as any would.
+pub fn partition_hash(table: &CqlTable, statement: &Statement) -> Option<u16> {
+    let values: Result<Vec<Primitive>> = match statement {
+        Statement::Alter { .. } => return None,
+        Statement::Select { conditions, .. } => {
+            let eq = |col: &super::Column| {
+                conditions.iter().any(|c| c.column == col.name && c.op == CmpOp::Eq)
+            };
+            if !table.hash_columns().any(eq) {
+                return None;
+            }
+            hash_values(table, conditions)
+        }
+        Statement::Update { key, .. } | Statement::Delete { key, .. } => hash_values(table, key),
+        Statement::Insert { columns, values, .. } => {
+            let conditions: Vec<Condition> = columns
+                .iter()
+                .zip(values)
+                .map(|(c, v)| Condition { column: c.clone(), op: CmpOp::Eq, value: v.clone() })
+                .collect();
+            hash_values(table, &conditions)
+        }
+    };
+    Some(values.map_or(0, |v| crate::encoding::yb_hash::hash_values(&v)))
+}
+
+/// The hash key's values as `=` conditions give them, in key order.
+fn hash_values(table: &CqlTable, conditions: &[Condition]) -> Result<Vec<Primitive>> {
+    let value = |col: &super::Column| match conditions.iter().find(|c| c.column == col.name) {
+        Some(c) if c.op == CmpOp::Eq => primitive(&col.ty, &c.value, &col.name),
+        _ => errinput!("missing key column {}", col.name),
+    };
+    table.hash_columns().map(value).collect()
+}
+
 /// The list indexes one statement hands out, in order, from the tablet's floor on.
 struct ListIndexes(std::cell::Cell<i64>);
 
@@ -495,24 +534,38 @@ fn full_key(table: &CqlTable, conditions: &[Condition]) -> Result<DocKey> {
 }
 
 /// The key prefix a SELECT scans (its hash key and the clustering components its `=`
-/// conditions fix from the first on), and its conditions on clustering columns (by
-/// column index).
-type Selection = (DocKey, Vec<(usize, CmpOp, Primitive)>);
+/// conditions fix from the first on; none when it names no hash key: every partition),
+/// and its conditions on clustering columns (by column index).
+type Selection = (Option<DocKey>, Vec<(usize, CmpOp, Primitive)>);
 
 fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
     let mut hash = DocKey::default();
+    let mut given = Vec::new();
     for col in table.hash_columns() {
         let found = conditions.iter().find(|k| k.column == col.name && k.op == CmpOp::Eq);
-        let Some(cond) = found else {
-            return errinput!("SELECT needs `{} = ...` (the whole hash key)", col.name);
-        };
-        hash.hashed.push(KeyEntry::asc(primitive(&col.ty, &cond.value, &col.name)?));
+        match found {
+            Some(cond) => {
+                hash.hashed.push(KeyEntry::asc(primitive(&col.ty, &cond.value, &col.name)?))
+            }
+            None => given.push(col.name.clone()),
+        }
+    }
+    let partial = !hash.hashed.is_empty() && !given.is_empty();
+    if partial {
+        return errinput!("SELECT needs the whole hash key or none of it: no `{} = ...`", given[0]);
     }
     let mut ranges = Vec::new();
     for cond in conditions {
         let col = column(table, &cond.column)?;
         match col.kind {
-            ColumnKind::Hash => {}
+            ColumnKind::Hash if cond.op == CmpOp::Eq => {}
+            ColumnKind::Hash => {
+                return errinput!(
+                    "a hash column takes only `=`, not {} {}",
+                    col.name,
+                    cond.op.symbol()
+                )
+            }
             ColumnKind::Range(_) => {
                 let index = table.range_key.iter().position(|n| *n == col.name).expect("range");
                 ranges.push((index, cond.op, primitive(&col.ty, &cond.value, &col.name)?));
@@ -522,8 +575,11 @@ fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
             }
         }
     }
+    if hash.hashed.is_empty() {
+        return Ok((None, ranges)); // every partition, in hash order
+    }
     hash.range = leading_equalities(table, &ranges);
-    Ok((hash, ranges))
+    Ok((Some(hash), ranges))
 }
 
 /// The clustering components fixed by `=` conditions from the first clustering column on:
@@ -555,7 +611,7 @@ fn select(
     };
     let (hash, ranges) = selection(table, conditions)?;
     let mut out = Vec::new();
-    for (doc, row) in read_rows(table, db, &hash, ht)? {
+    for (doc, row) in read_rows(table, db, hash.as_ref(), ht)? {
         let in_range = ranges.iter().all(|(i, op, v)| {
             op.holds(KeyEntry::asc(doc.range[*i].value.clone()).cmp(&KeyEntry::asc(v.clone())))
         });
@@ -567,16 +623,23 @@ fn select(
 }
 
 /// Every row whose key starts with `key` (a hash key and leading clustering components),
-/// in clustering order, read at `ht`.
+/// in clustering order, read at `ht`; with no key, every row of the tablet, in hash order
+/// (a table's rows are hash-partitioned keys: they start with the hash's type byte).
 fn read_rows(
     table: &CqlTable,
     db: &DocDb,
-    key: &DocKey,
+    key: Option<&DocKey>,
     ht: HybridTime,
 ) -> Result<Vec<(DocKey, RowRead)>> {
     db.check_read_time(ht)?;
-    let mut prefix = key.encode();
-    prefix.pop(); // the range group's closing `!`: every row with these leading components
+    let prefix = match key {
+        Some(key) => {
+            let mut prefix = key.encode();
+            prefix.pop(); // the range group's closing `!`: every row with these components
+            prefix
+        }
+        None => vec![crate::encoding::tag::HASH],
+    };
     let mut rows = Vec::new();
     let read = db.read_config(ht, table.default_ttl_ms);
     for (doc, scanned) in db.scan_documents(&prefix, &read)? {
@@ -683,6 +746,7 @@ mod tests {
             panic!("{select} is a SELECT")
         };
         let (doc, ranges) = selection(&table, &conditions).unwrap();
+        let doc = doc.expect("a partition's scan");
         assert_eq!(doc.hashed, [KeyEntry::asc(Primitive::String("d1".into()))], "{select}");
         (doc.range, ranges)
     }

@@ -31,6 +31,10 @@ pub struct StorageConfig {
     pub memtable_mib: usize,
     /// The node's block cache, in KiB, shared by its tablets ([`Rocks`]).
     pub block_cache_kib: usize,
+    /// Every CQL table split into this many tablets, whatever its `WITH tablets` says
+    /// (`None`: as declared). A rule of docsim's metamorphic set: no read or dump line
+    /// depends on it.
+    pub tablets: Option<u16>,
 }
 
 /// How CQL rows are stored: the tables' own choice, or packed rows for every table.
@@ -56,7 +60,7 @@ impl Default for StorageConfig {
 impl StorageConfig {
     /// The metamorphic set: the default first. RocksDB's own default compression is
     /// snappy when it is built in, as here.
-    pub const SET: [StorageConfig; 9] = [
+    pub const SET: [StorageConfig; 11] = [
         config(32, true, true, DECL, 64),
         config(1, true, true, DECL, 64),
         config(32, false, true, DECL, 64),
@@ -66,6 +70,8 @@ impl StorageConfig {
         config(32, true, true, DECL, 256),
         StorageConfig { block_cache_kib: 64, ..config(4, true, true, DECL, 64) },
         StorageConfig { block_cache_kib: 1 << 20, ..config(32, true, true, DECL, 64) },
+        StorageConfig { tablets: Some(4), ..config(32, true, true, DECL, 64) },
+        StorageConfig { tablets: Some(16), ..config(4, true, true, DECL, 64) },
     ];
 }
 
@@ -86,6 +92,7 @@ const fn config(
         layout,
         memtable_mib,
         block_cache_kib: 64 << 10,
+        tablets: None,
     }
 }
 
@@ -108,9 +115,13 @@ impl std::fmt::Display for StorageConfig {
             write!(f, " memtable={}MiB", self.memtable_mib)?;
         }
         match self.block_cache_kib {
-            65536 => Ok(()),
-            kib if kib < 1024 => write!(f, " cache={kib}KiB"),
-            kib => write!(f, " cache={}MiB", kib >> 10),
+            65536 => {}
+            kib if kib < 1024 => write!(f, " cache={kib}KiB")?,
+            kib => write!(f, " cache={}MiB", kib >> 10)?,
+        }
+        match self.tablets {
+            None => Ok(()),
+            Some(n) => write!(f, " tablets={n}"),
         }
     }
 }
@@ -266,6 +277,8 @@ mod tests {
             "block=32KiB bloom snappy memtable=256MiB",
             "block=4KiB bloom snappy cache=64KiB",
             "block=32KiB bloom snappy cache=1024MiB",
+            "block=32KiB bloom snappy tablets=4",
+            "block=4KiB bloom snappy tablets=16",
         ];
         assert_eq!(names, expected);
         assert_eq!(StorageConfig::SET[1].block_bytes, 1024);

@@ -17,7 +17,7 @@ use crate::encoding::DocPath;
 use crate::error::{Error, Result};
 use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
-use crate::ids::{OpId, TabletId};
+use crate::ids::{OpId, Part, TabletId};
 use crate::redis;
 use crate::replica::RestartReport;
 use crate::tablet::{Reply, Request, Schema};
@@ -79,7 +79,7 @@ impl Node {
         path: &DocPath,
         ht: HybridTime,
     ) -> Result<Option<Document>> {
-        let id = TabletId::Table(table.to_owned());
+        let id = super::route::path(&self.tablets_of(table)?, path);
         match self.alone_read(&id, &Request::Get { path: path.clone() }, ht)? {
             Reply::Document(doc) => Ok(doc),
             other => unreachable!("a get answers a document: {other:?}"),
@@ -115,9 +115,21 @@ impl Node {
             Layout::Unpacked => false,
         };
         table.entity_rows = self.options.storage.layout == Layout::Entity;
+        table.tablets = self.options.storage.tablets.unwrap_or(table.tablets);
         self.check_on()?;
-        let id = TabletId::Table(table.name.clone());
-        self.create_tablet(id, Schema::table(table), self.now_us).map(|_| ())
+        if self.catalog.keys().any(|id| id.table_name() == Some(&table.name)) {
+            return Err(Error::TableExists(table.name));
+        }
+        for part in Part::all(table.tablets) {
+            let id = TabletId::Table(table.name.clone(), part);
+            self.create_tablet(id, Schema::table(table.clone()), self.now_us)?;
+        }
+        Ok(())
+    }
+
+    /// The tablets of CQL table `name` (`t`), or one of them (`t/i`), in hash order.
+    pub fn tablets_of(&self, name: &str) -> Result<Vec<TabletId>> {
+        super::route::named(self.catalog.keys(), name)
     }
 
     /// Run a CQL statement on its table: a SELECT reads at `ht`, the others write at it.
@@ -131,18 +143,26 @@ impl Node {
         ht: Option<HybridTime>,
         statement: &Statement,
     ) -> Result<cql::Outcome> {
-        let id = TabletId::Table(statement.table().to_owned());
+        let tablets = self.tablets_of(statement.table())?;
+        let table = self.catalog[&tablets[0]].cql().expect("a table's tablet").clone();
         let request = Request::Cql(statement.clone());
-        let reply = match request.is_read() {
-            true => {
-                let ht = ht.unwrap_or_else(|| self.now_ht(0));
-                self.alone_read(&id, &request, ht)?
+        // A statement of the whole table goes to every tablet in hash order: a SELECT
+        // reads each at one time and their rows follow each other in hash order.
+        let mut rows = Vec::new();
+        let ht = ht.or_else(|| request.is_read().then(|| self.now_ht(0)));
+        let plants = self.options.plants;
+        for id in super::route::statement(&tablets, &table, statement, plants) {
+            match request.is_read() {
+                true => match self.alone_read(&id, &request, ht.expect("set above"))? {
+                    Reply::Rows(read) => rows.extend(read),
+                    other => unreachable!("a SELECT answers rows: {other:?}"),
+                },
+                false => drop(self.alone_write(&id, &request, ht)?),
             }
-            false => self.alone_write(&id, &request, ht)?,
-        };
-        Ok(match reply {
-            Reply::Rows(rows) => cql::Outcome::Rows(rows),
-            _ => cql::Outcome::Written,
+        }
+        Ok(match request.is_read() {
+            true => cql::Outcome::Rows(rows),
+            false => cql::Outcome::Written,
         })
     }
 
@@ -245,23 +265,19 @@ impl Node {
     }
 
     /// A minor compaction of the run `files` of SST files (oldest first, 0-based, as
-    /// [`Node::files`] lists them) of one tablet — the document tablet, or CQL table
-    /// `table`'s — with history cutoff `cutoff`, then that tablet's log GC.
+    /// [`Node::files`] lists them) of tablet `id` with history cutoff `cutoff`, then that
+    /// tablet's log GC.
     pub fn compact_files(
         &mut self,
-        table: Option<&str>,
+        id: &TabletId,
         files: std::ops::RangeInclusive<usize>,
         cutoff: HybridTime,
     ) -> Result<()> {
-        let id = match table {
-            None => {
-                self.docs()?;
-                TabletId::Docs
-            }
-            Some(name) => TabletId::Table(name.to_owned()),
-        };
-        self.replica_mut(&id)?.compact(cutoff, CompactionKind::Minor, Some(files))?;
-        self.gc_logs(Some(&id))
+        if *id == TabletId::Docs {
+            self.docs()?;
+        }
+        self.replica_mut(id)?.compact(cutoff, CompactionKind::Minor, Some(files))?;
+        self.gc_logs(Some(id))
     }
 
     /// Log GC after a flush (of every tablet, or of `only`), unless a power cut was armed

@@ -168,10 +168,7 @@ fn parse_get(p: &mut Parser<'_>) -> PResult<Command> {
             at = Some(parse_at(p)?);
         } else if p.eat_word("table") {
             p.expect("=")?;
-            let Some(name) = p.word() else {
-                return Err(p.error(format!("expected a table name, found {}", p.found())));
-            };
-            table = Some(name.to_owned());
+            table = Some(table_ref(p)?);
         } else if let Some(id) = id_option(p, "from")? {
             from = Some(id);
         } else {
@@ -180,6 +177,17 @@ fn parse_get(p: &mut Parser<'_>) -> PResult<Command> {
     }
     let at = at.unwrap_or(At::Now { ahead_us: 0 });
     Ok(Command::Get { path, at, table, from })
+}
+
+/// A `table=` value: a table's name, or `<name>/<i>`, its tablet i (from 0, in hash order).
+fn table_ref(p: &mut Parser<'_>) -> PResult<String> {
+    let Some(name) = p.word() else {
+        return Err(p.error(format!("expected a table name, found {}", p.found())));
+    };
+    match p.peek() == Some('/') && p.eat("/") {
+        true => Ok(format!("{name}/{}", p.unsigned()?)),
+        false => Ok(name.to_owned()),
+    }
 }
 
 /// `compact [minor] [files=<a>..<b>] cutoff=T [table=<name>] [node=<i>]`.
@@ -194,14 +202,17 @@ fn parse_compact(p: &mut Parser<'_>) -> PResult<Command> {
         run = Some(FileRun { first, last, table: None });
     }
     if !p.eat_word("cutoff") {
-        return Err(p.error(format!("expected `cutoff=`, found {}", p.found())));
+        let hint = match !minor && p.rest().trim_start().starts_with("files") {
+            true => " (a run of files is a minor compaction: `compact minor files=...`)",
+            false => "",
+        };
+        return Err(p.error(format!("expected `cutoff=`, found {}{hint}", p.found())));
     }
     p.expect("=")?;
     let cutoff = p.hybrid_time()?;
     if let Some(run) = run.as_mut().filter(|_| p.eat_word("table")) {
         p.expect("=")?;
-        let name = p.word().ok_or_else(|| p.error("expected a table name"))?;
-        run.table = Some(name.to_owned());
+        run.table = Some(table_ref(p)?);
     }
     Ok(Command::Compact { cutoff, minor, run, node: node_option(p)? })
 }
@@ -448,7 +459,7 @@ fn parse_replicated(p: &mut Parser<'_>, word: &str) -> PResult<Option<Command>> 
             let to = id_option(p, "to")?;
             let table = if p.eat_word("tablet") {
                 p.expect("=")?;
-                Some(p.word().ok_or_else(|| p.error("expected a table name"))?.to_owned())
+                Some(table_ref(p)?)
             } else {
                 None
             };

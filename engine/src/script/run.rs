@@ -2,7 +2,7 @@
 //! its typed result printed as the contract says. The adapter keeps only what is
 //! docscript's own: the `markers` setting and the `expect` checks.
 
-use super::command::{At, Command, DumpStyle};
+use super::command::{At, Command, DumpStyle, FileRun};
 use super::parse::{parse_line, strip_comment};
 use crate::canary::Plants;
 use crate::cql::{self, CqlTable};
@@ -281,7 +281,7 @@ impl Runner {
             Command::Dump { style, .. } => dump(node, *style, out)?,
             Command::Flush { .. } => node.flush()?,
             Command::Compact { cutoff, minor: _, run: Some(run), .. } => {
-                node.compact_files(run.table.as_deref(), run.first..=run.last, *cutoff)?
+                compact_run(node, run, *cutoff)?
             }
             Command::Compact { cutoff, minor, run: None, .. } => {
                 let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
@@ -327,6 +327,19 @@ fn tear(k: Option<u32>) -> Tear {
     k.map_or(Tear::None, Tear::Sector)
 }
 
+/// `compact minor files=<a>..<b>`: the run of each tablet the command names (the
+/// document tablet's, a table's every tablet's, or one tablet's).
+fn compact_run(node: &mut Node, run: &FileRun, cutoff: HybridTime) -> Result<(), Error> {
+    let tablets = match &run.table {
+        None => vec![TabletId::Docs],
+        Some(name) => node.tablets_of(name)?,
+    };
+    for id in tablets {
+        node.compact_files(&id, run.first..=run.last, cutoff)?;
+    }
+    Ok(())
+}
+
 /// What `dump` prints of `node`'s tablets (document tablet first), in `style`.
 pub fn dump(node: &Node, style: DumpStyle, out: &mut String) -> Result<(), Error> {
     for tablet in node.dump()? {
@@ -359,7 +372,7 @@ pub fn format_restart_full(id: &TabletId, report: &RestartReport) -> String {
 fn with_table(id: &TabletId, line: String) -> String {
     match id {
         TabletId::Docs => line,
-        TabletId::Table(table) => format!("{line} table={table}"),
+        TabletId::Table(..) => format!("{line} {id}"),
     }
 }
 
@@ -368,7 +381,7 @@ fn with_table(id: &TabletId, line: String) -> String {
 pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String {
     let tablet = match id {
         TabletId::Docs => String::new(),
-        TabletId::Table(name) => format!("table={name} "),
+        TabletId::Table(..) => format!("{id} "),
     };
     let (smallest, largest) = (format_raw_key(&file.smallest), format_raw_key(&file.largest));
     format!("files: {tablet}{index} entries={} {smallest} .. {largest}", file.entries)
@@ -392,7 +405,7 @@ fn format_raw_key(key: &[u8]) -> String {
 pub fn format_segment(id: &TabletId, s: &SegmentInfo) -> String {
     let tablet = match id {
         TabletId::Docs => String::new(),
-        TabletId::Table(name) => format!("table={name} "),
+        TabletId::Table(..) => format!("{id} "),
     };
     format!("log: {tablet}segment={} after={} last={} bytes={}", s.seq, s.prev, s.last, s.bytes)
 }

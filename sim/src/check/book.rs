@@ -146,7 +146,7 @@ impl Book {
         let Some((_newest, older)) = files.split_last() else { return Vec::new() };
         let prefix = match tablet {
             TabletId::Docs => String::new(),
-            TabletId::Table(name) => format!("table={name} "),
+            TabletId::Table(..) => format!("{tablet} "),
         };
         let mut leftovers = Vec::new();
         for (_, bytes) in older {
@@ -400,7 +400,7 @@ mod tests {
     #[test]
     fn log_gc_must_remove_every_older_segment_at_or_below_the_flushed_frontier() {
         let mut book = Book::default();
-        let table = TabletId::Table("t".into());
+        let table = TabletId::table("t");
         for i in 1..=9 {
             book.acked(table.clone(), OpId::new(1, i), HybridTime::MIN, true);
         }

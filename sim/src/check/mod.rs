@@ -65,6 +65,7 @@ impl Found {
 #[derive(Clone, Debug)]
 struct Served {
     op: Op,
+    tablet: TabletId,
     node: u64,
     request: Request,
     read_ht: HybridTime,
@@ -136,10 +137,8 @@ impl Checker {
 
     /// A client op is about to run: what it changes of the run's own state.
     pub fn before(&mut self, op: &Op) {
-        match op {
-            Op::Markers(m) => self.markers = *m,
-            Op::Table(spec) => self.models.create_table(spec.schema.clone()),
-            _ => {}
+        if let Op::Markers(m) = op {
+            self.markers = *m;
         }
     }
 
@@ -169,6 +168,11 @@ impl Checker {
         events: Vec<Event>,
         cluster: &Cluster,
     ) -> Result<Vec<Recheck>, Found> {
+        if let Some(Op::Table(spec)) = op {
+            // The tablets the catalog made of it (none if no node ran to create them).
+            let tablets = cluster.tablets_named(&spec.schema.name).unwrap_or_default();
+            self.models.create_table(spec.schema.clone(), &tablets);
+        }
         let mut rechecks = Vec::new();
         for event in events {
             self.event(op, event, cluster, &mut rechecks)?;
@@ -198,10 +202,15 @@ impl Checker {
             }
             Event::Proposed { tablet, node, op_id, ht, reply } => {
                 let op = op.expect("a client's proposal");
+                self.route_holds(&tablet, op)?;
                 self.proposed(op, (tablet, node), op_id, ht, reply)
             }
-            Event::Refused { node, error, ht, .. } => {
-                self.refused(op.expect("a client's write"), node, ht, &error)
+            Event::Refused { tablet, node, error, ht } => {
+                // What the client sees first (a refusal the model does not make), then
+                // whether it reached the tablet the model's partitioning gives it.
+                let op = op.expect("a client's write");
+                self.refused(&tablet, op, node, ht, &error)?;
+                self.route_holds(&tablet, op)
             }
             Event::Cut { tablet, op_id, error, .. } => {
                 self.cut(tablet, op_id, &error);
@@ -216,6 +225,9 @@ impl Checker {
             }
             Event::Read { tablet, node, request, read_ht, result } => {
                 self.read(op, (tablet, node, request), read_ht, &result)
+            }
+            Event::Scan { parts, request, read_ht } => {
+                self.scan(op.expect("a client's scan"), &parts, &request, read_ht)
             }
             Event::Crashed { .. } | Event::Restarted { .. } | Event::Compacted { .. } => {
                 self.node_event(event, op, cluster, rechecks)
@@ -232,7 +244,8 @@ impl Checker {
         reply: Reply,
     ) -> Result<(), Found> {
         let Some(op_id) = op_id else {
-            let checked = self.models.evaluated_now(op, (self.markers, node), ht, Ok(&reply));
+            let now = (self.markers, node);
+            let checked = self.models.evaluated_now(&tablet, op, now, ht, Ok(&reply));
             return checked.map_err(|(kind, want, got)| match self.read_back(op, node, ht) {
                 // The write changed nothing in the engine, something in the model: a read
                 // at its time shows which.
@@ -252,11 +265,18 @@ impl Checker {
         Ok(())
     }
 
-    fn refused(&mut self, op: &Op, node: u64, ht: HybridTime, error: &Error) -> Result<(), Found> {
+    fn refused(
+        &mut self,
+        tablet: &TabletId,
+        op: &Op,
+        node: u64,
+        ht: HybridTime,
+        error: &Error,
+    ) -> Result<(), Found> {
         if routing(error.kind()) {
             return Ok(());
         }
-        let checked = self.models.evaluated_now(op, (self.markers, node), ht, Err(error));
+        let checked = self.models.evaluated_now(tablet, op, (self.markers, node), ht, Err(error));
         checked.map_err(|(kind, want, got)| Found::new(kind, want, got))
     }
 
@@ -274,6 +294,14 @@ impl Checker {
         self.book.cut(cut, InDoubt { tablet, op_id, ht, writes });
     }
 
+    /// A statement reached the tablet the model's own partitioning gives it.
+    fn route_holds(&self, tablet: &TabletId, op: &Op) -> Result<(), Found> {
+        match self.models.misrouted(tablet, op) {
+            Some((kind, want, got)) => Err(Found::new(kind, want, got)),
+            None => Ok(()),
+        }
+    }
+
     /// A read served or refused: checked against the model as its replica stands.
     fn read(
         &mut self,
@@ -282,15 +310,84 @@ impl Checker {
         read_ht: HybridTime,
         result: &Result<Reply, Error>,
     ) -> Result<(), Found> {
+        let Some((want, agrees)) =
+            self.read_part(op, (&tablet, node, &request), read_ht, result)?
+        else {
+            return Ok(());
+        };
+        if agrees {
+            return Ok(());
+        }
+        let want = match &want {
+            Ok(reply) => self.expected_lines(&[node], &request, read_ht, reply),
+            Err(m) => vec![format!("error: {}", model::expected_kind(m))],
+        };
+        Err(Found::new(self.read_kind(op), want, shown(result)))
+    }
+
+    /// A scan of a split table: each tablet's part checked as [`Checker::read`] checks a
+    /// read, and the rows as the client printed them (every part's in turn) against the
+    /// model's rows of every tablet of the table in hash order: a part read out of order,
+    /// or a tablet not read, fails the scan as a wrong answer would.
+    fn scan(
+        &mut self,
+        op: &Op,
+        parts: &[(TabletId, u64, Result<Reply, Error>)],
+        request: &Request,
+        read_ht: HybridTime,
+    ) -> Result<(), Found> {
+        let mut wants = BTreeMap::new();
+        let mut agree = true;
+        for (tablet, node, result) in parts {
+            let part = (tablet, *node, request);
+            let Some((want, agrees)) = self.read_part(Some(op), part, read_ht, result)? else {
+                return Ok(()); // a routing refusal: the scan is refused
+            };
+            agree &= agrees;
+            wants.insert(tablet.clone(), want);
+        }
+        let got = crate::exec::merged_reply(parts.iter().map(|(.., r)| r.clone()));
+        let first_node = parts.first().map_or(1, |(_, node, _)| *node);
+        let mut in_order = Vec::new();
+        for tablet in self.models.tablets_of(parts.first().and_then(|p| p.0.table_name())) {
+            let want = match wants.remove(&tablet) {
+                Some(want) => want,
+                None => self.models.read(&tablet, first_node, op, read_ht),
+            };
+            in_order.push(want);
+        }
+        let want = merged(in_order);
+        let whole = matches!((&want, &got), (Ok(w), Ok(g)) if model::reply_agrees(w, g));
+        if agree && (whole || got.is_err()) {
+            return Ok(());
+        }
+        let nodes: Vec<u64> = parts.iter().map(|(_, node, _)| *node).collect();
+        let want = match want {
+            Ok(reply) => self.expected_lines(&nodes, request, read_ht, &reply),
+            Err(m) => vec![format!("error: {}", model::expected_kind(&m))],
+        };
+        Err(Found::new(self.read_kind(Some(op)), want, shown(&got)))
+    }
+
+    /// One tablet's read against the model: the model's answer and whether the engine's
+    /// agrees (`None`: a routing refusal, not the model's business), or a refusal the
+    /// model does not make.
+    fn read_part(
+        &mut self,
+        op: Option<&Op>,
+        (tablet, node, request): (&TabletId, u64, &Request),
+        read_ht: HybridTime,
+        result: &Result<Reply, Error>,
+    ) -> Result<Option<PartCheck>, Found> {
         if let Err(e) = result {
             if routing(e.kind()) {
                 *self.refused_reads.entry(e.kind().name()).or_default() += 1;
-                return Ok(());
+                return Ok(None);
             }
         }
         self.checked_reads += 1;
         *self.checked_by_node.entry(node).or_default() += 1;
-        let want = self.model_read(op, &tablet, node, &request, read_ht);
+        let want = self.model_read(op, tablet, node, request, read_ht);
         // A statement the replica's schema refuses is refused before its read time is.
         let statement_error = matches!(want, Err(ModelError::InvalidRequest));
         let (lo, hi) = self.cutoffs.get(&(tablet.clone(), node)).copied().unwrap_or_default();
@@ -300,39 +397,50 @@ impl Checker {
             return Err(Found::new(self.read_kind(op), want, shown(result)));
         }
         if refused_old && read_ht < hi && !statement_error {
-            return Ok(()); // this replica may have compacted as far as that
+            return Ok(Some((want, true))); // this replica may have compacted as far as that
         }
-        let lists = self.models.list_columns(&tablet, node);
-        let agrees = match (&want, result) {
+        let agrees = self.agrees(op, tablet, node, &want, result);
+        if let Some(op) = op.filter(|_| agrees) {
+            // A read the client saw right, at a tablet the model's partitioning does not
+            // give it (a disagreement fails on what the client saw first).
+            self.route_holds(tablet, op)?;
+        }
+        if let Some(op) = op {
+            self.remember(op, tablet, node, read_ht);
+            if let (Ok(reply), false) = (result, self.alone) {
+                let applied = self.models.applied_index(tablet, node);
+                let (op, request, reply) = (op.clone(), request.clone(), reply.clone());
+                let tablet = tablet.clone();
+                let served = Served { op, tablet, node, request, read_ht, applied, reply };
+                self.served.push((self.step, served));
+            }
+        }
+        Ok(Some((want, agrees)))
+    }
+
+    /// Whether the engine's answer to a read agrees with the model's.
+    fn agrees(
+        &self,
+        op: Option<&Op>,
+        tablet: &TabletId,
+        node: u64,
+        want: &Result<ModelReply, ModelError>,
+        result: &Result<Reply, Error>,
+    ) -> bool {
+        let lists = self.models.list_columns(tablet, node);
+        match (want, result) {
             (Ok(ModelReply::Document(w)), Ok(Reply::Document(g))) if op.is_none() => {
                 // A row whose every column was dropped reads as nothing (or as `{}`).
                 let row = |d: docsim_models::Doc| {
                     let empty = d == docsim_models::Doc::Object(Default::default());
-                    (!empty || tablet == TabletId::Docs).then(|| model::list_positions(d, &lists))
+                    (!empty || *tablet == TabletId::Docs).then(|| model::list_positions(d, &lists))
                 };
                 w.clone().and_then(row) == g.as_ref().and_then(|g| row(convert::doc(g)))
             }
             (Ok(want), Ok(got)) => model::reply_agrees(want, got),
             (Err(m), Err(e)) => model::expected_kind(m) == e.kind(),
             _ => false,
-        };
-        if let Some(op) = op {
-            self.remember(op, &tablet, node, read_ht);
-            if let (Ok(reply), false) = (result, self.alone) {
-                let applied = self.models.applied_index(&tablet, node);
-                let (op, request, reply) = (op.clone(), request.clone(), reply.clone());
-                let served = Served { op, node, request, read_ht, applied, reply };
-                self.served.push((self.step, served));
-            }
         }
-        if agrees {
-            return Ok(());
-        }
-        let want = match &want {
-            Ok(reply) => self.expected_lines(node, &request, read_ht, reply),
-            Err(m) => vec![format!("error: {}", model::expected_kind(m))],
-        };
-        Err(Found::new(self.read_kind(op), want, shown(result)))
     }
 
     /// The model's answer to a read (a convergence read: the whole document).
@@ -358,12 +466,12 @@ impl Checker {
     /// first that disagrees (`at_step`: the step that read). Call once the run converged.
     pub fn served_reads_hold(&mut self) -> Result<(), Found> {
         for (step, s) in std::mem::take(&mut self.served) {
-            let want = self.models.read_at(s.applied, &s.op, s.read_ht);
+            let want = self.models.read_at(&s.tablet, s.applied, &s.op, s.read_ht);
             if matches!(&want, Ok(want) if model::reply_agrees(want, &s.reply)) {
                 continue;
             }
             let want = match &want {
-                Ok(reply) => self.expected_lines(s.node, &s.request, s.read_ht, reply),
+                Ok(reply) => self.expected_lines(&[s.node], &s.request, s.read_ht, reply),
                 Err(m) => vec![format!("error: {}", model::expected_kind(m))],
             };
             // As the read printed it, with why it fails only now.
@@ -394,7 +502,7 @@ impl Checker {
         let get = docsim_engine::script::Command::Get { path: path.clone(), at, table: None, from };
         let want = self.models.document(&TabletId::Docs, node, &doc, ht).ok()?;
         let request = Request::Get { path };
-        let lines = self.expected_lines(node, &request, ht, &ModelReply::Document(want));
+        let lines = self.expected_lines(&[node], &request, ht, &ModelReply::Document(want));
         Some((get.to_string(), lines))
     }
 
@@ -402,7 +510,7 @@ impl Checker {
     /// (a replicated group's lines name the node).
     fn expected_lines(
         &self,
-        node: u64,
+        nodes: &[u64],
         request: &Request,
         read_ht: HybridTime,
         reply: &ModelReply,
@@ -414,10 +522,8 @@ impl Checker {
             }
             (_, reply) => model::reply_lines(reply),
         };
-        match self.alone {
-            true => lines,
-            false => lines.into_iter().map(|l| format!("node {node}: {l}")).collect(),
-        }
+        let prefix = crate::exec::read_prefix(!self.alone, nodes);
+        lines.into_iter().map(|l| format!("{prefix}{l}")).collect()
     }
 
     fn read_kind(&self, op: Option<&Op>) -> FailureKind {
@@ -426,7 +532,9 @@ impl Checker {
 
     fn remember(&mut self, op: &Op, tablet: &TabletId, node: u64, read_ht: HybridTime) {
         let recheck = Recheck { op: op.clone(), tablet: tablet.clone(), node, read_ht };
-        if self.recent.contains(&recheck) {
+        // A scan of a split table reads each tablet: one read to do again.
+        let same = |r: &Recheck| r.op == recheck.op && r.node == node && r.read_ht == read_ht;
+        if self.recent.iter().any(same) {
             return;
         }
         self.recent.push_back(recheck);
@@ -612,4 +720,20 @@ fn shown(result: &Result<Reply, Error>) -> Vec<String> {
         Ok(reply) => model::engine_reply_lines(reply),
         Err(e) => vec![format!("error: {e}")],
     }
+}
+
+/// One tablet's read checked: the model's answer, and whether the engine's agrees.
+type PartCheck = (Result<ModelReply, ModelError>, bool);
+
+/// The model's answers to a scan's parts as one: every tablet's rows in turn, or the
+/// first error.
+fn merged(wants: Vec<Result<ModelReply, ModelError>>) -> Result<ModelReply, ModelError> {
+    let mut rows = Vec::new();
+    for want in wants {
+        match want? {
+            ModelReply::Rows(part) => rows.extend(part),
+            other => return Ok(other),
+        }
+    }
+    Ok(ModelReply::Rows(rows))
 }

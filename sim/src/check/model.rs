@@ -45,7 +45,8 @@ pub struct Models {
     docs: Model,
     /// The document tablet's default TTL from each index on.
     docs_ttl: Vec<(u64, Option<u64>)>,
-    tables: BTreeMap<String, TableModel>,
+    /// Each table's models, one per tablet (a split table's rows are spread over them).
+    tables: BTreeMap<TabletId, TableModel>,
     proposed: BTreeMap<(TabletId, OpId), Proposed>,
     /// The last index fed, by tablet.
     fed: BTreeMap<TabletId, u64>,
@@ -57,18 +58,34 @@ pub struct Models {
 pub type Mismatch = (FailureKind, Vec<String>, Vec<String>);
 
 impl Models {
-    /// A table created with `schema` (the catalog's, no log entry).
-    pub fn create_table(&mut self, schema: Schema) {
-        let mut model = Model::new();
-        model.set_table_ttl_ms(schema.default_ttl_s.map(|s| s * 1000));
-        let name = schema.name.clone();
-        let table = TableModel { model, schemas: vec![(0, schema)], dropped: Vec::new() };
-        self.tables.insert(name, table);
+    /// A table created with `schema` as the catalog's `tablets` (no log entry).
+    pub fn create_table(&mut self, schema: Schema, tablets: &[TabletId]) {
+        for tablet in tablets {
+            let mut model = Model::new();
+            model.set_table_ttl_ms(schema.default_ttl_s.map(|s| s * 1000));
+            let schemas = vec![(0, schema.clone())];
+            let table = TableModel { model, schemas, dropped: Vec::new() };
+            self.tables.insert(tablet.clone(), table);
+        }
     }
 
-    /// The newest schema of table `name` (what a write evaluated now uses).
-    pub fn schema(&self, name: &str) -> Option<&Schema> {
-        self.tables.get(name).and_then(|t| t.schemas.last()).map(|(_, s)| s)
+    /// The tablets of table `name` the models hold, in hash order.
+    pub fn tablets_of(&self, name: Option<&str>) -> Vec<TabletId> {
+        let of = |id: &&TabletId| name.is_some() && id.table_name() == name;
+        self.tables.keys().filter(of).cloned().collect()
+    }
+
+    /// Why `op` does not belong in `tablet` by the model's own partitioning, if it does
+    /// not: a statement with a hash key goes to the tablet whose hash range holds it.
+    pub fn misrouted(&self, tablet: &TabletId, op: &Op) -> Option<Mismatch> {
+        let (TabletId::Table(_, part), Op::Cql { op, .. }) = (tablet, op) else { return None };
+        let schema = &self.tables.get(tablet)?.schemas[0].1;
+        let hash = docsim_models::cql::partition_hash(schema, op)?;
+        let owner = docsim_models::partition::tablet_of(hash, part.count);
+        (owner != part.index).then(|| {
+            let want = format!("hash {hash:#06x}: tablet {owner} of {}", part.count);
+            (FailureKind::Misrouted, vec![want], vec![format!("sent to {tablet}")])
+        })
     }
 
     /// A leader proposed `proposed` as the entry `op_id` of `tablet`.
@@ -125,7 +142,7 @@ impl Models {
         ht: HybridTime,
         p: &Proposed,
     ) -> Result<(), Mismatch> {
-        let result = self.evaluate((index, index), ht, p);
+        let result = self.evaluate(tablet, (index, index), ht, p);
         match (result, &p.reply) {
             (Ok(want), got) if reply_agrees(&want, got) => Ok(()),
             (Ok(want), got) => {
@@ -145,6 +162,7 @@ impl Models {
     /// TTL change takes effect from it), against the schemas in effect at index `seen`.
     fn evaluate(
         &mut self,
+        tablet: &TabletId,
         (index, seen): (u64, u64),
         ht: HybridTime,
         p: &Proposed,
@@ -161,8 +179,8 @@ impl Models {
                 self.docs.set_table_ttl_ms(*ttl_ms);
                 Ok(ModelReply::Written)
             }
-            Op::Cql { table, op: CqlOp::Alter(change), .. } => {
-                let t = self.tables.get_mut(table).ok_or(ModelError::InvalidRequest)?;
+            Op::Cql { op: CqlOp::Alter(change), .. } => {
+                let t = self.tables.get_mut(tablet).ok_or(ModelError::InvalidRequest)?;
                 let mut schema = t.schemas.last().expect("as created").1.clone();
                 let id = |s: &Schema, name: &str| {
                     s.regular.iter().find(|r| r.name == name).map(|r| r.id)
@@ -178,8 +196,8 @@ impl Models {
                 }
                 Ok(ModelReply::Written)
             }
-            Op::Cql { table, op, .. } => {
-                let t = self.tables.get_mut(table).ok_or(ModelError::InvalidRequest)?;
+            Op::Cql { op, .. } => {
+                let t = self.tables.get_mut(tablet).ok_or(ModelError::InvalidRequest)?;
                 let mut schema = in_effect(&t.schemas, seen).expect("as created");
                 t.model.cql(time, &mut schema, op).map(|_| ModelReply::Written)
             }
@@ -202,6 +220,7 @@ impl Models {
     /// nothing stored.
     pub fn evaluated_now(
         &mut self,
+        tablet: &TabletId,
         op: &Op,
         (markers, node): (Markers, u64),
         ht: HybridTime,
@@ -211,9 +230,8 @@ impl Models {
         let p = Proposed { op: op.clone(), markers, reply: Reply::Written };
         // Against the schema the leader `node` had applied; a refused schema change takes
         // no effect.
-        let tablet = op_tablet(op);
-        let applied = self.applied_at.get(&(tablet, node)).copied().unwrap_or(0);
-        let result = self.evaluate_refusable((u64::MAX, applied), ht, &p);
+        let applied = self.applied_at.get(&(tablet.clone(), node)).copied().unwrap_or(0);
+        let result = self.evaluate_refusable(tablet, (u64::MAX, applied), ht, &p);
         let stored = self.stored() != (docs_before, tables_before);
         let kind = mismatch_kind(op);
         match (result, outcome) {
@@ -230,13 +248,14 @@ impl Models {
     /// [`Models::evaluate`], where a refused schema or TTL change leaves no trace.
     fn evaluate_refusable(
         &mut self,
+        tablet: &TabletId,
         index: (u64, u64),
         ht: HybridTime,
         p: &Proposed,
     ) -> Result<ModelReply, ModelError> {
         let (ttl, schemas) = (self.docs_ttl.len(), self.tables.values().map(|t| t.schemas.len()));
         let schemas: Vec<usize> = schemas.collect();
-        let result = self.evaluate(index, ht, p);
+        let result = self.evaluate(tablet, index, ht, p);
         if result.is_err() {
             self.docs_ttl.truncate(ttl);
             for (t, len) in self.tables.values_mut().zip(schemas) {
@@ -260,7 +279,7 @@ impl Models {
         read_ht: HybridTime,
     ) -> Result<ModelReply, ModelError> {
         let applied = self.applied_index(tablet, node);
-        self.read_at(applied, op, read_ht)
+        self.read_at(tablet, applied, op, read_ht)
     }
 
     /// The last index replica `node` of `tablet` applied, as the model knows it.
@@ -272,6 +291,7 @@ impl Models {
     /// to index `applied` (its schema and default TTL).
     pub fn read_at(
         &mut self,
+        tablet: &TabletId,
         applied: u64,
         op: &Op,
         read_ht: HybridTime,
@@ -288,8 +308,8 @@ impl Models {
                 self.docs.set_table_ttl_ms(ttl);
                 self.docs.redis(time, op).map(ModelReply::Redis)
             }
-            Op::Cql { table, op, .. } => {
-                let t = self.tables.get_mut(table).ok_or(ModelError::InvalidRequest)?;
+            Op::Cql { op, .. } => {
+                let t = self.tables.get_mut(tablet).ok_or(ModelError::InvalidRequest)?;
                 let schema = in_effect(&t.schemas, applied).expect("as created");
                 let mut schema = schema.clone();
                 match t.model.cql(time, &mut schema, op)? {
@@ -317,8 +337,8 @@ impl Models {
                 self.docs.set_table_ttl_ms(ttl);
                 self.docs.read(doc, &[], read_ht.raw())
             }
-            TabletId::Table(name) => {
-                let t = self.tables.get(name).ok_or(ModelError::InvalidRequest)?;
+            TabletId::Table(..) => {
+                let t = self.tables.get(tablet).ok_or(ModelError::InvalidRequest)?;
                 let schema = in_effect(&t.schemas, applied).expect("as created");
                 let row = t.model.read(doc, &[], read_ht.raw())?;
                 Ok(row.and_then(|row| current_columns(row, &schema)))
@@ -329,9 +349,8 @@ impl Models {
     /// The ids of table `tablet`'s list columns as replica `node` stands (none for the
     /// document tablet).
     pub fn list_columns(&self, tablet: &TabletId, node: u64) -> Vec<i32> {
-        let TabletId::Table(name) = tablet else { return Vec::new() };
         let applied = self.applied_at.get(&(tablet.clone(), node)).copied().unwrap_or(0);
-        let Some(t) = self.tables.get(name) else { return Vec::new() };
+        let Some(t) = self.tables.get(tablet) else { return Vec::new() };
         let schema = in_effect(&t.schemas, applied).expect("as created");
         let lists =
             schema.regular.iter().filter(|r| r.ty.kind() == docsim_models::cql::ColKind::List);
@@ -342,8 +361,8 @@ impl Models {
     pub fn table_ttl_ms(&self, tablet: &TabletId) -> Option<u64> {
         match tablet {
             TabletId::Docs => self.docs_ttl.last().and_then(|(_, ttl)| *ttl),
-            TabletId::Table(name) => {
-                self.tables.get(name).and_then(|t| t.schemas[0].1.default_ttl_s.map(|s| s * 1000))
+            TabletId::Table(..) => {
+                self.tables.get(tablet).and_then(|t| t.schemas[0].1.default_ttl_s.map(|s| s * 1000))
             }
         }
     }
@@ -351,9 +370,8 @@ impl Models {
     /// Each column dropped from table `tablet` and when, as far as replica `node` applied
     /// (for the GC check).
     pub fn dropped_columns(&self, tablet: &TabletId, node: u64) -> Vec<(i32, HybridTime)> {
-        let TabletId::Table(name) = tablet else { return Vec::new() };
         let applied = self.applied_index(tablet, node);
-        let Some(t) = self.tables.get(name) else { return Vec::new() };
+        let Some(t) = self.tables.get(tablet) else { return Vec::new() };
         t.dropped.iter().filter(|(.., at)| *at <= applied).map(|(id, ht, _)| (*id, *ht)).collect()
     }
 
@@ -361,18 +379,10 @@ impl Models {
     pub fn doc_ids(&self, tablet: &TabletId) -> Vec<DocId> {
         match tablet {
             TabletId::Docs => self.docs.docs_where(|_| true),
-            TabletId::Table(name) => {
-                self.tables.get(name).map(|t| t.model.docs_where(|_| true)).unwrap_or_default()
+            TabletId::Table(..) => {
+                self.tables.get(tablet).map(|t| t.model.docs_where(|_| true)).unwrap_or_default()
             }
         }
-    }
-}
-
-/// The tablet a client op goes to.
-fn op_tablet(op: &Op) -> TabletId {
-    match op {
-        Op::Cql { table, .. } => TabletId::Table(table.clone()),
-        _ => TabletId::Docs,
     }
 }
 
@@ -434,12 +444,9 @@ fn rows(rows: &[Row]) -> Vec<Vec<(String, docsim_models::cql::Cell)>> {
     rows.iter().map(|r| r.iter().map(|(n, c)| (n.clone(), convert::cell(c))).collect()).collect()
 }
 
-/// A tablet as lines name it: `docs`, or the table's name.
+/// A tablet as lines name it: `docs`, `table=<name>` or `table=<name>/<index>`.
 fn tablet_label(tablet: &TabletId) -> String {
-    match tablet {
-        TabletId::Docs => "docs".into(),
-        TabletId::Table(name) => format!("table {name}"),
-    }
+    tablet.to_string()
 }
 
 /// The model's reply as the engine prints it.

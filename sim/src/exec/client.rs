@@ -11,9 +11,11 @@ use docsim_engine::{
 };
 use std::time::Duration;
 
-/// A client request as a command names it: its tablet, the typed request, when.
+/// A client request as a command names it: its tablets (several, in hash order, for a
+/// statement of a whole split table), the typed request, when.
+#[derive(Clone)]
 struct Client {
-    tablet: TabletId,
+    tablets: Vec<TabletId>,
     request: Request,
     at: Option<At>,
     route: Route,
@@ -58,10 +60,11 @@ impl Cluster {
         recorded
     }
 
-    /// A command that is a client's request: its tablet and typed request (or why it does
-    /// not parse); `None` for every other command.
+    /// A command that is a client's request: its tablets and typed request (or why it
+    /// does not parse or names no table); `None` for every other command.
     fn client(&mut self, command: &Command) -> Option<Result<Client, CommandError>> {
-        let docs = |request, at, route| Ok(Client { tablet: TabletId::Docs, request, at, route });
+        let docs =
+            |request, at, route| Ok(Client { tablets: vec![TabletId::Docs], request, at, route });
         let markers = self.markers;
         Some(match command.clone() {
             Command::Write { write, ht, route } => {
@@ -75,16 +78,25 @@ impl Cluster {
                 let ttl_ms = ttl_us.map(|us| us.div_ceil(1000));
                 docs(Request::DefaultTtl(ttl_ms), ht.map(At::Ht), Route::default())
             }
-            Command::Get { path, at, table, from } => {
-                let tablet = table.map_or(TabletId::Docs, TabletId::Table);
+            Command::Get { path, at, table: None, from } => {
                 let route = Route { node: from, nowait: false };
-                Ok(Client { tablet, request: Request::Get { path }, at: Some(at), route })
+                docs(Request::Get { path }, Some(at), route)
+            }
+            Command::Get { path, at, table: Some(name), from } => {
+                let route = Route { node: from, nowait: false };
+                self.tablets_named(&name).map_err(CommandError::Node).map(|tablets| {
+                    let tablet = docsim_engine::route::path(&tablets, &path);
+                    let request = Request::Get { path };
+                    Client { tablets: vec![tablet], request, at: Some(at), route }
+                })
             }
             Command::Cql { at, statement, route } => match parse_statement(&statement) {
-                Ok(s) => {
-                    let tablet = TabletId::Table(s.table().to_owned());
-                    Ok(Client { tablet, request: Request::Cql(s), at, route })
-                }
+                Ok(s) => self.cql_tablets(&s).map(|tablets| Client {
+                    tablets,
+                    request: Request::Cql(s),
+                    at,
+                    route,
+                }),
                 Err(e) => Err(CommandError::Syntax(e.to_string())),
             },
             Command::Redis { at, command, route } => {
@@ -97,39 +109,91 @@ impl Cluster {
         })
     }
 
-    /// A client's request: a read or a write. The command as recorded.
+    /// The tablets of its table a statement goes to (the catalog's partitioning).
+    fn cql_tablets(&self, statement: &Statement) -> Result<Vec<TabletId>, CommandError> {
+        let tablets = self.tablets_named(statement.table()).map_err(CommandError::Node)?;
+        let schema = self.catalog.iter().find(|(id, _)| *id == tablets[0]).map(|(_, s)| s);
+        let table = schema.and_then(Schema::cql).expect("a table's tablet has its table");
+        let plants = self.setup.plants;
+        Ok(docsim_engine::route::statement(&tablets, table, statement, plants))
+    }
+
+    /// A client's request: a read, or a write to each of its tablets in turn (the first
+    /// refusal stops it). The command as recorded.
     async fn request(
         &mut self,
         client: Client,
         command: &Command,
         printed: &mut Vec<String>,
     ) -> (String, Option<CommandError>) {
-        if client.tablet == TabletId::Docs {
+        if client.tablets == [TabletId::Docs] {
             self.docs_tablet();
+            if !self.catalog.iter().any(|(id, _)| *id == TabletId::Docs) {
+                // No node ran to create it.
+                let error = CommandError::Node(Error::Down { cause: None });
+                return (command.to_string(), Some(error));
+            }
         }
-        if !self.catalog.iter().any(|(id, _)| *id == client.tablet) {
-            let error = match &client.tablet {
-                TabletId::Table(name) => Error::NoSuchTable(name.clone()),
-                TabletId::Docs => Error::Down { cause: None }, // no node ran to create it
-            };
-            return (command.to_string(), Some(CommandError::Node(error)));
-        }
-        // A group of one: node 1, whether it runs or not (it says why it does not).
-        let alone = (!self.replicated()).then_some(1);
-        let guess = client.route.node.or_else(|| self.leader_guess(&client.tablet)).or(alone);
-        let Some(node) = guess else {
-            let error = CommandError::NoLeader(tablet_name(&client.tablet));
-            return (command.to_string(), Some(error));
-        };
         if matches!(client.at, Some(At::Ht(_))) && !client.request.is_read() {
             self.explicit_times = true;
         }
-        if node as usize > self.slots.len() {
-            return (command.to_string(), Some(CommandError::NoNode(node)));
+        if client.request.is_read() {
+            return self.read(client, command, printed);
         }
-        match client.request.is_read() {
-            true => self.read(client, node, command, printed),
-            false => self.write(client, node, command, printed).await,
+        if let [tablet] = client.tablets.as_slice() {
+            return match self.target(tablet, &client.route) {
+                Ok(node) => self.write(client.clone(), node, command, printed).await,
+                Err(e) => (command.to_string(), Some(e)),
+            };
+        }
+        self.write_every_tablet(client, command, printed).await
+    }
+
+    /// A write of a whole split table (an ALTER TABLE): proposed to every tablet's leader
+    /// before any is waited for, as the master sends a schema change to every tablet; the
+    /// first refusal stops it. The checker sees every proposal before what a replica
+    /// applies after it.
+    async fn write_every_tablet(
+        &mut self,
+        client: Client,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> (String, Option<CommandError>) {
+        let key = |p: &super::Pending| (p.tablet.clone(), p.op_id);
+        let before: Vec<_> = self.pending.iter().map(key).collect();
+        let mut recorded = command.to_string();
+        for tablet in &client.tablets {
+            let node = match self.target(tablet, &client.route) {
+                Ok(node) => node,
+                Err(e) => return (recorded, Some(e)),
+            };
+            let mut one = Client { tablets: vec![tablet.clone()], ..client.clone() };
+            one.route.nowait = true;
+            let error;
+            (recorded, error) = self.write(one, node, command, printed).await;
+            if error.is_some() {
+                return (recorded, error);
+            }
+        }
+        let ours: Vec<_> = self.pending.iter().map(key).filter(|k| !before.contains(k)).collect();
+        for (_, op_id) in ours.into_iter().filter(|_| !client.route.nowait) {
+            self.wait_for(op_id).await;
+        }
+        (recorded, None)
+    }
+
+    /// The node a request of `tablet` goes to: the one the command names, else the
+    /// newest leader heard of (a group of one: node 1, whether it runs or not: it says
+    /// why it does not).
+    fn target(&self, tablet: &TabletId, route: &Route) -> Result<u64, CommandError> {
+        let alone = (!self.replicated()).then_some(1);
+        let guess = route.node.or_else(|| self.leader_guess(tablet)).or(alone);
+        let Some(node) = guess else {
+            return Err(CommandError::NoLeader(tablet_name(tablet)));
+        };
+        match node as usize > self.slots.len() {
+            true => Err(CommandError::NoNode(node)),
+            false => Ok(node),
         }
     }
 
@@ -172,62 +236,100 @@ impl Cluster {
             Layout::Unpacked => false,
         };
         table.entity_rows = self.layout == Layout::Entity;
-        let tablet = TabletId::Table(table.name.clone());
-        if self.catalog.iter().any(|(id, _)| *id == tablet) {
+        let forced = self.setup.storage.first().and_then(|s| s.tablets);
+        table.tablets = forced.unwrap_or(table.tablets);
+        if self.catalog.iter().any(|(id, _)| id.table_name() == Some(&table.name)) {
             return Err(CommandError::Node(Error::TableExists(table.name)));
         }
         if !self.ids().any(|id| self.running(id)) {
             return Err(CommandError::Node(Error::Down { cause: None }));
         }
-        self.create(tablet, Schema::table(table));
+        // The master's CreateTable: a tablet per hash range, each a group of its own.
+        for part in docsim_engine::Part::all(table.tablets) {
+            let tablet = TabletId::Table(table.name.clone(), part);
+            self.create(tablet, Schema::table(table.clone()));
+        }
         Ok(())
     }
 
-    /// A read at `node`: served (its output printed) or refused.
+    /// A read of each of the client's tablets (several: a scan of a split table, each
+    /// tablet at its own leader, all at the time the first one took): served (the rows
+    /// printed in hash order) or refused.
     fn read(
         &mut self,
         client: Client,
-        node: u64,
         command: &Command,
         printed: &mut Vec<String>,
     ) -> (String, Option<CommandError>) {
-        let now_us = self.now_us(node);
-        let at = client.at.unwrap_or(At::Now { ahead_us: 0 });
-        let result = {
-            let mut slot = self.slot(node);
-            slot.node.replica_mut(&client.tablet).map(|replica| {
-                let read_ht = match at {
-                    At::Ht(ht) => ht,
-                    At::Now { ahead_us } => replica.now_ht(now_us).add_micros(ahead_us),
-                    At::Safe => replica.safe_time(),
-                };
-                let read = || replica.read(&client.request, read_ht, now_us);
-                (read_ht, crate::cost::timed(crate::cost::Part::ClientCalls, read))
-            })
-        };
-        let (read_ht, result) = match result {
-            Ok(read) => read,
-            Err(e) => return (command.to_string(), Some(CommandError::Node(e))),
-        };
-        let prefix = if self.replicated() { format!("node {node}: ") } else { String::new() };
-        match &result {
+        let mut at = client.at.unwrap_or(At::Now { ahead_us: 0 });
+        let mut parts = Vec::new();
+        for tablet in &client.tablets {
+            let read = self.target(tablet, &client.route).and_then(|node| {
+                let read = self.read_one(tablet, &client.request, at, node);
+                read.map(|r| (node, r)).map_err(CommandError::Node)
+            });
+            let (node, (read_ht, result)) = match read {
+                Ok(read) => read,
+                Err(e) => return (command.to_string(), Some(e)),
+            };
+            at = At::Ht(read_ht);
+            let refused = result.is_err();
+            parts.push((tablet.clone(), node, result));
+            if refused {
+                break; // the scan is refused
+            }
+        }
+        let At::Ht(read_ht) = at else { unreachable!("a read took a time") };
+        let nodes: Vec<u64> = parts.iter().map(|(_, node, _)| *node).collect();
+        let result = super::merged_reply(parts.iter().map(|(.., r)| r.clone()));
+        let request = client.request.clone();
+        self.events.push(match <[_; 1]>::try_from(parts) {
+            Ok([(tablet, node, result)]) => Event::Read { tablet, node, request, read_ht, result },
+            Err(parts) => Event::Scan { parts, request, read_ht },
+        });
+        let recorded = self.recorded_read(command, at);
+        match result {
             Ok(reply) => {
                 self.counts.reads_served += 1;
-                let lines = reply_lines(&client.request, read_ht, reply);
+                let prefix = super::read_prefix(self.replicated(), &nodes);
+                let lines = reply_lines(&client.request, read_ht, &reply);
                 printed.extend(lines.into_iter().map(|l| format!("{prefix}{l}")));
+                (recorded, None)
             }
             Err(e) => {
                 *self.counts.reads_refused.entry(e.kind().name()).or_default() += 1;
+                (recorded, Some(CommandError::Node(e)))
             }
         }
-        let error = result.as_ref().err().map(|e| CommandError::Node(e.clone()));
-        let (tablet, request) = (client.tablet.clone(), client.request.clone());
-        self.events.push(Event::Read { tablet, node, request, read_ht, result });
-        let recorded = match self.replicated() {
-            true => command.clone(),
-            false => with_time(command, read_ht),
+    }
+
+    /// A read command as recorded: a group of one's with the time it took.
+    fn recorded_read(&self, command: &Command, at: At) -> String {
+        match (self.replicated(), at) {
+            (false, At::Ht(ht)) => with_time(command, ht).to_string(),
+            _ => command.to_string(),
+        }
+    }
+
+    /// A read of `tablet` at `node`: the time it read at, and the reply or refusal; an
+    /// error when the node has no running replica of it.
+    fn read_one(
+        &mut self,
+        tablet: &TabletId,
+        request: &Request,
+        at: At,
+        node: u64,
+    ) -> Result<(HybridTime, Result<Reply, Error>), Error> {
+        let now_us = self.now_us(node);
+        let mut slot = self.slot(node);
+        let replica = slot.node.replica_mut(tablet)?;
+        let read_ht = match at {
+            At::Ht(ht) => ht,
+            At::Now { ahead_us } => replica.now_ht(now_us).add_micros(ahead_us),
+            At::Safe => replica.safe_time(),
         };
-        (recorded.to_string(), error)
+        let read = || replica.read(request, read_ht, now_us);
+        Ok((read_ht, crate::cost::timed(crate::cost::Part::ClientCalls, read)))
     }
 
     /// A write sent to `node`: proposed there and answered (once applied), or refused.
@@ -242,7 +344,7 @@ impl Cluster {
         let (proposed, ht, incarnation) = {
             let mut slot = self.slot(node);
             let incarnation = slot.incarnation;
-            let replica = match slot.node.replica_mut(&client.tablet) {
+            let replica = match slot.node.replica_mut(&client.tablets[0]) {
                 Ok(replica) => replica,
                 Err(e) => return (command.to_string(), Some(CommandError::Node(e))),
             };
@@ -257,7 +359,7 @@ impl Cluster {
             true => command.to_string(),
             false => with_time(command, ht).to_string(),
         };
-        let tablet = client.tablet.clone();
+        let tablet = client.tablets[0].clone();
         let proposed = match proposed {
             Ok(proposed) => proposed,
             Err(error) => {

@@ -115,6 +115,13 @@ pub enum Event {
         read_ht: HybridTime,
         result: Result<Reply, Error>,
     },
+    /// A scan of a split table: every tablet's read at one time, each tablet at `node`,
+    /// in hash order (the client prints their rows one after the other).
+    Scan {
+        parts: Vec<(TabletId, u64, Result<Reply, Error>)>,
+        request: Request,
+        read_ht: HybridTime,
+    },
     /// An entry a replica applied (live or replayed).
     Applied { tablet: TabletId, node: u64, op_id: OpId, ht: Option<HybridTime> },
     /// A snapshot a replica installed.
@@ -377,6 +384,12 @@ impl Cluster {
         let mut ids: Vec<TabletId> = self.catalog.iter().map(|(id, _)| id.clone()).collect();
         ids.sort_by_key(|id| *id != TabletId::Docs);
         ids
+    }
+
+    /// The catalog's tablets `name` names (`t`: every tablet of table t, in hash order;
+    /// `t/i`: its tablet i).
+    pub fn tablets_named(&self, name: &str) -> Result<Vec<TabletId>, Error> {
+        docsim_engine::route::named(self.catalog.iter().map(|(id, _)| id), name)
     }
 
     /// Carry out `command`, record it, then collect what the replicas did and answer the
@@ -659,10 +672,36 @@ impl Cluster {
     }
 }
 
-/// A tablet as trace lines name it: `docs` or `table=<name>`.
-pub fn tablet_name(tablet: &TabletId) -> String {
-    match tablet {
-        TabletId::Docs => "docs".into(),
-        TabletId::Table(name) => format!("table={name}"),
+/// What a read printed before each line of its reply: nothing in a group of one, else the
+/// node that served it (`node 2: `), or the nodes that served a split table's tablets
+/// (`nodes 1,3: `).
+pub fn read_prefix(replicated: bool, nodes: &[u64]) -> String {
+    let mut nodes = nodes.to_vec();
+    nodes.dedup();
+    match (replicated, nodes.as_slice()) {
+        (false, _) => String::new(),
+        (true, [node]) => format!("node {node}: "),
+        (true, nodes) => {
+            let nodes: Vec<String> = nodes.iter().map(u64::to_string).collect();
+            format!("nodes {}: ", nodes.join(","))
+        }
     }
+}
+
+/// A split table's replies as the client prints them: every tablet's rows in turn, or
+/// the first refusal.
+pub fn merged_reply(parts: impl IntoIterator<Item = Result<Reply, Error>>) -> Result<Reply, Error> {
+    let mut rows = Vec::new();
+    for part in parts {
+        match part? {
+            Reply::Rows(part) => rows.extend(part),
+            other => return Ok(other),
+        }
+    }
+    Ok(Reply::Rows(rows))
+}
+
+/// A tablet as trace lines name it: `docs`, `table=<name>` or `table=<name>/<index>`.
+pub fn tablet_name(tablet: &TabletId) -> String {
+    tablet.to_string()
 }

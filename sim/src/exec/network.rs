@@ -55,8 +55,15 @@ impl Cluster {
                 None
             }
             Command::Conf { change, to, table } => {
-                let tablet = table.clone().map_or(TabletId::Docs, TabletId::Table);
-                self.change_membership(&tablet, *change, *to)
+                let tablets = match table {
+                    None => vec![TabletId::Docs],
+                    Some(name) => match self.tablets_named(name) {
+                        Ok(tablets) => tablets,
+                        Err(e) => return Some(CommandError::Node(e)),
+                    },
+                };
+                // A change of a split table's membership: each of its tablets' groups.
+                tablets.iter().find_map(|t| self.change_membership(t, *change, *to))
             }
             Command::Leader => {
                 printed.extend(self.tablets().iter().map(|t| self.leader_line(t)));

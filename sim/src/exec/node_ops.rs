@@ -88,6 +88,26 @@ impl Cluster {
     /// A flush or compaction of node `id`, then its log GC (which a power cut armed
     /// after the flush cuts short: the node goes down).
     fn flush_or_compact(&mut self, id: u64, command: &Command) -> Result<(), CommandError> {
+        if let Command::Compact { cutoff, run: Some(run), .. } = command {
+            // A run of files names one tablet's files: each tablet the name names in turn.
+            let tablets = match &run.table {
+                None => vec![TabletId::Docs],
+                Some(name) => self.tablets_named(name).map_err(CommandError::Node)?,
+            };
+            for tablet in tablets {
+                let request = Compaction {
+                    cutoff: Some(*cutoff),
+                    minor: true,
+                    run: Some((tablet.clone(), run.first, run.last)),
+                };
+                let files = run.first..=run.last;
+                let result = crate::cost::timed(crate::cost::Part::Replicas, || {
+                    self.slot(id).node.compact_files(&tablet, files, *cutoff)
+                });
+                self.compacted(id, request, result)?;
+            }
+            return Ok(());
+        }
         if matches!(command, Command::Compact { run: None, .. }) && self.running(id) {
             self.docs_tablet(); // the document tablet's cutoff moves too, even while empty
         }
@@ -102,19 +122,6 @@ impl Cluster {
                     let request = Compaction { cutoff: None, minor: false, run: None };
                     (request, timed(&mut || node.flush()))
                 }
-                Command::Compact { cutoff, run: Some(run), .. } => {
-                    let tablet = run.table.clone().map_or(TabletId::Docs, TabletId::Table);
-                    let request = Compaction {
-                        cutoff: Some(*cutoff),
-                        minor: true,
-                        run: Some((tablet, run.first, run.last)),
-                    };
-                    let files = run.first..=run.last;
-                    let result = timed(&mut || {
-                        node.compact_files(run.table.as_deref(), files.clone(), *cutoff)
-                    });
-                    (request, result)
-                }
                 Command::Compact { cutoff, minor, run: None, .. } => {
                     let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
                     let request = Compaction { cutoff: Some(*cutoff), minor: *minor, run: None };
@@ -123,6 +130,17 @@ impl Cluster {
                 other => unreachable!("not a flush or compaction: {other}"),
             }
         };
+        self.compacted(id, request, result)
+    }
+
+    /// What node `id` did of a flush or compaction: an event, and its power cut if one
+    /// fired after the flush.
+    fn compacted(
+        &mut self,
+        id: u64,
+        request: Compaction,
+        result: Result<(), Error>,
+    ) -> Result<(), CommandError> {
         if matches!(result, Err(Error::Crashed(_))) {
             self.power_off(id, true); // the node cut its power after the flush
         }

@@ -472,7 +472,7 @@ impl Driver {
         }
         let ht = events.iter().find_map(|e| match e {
             Event::Proposed { ht, .. } | Event::Refused { ht, .. } => Some(*ht),
-            Event::Read { read_ht, .. } => Some(*read_ht),
+            Event::Read { read_ht, .. } | Event::Scan { read_ht, .. } => Some(*read_ht),
             _ => None,
         });
         Step::Client { op, route, at: ht.map(At::Ht) }

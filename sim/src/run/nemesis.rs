@@ -86,7 +86,8 @@ impl NemesisState {
     /// Route a client's op: a write to the replica believed to lead (sometimes any), a
     /// read to a leader or any replica at a time of the client's choosing.
     pub fn route(&mut self, op: Op, cluster: &Cluster) -> Step {
-        let tablet = tablet_of(&op);
+        let tablet = tablet_of(&op, cluster);
+        let split = matches!(&tablet, TabletId::Table(_, part) if part.count > 1);
         let reads = is_read(&op);
         let write_turned_read = !reads
             && matches!(op, Op::Write { .. } | Op::Batch { .. })
@@ -109,15 +110,17 @@ impl NemesisState {
         }
         self.remember(&op);
         let n = cluster.ids().count() as u64;
-        let target = match cluster.leader_guess(&tablet) {
-            Some(id) if self.rng.random_range(0..10) > 0 => id,
-            _ => self.rng.random_range(1..=n),
+        let leader = cluster.leader_guess(&tablet).filter(|_| self.rng.random_range(0..10) > 0);
+        let target = match leader {
+            Some(_) if split => None, // a split table's statement: each tablet's leader
+            Some(id) => Some(id),
+            None => Some(self.rng.random_range(1..=n)),
         };
         // Blind writes go on without waiting while clients are free; a Redis command (its
         // reply printed with it) and the others wait for their answer.
         let blind = matches!(op, Op::Write { .. } | Op::Batch { .. } | Op::Cql { .. });
         let nowait = blind && cluster.pending() < self.knobs.clients.saturating_sub(1);
-        Step::Client { op, route: Route { node: Some(target), nowait }, at: None }
+        Step::Client { op, route: Route { node: target, nowait }, at: None }
     }
 
     fn remember(&mut self, op: &Op) {
@@ -333,18 +336,19 @@ impl NemesisState {
         } else {
             return None;
         };
-        let table = match &tablet {
-            TabletId::Docs => None,
-            TabletId::Table(name) => Some(name.clone()),
-        };
+        let table = tablet.table_ref();
         Some(Command::Conf { change, to: Some(leader), table })
     }
 }
 
-/// The tablet an op goes to.
-pub fn tablet_of(op: &Op) -> TabletId {
+/// The tablet an op goes to (of a split table, its first: the leader a client guesses
+/// for such a table's statements is each tablet's own, `exec/client.rs`).
+pub fn tablet_of(op: &Op, cluster: &Cluster) -> TabletId {
     match op {
-        Op::Cql { table, .. } => TabletId::Table(table.clone()),
+        Op::Cql { table, .. } => {
+            let tablets = cluster.tablets_named(table).unwrap_or_default();
+            tablets.into_iter().next().unwrap_or_else(|| TabletId::table(table))
+        }
         _ => TabletId::Docs,
     }
 }
