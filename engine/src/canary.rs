@@ -90,6 +90,9 @@ pub enum Plant {
     /// hold their hash. Reads route alike and find them; only the model's own statement
     /// of the partitioning (`models/src/partition.rs`) sees them misplaced.
     RouteFirstHashColumn,
+    /// The server-wide memstore limit flushes the tablet whose memtable holds the newest
+    /// write instead of the oldest: the log of the tablet written least keeps growing.
+    MemstoreFlushesNewest,
     /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
@@ -139,7 +142,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 36] = [
+    pub const ALL: [Plant; 37] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -165,6 +168,7 @@ impl Plant {
         Plant::YbPackedColumnTtlFromRow,
         Plant::BloomPrefixOneLong,
         Plant::RouteFirstHashColumn,
+        Plant::MemstoreFlushesNewest,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -263,6 +267,7 @@ impl Plant {
             Plant::YbPackedColumnTtlFromRow => "yb-packed-column-ttl-from-row",
             Plant::BloomPrefixOneLong => "bloom-prefix-one-long",
             Plant::RouteFirstHashColumn => "route-first-hash-column",
+            Plant::MemstoreFlushesNewest => "memstore-flushes-newest",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

@@ -39,6 +39,7 @@ mod metadata;
 mod options;
 mod packed;
 mod scan;
+pub use frontier::Memstore;
 use gc_filter::{filter_result, GcState, RepackPlan};
 pub use metadata::Export;
 pub(crate) use metadata::CONF_KEY;
@@ -298,6 +299,11 @@ impl DocDb {
             Ok(())
         })?;
         Ok(out)
+    }
+
+    /// What the memtables hold since the last flush ([`Memstore`]).
+    pub fn memstore(&self) -> Memstore {
+        lock(&self.unflushed).memstore()
     }
 
     /// Flush memtables to SST files and wait; the frontier goes in first.

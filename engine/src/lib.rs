@@ -150,7 +150,7 @@ mod tablet;
 mod write_batch;
 
 pub use crash::CrashPoint;
-pub use db::{DocDb, Entry, Frontier, Layout, Rocks, StorageConfig};
+pub use db::{DocDb, Entry, Frontier, Layout, Memstore, Rocks, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{
@@ -160,7 +160,7 @@ pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use ids::{OpId, Part, TabletId};
 pub use log::{SegmentInfo, Truncation};
-pub use node::{route, Node, NodeOptions, Output, TabletDump, Timing};
+pub use node::{route, MemoryFlush, Node, NodeOptions, Output, TabletDump, Timing};
 pub use reader::DocEntry;
 pub use replica::{
     AppliedEntry, Envelope, Members, Membership, Proposed, Replica, ReplicaOptions, ReplicaStatus,

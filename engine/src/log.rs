@@ -388,6 +388,16 @@ impl Log {
         self.remove_oldest(older)
     }
 
+    /// Seal the active segment and start the next, if the active one holds an entry
+    /// (YugabyteDB's `Log::AsyncAllocateSegmentAndRollover`, after a memory flush): log GC
+    /// can then free what the flush made durable without waiting for the segment to fill.
+    pub fn roll_over(&mut self) -> Result<()> {
+        match self.active().lowest != u64::MAX {
+            true => self.roll(),
+            false => Ok(()),
+        }
+    }
+
     /// The segments, oldest first.
     pub fn segments(&self) -> &[SegmentInfo] {
         &self.segments

@@ -52,6 +52,10 @@ pub struct NodeOptions {
     pub storage: StorageConfig,
     /// Raft timing: election and heartbeat ticks, the lease, a restart's quiet time.
     pub timing: Timing,
+    /// The server-wide memstore limit: unflushed bytes of all the node's tablets, by the
+    /// engine's own count ([`crate::Memstore`]); `None`: no limit (only the caller
+    /// flushes).
+    pub memstore_limit_bytes: Option<usize>,
 }
 
 /// A replica's Raft timing (see [`ReplicaOptions`]).
@@ -75,6 +79,7 @@ impl NodeOptions {
             segment_bytes,
             plants,
             storage: StorageConfig::default(),
+            memstore_limit_bytes: None,
             timing: Timing {
                 election_tick: o.election_tick,
                 heartbeat_tick: o.heartbeat_tick,
@@ -117,6 +122,17 @@ pub struct Node {
     /// ([`Node::take_applied`]).
     applied: Vec<(TabletId, AppliedEntry)>,
     installed: Vec<(TabletId, OpId)>,
+    /// The tablets the memstore limit flushed, not yet taken ([`Node::take_memory_flushes`]).
+    memory_flushes: Vec<MemoryFlush>,
+}
+
+/// A flush the server-wide memstore limit made: the tablet, and what the node's running
+/// tablets held when it chose: each one's [`crate::Memstore`] and the index of the last
+/// entry it had applied (where in its log the choice was made).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemoryFlush {
+    pub tablet: TabletId,
+    pub held: Vec<(TabletId, crate::db::Memstore, u64)>,
 }
 
 impl Node {
@@ -138,6 +154,7 @@ impl Node {
             in_doubt: Vec::new(),
             applied: Vec::new(),
             installed: Vec::new(),
+            memory_flushes: Vec::new(),
         })
     }
 
@@ -198,8 +215,8 @@ impl Node {
         let options = ReplicaOptions {
             id: o.id,
             voters: o.voters.clone(),
-            // Each tablet's elections apart from the others' (else one node leads all).
-            election_tick: o.timing.election_tick + tablet_spread(id),
+            // Each tablet's elections apart from the others', its preferred leader first.
+            election_tick: o.timing.election_tick + election_delay(id, o.id, &o.voters),
             heartbeat_tick: o.timing.heartbeat_tick,
             lease_us: o.timing.lease_us,
             quiet_us: o.timing.quiet_us,
@@ -295,7 +312,9 @@ impl Node {
 
     /// Handle tablet `id`'s replica's `Ready`s; the envelopes it sends.
     pub fn process(&mut self, id: &TabletId) -> Result<Vec<Envelope>> {
-        self.replica_mut(id)?.process()
+        let sent = self.replica_mut(id)?.process()?;
+        self.limit_memstore().map_err(|(_, e)| e)?;
+        Ok(sent)
     }
 
     /// Serve the read `request` at `read_ht` from tablet `id`'s replica.
@@ -438,6 +457,7 @@ impl Node {
                 out.add(&id, replica.tick(now_us));
             }
         }
+        out.limited(self.limit_memstore());
         out
     }
 
@@ -449,7 +469,43 @@ impl Node {
         if let Some(replica) = self.replicas.get_mut(id) {
             out.add(id, replica.receive(envelope, now_us));
         }
+        out.limited(self.limit_memstore());
         out
+    }
+
+    /// YugabyteDB's `TabletMemoryManager::FlushTabletIfLimitExceeded`: while the unflushed
+    /// bytes of the node's running tablets pass the limit, flush the tablet whose memtable
+    /// holds the oldest write (smallest `OldestMutableMemtableWriteHybridTime`; the lower
+    /// tablet id on a tie), roll its log over to a new segment
+    /// (`AsyncAllocateSegmentAndRollover`) and GC its log, so the log that holds back log
+    /// GC is released first.
+    pub(super) fn limit_memstore(&mut self) -> std::result::Result<(), (TabletId, Error)> {
+        let Some(limit) = self.options.memstore_limit_bytes.filter(|_| self.powered) else {
+            return Ok(());
+        };
+        loop {
+            let held: Vec<(TabletId, crate::db::Memstore, u64)> = self
+                .replicas()
+                .filter(|(_, r)| !r.is_down())
+                .map(|(id, r)| (id.clone(), r.memstore(), r.status().applied))
+                .collect();
+            if held.iter().map(|(_, m, _)| m.bytes).sum::<usize>() <= limit {
+                return Ok(());
+            }
+            let newest = self.options.plants.contains(crate::canary::Plant::MemstoreFlushesNewest);
+            let Some(tablet) = memory_flush_choice(&held, newest) else { return Ok(()) };
+            crate::probe::hit("node.memory_flush");
+            let replica = self.replica_mut(&tablet).map_err(|e| (tablet.clone(), e))?;
+            replica.flush().map_err(|e| (tablet.clone(), e))?;
+            self.memory_flushes.push(MemoryFlush { tablet: tablet.clone(), held });
+            let rolled = self.replica_mut(&tablet).and_then(Replica::roll_log);
+            rolled.and_then(|()| self.gc_logs(Some(&tablet))).map_err(|e| (tablet, e))?;
+        }
+    }
+
+    /// The memstore limit's flushes since the last call.
+    pub fn take_memory_flushes(&mut self) -> Vec<MemoryFlush> {
+        std::mem::take(&mut self.memory_flushes)
     }
 }
 
@@ -464,6 +520,14 @@ pub struct Output {
 }
 
 impl Output {
+    /// What the memstore limit's flush did: a power cut armed after a flush that fired,
+    /// or an error that stopped a replica.
+    fn limited(&mut self, result: std::result::Result<(), (TabletId, Error)>) {
+        if let Err((id, e)) = result {
+            self.add(&id, Err(e));
+        }
+    }
+
     fn add(&mut self, id: &TabletId, result: Result<Vec<Envelope>>) {
         match result {
             Ok(envelopes) => self.envelopes.extend(envelopes.into_iter().map(|e| (id.clone(), e))),
@@ -472,6 +536,22 @@ impl Output {
             Err(e) => self.errors.push((id.clone(), e)),
         }
     }
+}
+
+/// The tablet a memory flush takes, of the running tablets and what each holds: the one
+/// holding the oldest write (`newest`: the plant's newest), the lower id on a tie; `None`
+/// when no tablet holds a write.
+fn memory_flush_choice(
+    held: &[(TabletId, crate::db::Memstore, u64)],
+    newest: bool,
+) -> Option<TabletId> {
+    // By hybrid time, then tablet id: the same choice whatever order `held` is in.
+    let writes = held.iter().filter_map(|(id, m, _)| Some((m.oldest_write?, id)));
+    let chosen = match newest {
+        false => writes.min(),
+        true => writes.max(),
+    };
+    chosen.map(|(_, id)| id.clone())
 }
 
 /// Tablet `id`'s directory (RocksDB's files under the node's directory; its log under the
@@ -484,12 +564,30 @@ fn tablet_dir(id: &TabletId) -> String {
     }
 }
 
-/// Ticks added to a tablet's election timeout on every node, from its name (FNV-1a, 0 to
-/// 4): groups that start together elect at different ticks.
-fn tablet_spread(id: &TabletId) -> usize {
-    let name = tablet_dir(id);
+/// Ticks added to tablet `id`'s election timeout at node `node`: 0 to 4 from the table's
+/// name (groups that start together elect at different ticks) and, for a table split by
+/// hash range, 10 more unless `node` is the tablet's preferred leader: tablet i of a
+/// split table prefers voter i (mod the voters), so a node hosts many tablets' replicas,
+/// leading some and following the rest. A rule of docsim's own, standing in for
+/// YugabyteDB's leader balancing (the master's load balancer moves leaders until each
+/// tablet server leads its share); the document tablet and unsplit tables elect whoever
+/// times out first, as before.
+fn election_delay(id: &TabletId, node: u64, voters: &[u64]) -> usize {
+    // As many ticks as the nodes' own election timeouts differ (the simulator draws 10 to
+    // 19).
+    const NOT_PREFERRED_TICKS: usize = 10;
+    let name = tablet_dir(&match id {
+        TabletId::Table(name, _) => TabletId::table(name),
+        TabletId::Docs => TabletId::Docs,
+    });
     let hash = name
         .bytes()
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));
-    (hash % 5) as usize
+    let spread = (hash % 5) as usize;
+    let TabletId::Table(_, part) = id else { return spread };
+    if part.count == 1 || voters.is_empty() {
+        return spread;
+    }
+    let preferred = voters[usize::from(part.index) % voters.len()];
+    spread + if preferred == node { 0 } else { NOT_PREFERRED_TICKS }
 }

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 28] = [
+pub const KNOWN: [&str; 29] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -21,6 +21,7 @@ pub const KNOWN: [&str; 28] = [
     "log.gc_removed_segment",
     "log.segment_skipped",
     "log.torn_tail_truncated",
+    "node.memory_flush",
     "raft.entry_replayed",
     "raft.restart_nothing_to_replay",
     "read.born_after_expiry",

@@ -198,6 +198,8 @@ pub struct AppliedEntry {
     /// The write's (or metadata change's) hybrid time; `None` for empty and
     /// configuration entries.
     pub ht: Option<HybridTime>,
+    /// Whether it wrote data (a write batch, into the memtable; not a metadata change).
+    pub writes: bool,
 }
 
 /// A replica's role and progress, for the simulator's reports.
@@ -395,12 +397,13 @@ impl Replica {
                 }
             }
             if plan.contains(&i) {
-                if self.apply_payload(entry)? {
+                let writes = self.apply_payload(entry)?;
+                if writes {
                     report.replayed += 1;
                     report.first.get_or_insert(entry.op_id);
                     report.last = Some(entry.op_id);
                 }
-                self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht });
+                self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes });
             }
         }
         Ok(())
@@ -561,6 +564,17 @@ impl Replica {
     /// `TabletRetentionPolicy::EffectiveHistoryCutoff`, so it is never ahead of it.)
     pub(super) fn past_cutoff(&mut self) {
         self.clock.update(self.tablet.history_cutoff());
+    }
+
+    /// What the tablet's memtables hold since the last flush.
+    pub fn memstore(&self) -> crate::db::Memstore {
+        self.tablet.memstore()
+    }
+
+    /// Start the log's next segment (after a memory flush: `Log::roll_over`).
+    pub fn roll_log(&mut self) -> Result<()> {
+        self.check_powered()?;
+        self.log.roll_over().inspect_err(|e| self.down = Some(e.clone()))
     }
 
     /// Delete the log segments wholly below min(flushed frontier, last committed) + 1;

@@ -319,6 +319,11 @@ impl Tablet {
         })
     }
 
+    /// What the memtables hold since the last flush.
+    pub fn memstore(&self) -> crate::db::Memstore {
+        self.db.memstore()
+    }
+
     /// Flush memtables (the flushed frontier moves to the last entry applied).
     pub fn flush(&self) -> Result<()> {
         self.db.flush()

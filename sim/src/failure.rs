@@ -46,11 +46,14 @@ pub enum FailureKind {
     /// A statement reached a tablet whose hash range does not hold its key, by the
     /// model's own statement of the hash and of the table's split.
     Misrouted,
+    /// The memstore limit flushed another tablet than the one holding the oldest write,
+    /// or a tablet kept more log than the limit allows.
+    MemoryFlush,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 18] = [
+    pub const ALL: [FailureKind; 19] = [
         FailureKind::Get,
         FailureKind::Select,
         FailureKind::Redis,
@@ -69,6 +72,7 @@ impl FailureKind {
         FailureKind::ReplicaFailed,
         FailureKind::Panic,
         FailureKind::Misrouted,
+        FailureKind::MemoryFlush,
     ];
 
     /// The kind's name in reports and reproducers (snake_case).
@@ -92,6 +96,7 @@ impl FailureKind {
             FailureKind::ReplicaFailed => "replica_failed",
             FailureKind::Panic => "panic",
             FailureKind::Misrouted => "misrouted",
+            FailureKind::MemoryFlush => "memory_flush",
         }
     }
 

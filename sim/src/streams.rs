@@ -25,3 +25,5 @@ pub const STREAM_STORAGE: u64 = 7;
 pub const STREAM_NEMESIS: u64 = 8;
 pub const STREAM_ELECTION: u64 = 9;
 pub const STREAM_CLIENTS: u64 = 10;
+/// The server-wide memstore limit a seed draws (`run/knobs.rs`).
+pub const STREAM_MEMSTORE: u64 = 11;

@@ -38,12 +38,27 @@ pub(super) struct Unflushed {
     written_bytes: usize,
     /// Above this many bytes (half the memtable) every write batch carries the frontier.
     inline_above_bytes: usize,
+    /// The hybrid time of the oldest write since the last flush (YugabyteDB's
+    /// `OldestMutableMemtableWriteHybridTime`).
+    oldest_write: Option<HybridTime>,
+}
+
+/// What a tablet's memtable holds, by the engine's own count: the server-wide memstore
+/// limit's measure (`node.rs`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Memstore {
+    /// Bytes written since the last flush, counted from the data (key and value bytes and
+    /// a fixed cost per entry), never from RocksDB's allocator.
+    pub bytes: usize,
+    /// The hybrid time of the oldest write since the last flush.
+    pub oldest_write: Option<HybridTime>,
 }
 
 impl Unflushed {
     /// Nothing pending, for a memtable of `memtable_bytes`.
     pub(super) fn new(memtable_bytes: usize) -> Unflushed {
-        Unflushed { frontier: None, written_bytes: 0, inline_above_bytes: memtable_bytes / 2 }
+        let inline_above_bytes = memtable_bytes / 2;
+        Unflushed { frontier: None, written_bytes: 0, inline_above_bytes, oldest_write: None }
     }
 
     /// The frontier a write batch applying entry `op_id` (if it came from the log) at `ht`
@@ -69,6 +84,9 @@ impl Unflushed {
         data_bytes: usize,
     ) {
         self.written_bytes += cost_bytes(entries, data_bytes);
+        if entries > 0 {
+            self.oldest_write = Some(self.oldest_write.map_or(ht, |oldest| oldest.min(ht)));
+        }
         if let Some(op_id) = op_id {
             self.frontier = Some((op_id, ht));
         }
@@ -92,6 +110,12 @@ impl Unflushed {
             self.frontier = None;
         }
         self.written_bytes = 0;
+        self.oldest_write = None;
+    }
+
+    /// What the memtable holds since the last flush.
+    pub(super) fn memstore(&self) -> Memstore {
+        Memstore { bytes: self.written_bytes, oldest_write: self.oldest_write }
     }
 }
 

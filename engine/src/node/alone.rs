@@ -71,6 +71,20 @@ impl Node {
         })
     }
 
+    /// The subdocument at `path` as of `ht`: of the document tablet, or (`table`) of a
+    /// CQL table's tablet ([`Node::get_in_table`]).
+    pub fn get_in(
+        &mut self,
+        table: Option<&str>,
+        path: &DocPath,
+        ht: HybridTime,
+    ) -> Result<Option<Document>> {
+        match table {
+            None => self.get(path, ht),
+            Some(table) => self.get_in_table(table, path, ht),
+        }
+    }
+
     /// The subdocument at `path` of CQL table `table`'s tablet as of `ht` (a row is the
     /// document `doc(<hash key>; <clustering key>)`).
     pub fn get_in_table(
@@ -99,6 +113,12 @@ impl Node {
     ) -> Result<()> {
         self.docs()?;
         self.alone_write(&TabletId::Docs, &Request::DefaultTtl(ttl_ms), ht).map(|_| ())
+    }
+
+    /// The server-wide memstore limit from now on (`None`: none); the node enforces it
+    /// after each write it applies.
+    pub fn set_memstore_limit(&mut self, limit_bytes: Option<usize>) {
+        self.options.memstore_limit_bytes = limit_bytes;
     }
 
     /// How the CQL tables created from now on store their rows.
@@ -223,6 +243,13 @@ impl Node {
                 let replica = self.replica(id)?;
                 assert!(replica.is_applied(op_id), "a group of one applies what it proposes");
                 self.acks.push((id.clone(), op_id));
+                // The write is done; a memory flush it set off that fails takes the tablet
+                // (or, cut after its flush, the node) down, as a failed flush does.
+                if let Err((_, Error::Crashed(_))) = self.limit_memstore() {
+                    if let Some(armed) = self.armed {
+                        self.crash(armed.tear);
+                    }
+                }
                 Ok(proposed.reply)
             }
             Err(e) => {

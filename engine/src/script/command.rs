@@ -87,6 +87,9 @@ pub enum Command {
     /// `layout packed|entity|declared|unpacked` (docsim extension): how the CQL tables
     /// declared after it store their rows.
     Layout(Layout),
+    /// `memstore <bytes>[KiB|MiB]` / `memstore off` (docsim extension): every node's
+    /// server-wide memstore limit (`Node`'s memory flushes).
+    Memstore(Option<usize>),
     /// A document write (`set`, `extend`, `obj`, `del`).
     Write {
         write: DocWrite,
@@ -257,6 +260,7 @@ impl Command {
             | Command::Log { node } => beyond_one(node),
             Command::Markers(_)
             | Command::Layout(_)
+            | Command::Memstore(_)
             | Command::DefaultTtl { .. }
             | Command::Table(_)
             | Command::Expect(_) => false,
@@ -425,6 +429,8 @@ impl fmt::Display for Command {
             Command::Layout(Layout::Declared) => f.write_str("layout declared"),
             Command::Layout(Layout::Unpacked) => f.write_str("layout unpacked"),
             Command::Layout(Layout::Entity) => f.write_str("layout entity"),
+            Command::Memstore(None) => f.write_str("memstore off"),
+            Command::Memstore(Some(bytes)) => write!(f, "memstore {}", format_bytes(*bytes)),
             Command::Write { write, ht, route } => {
                 write!(f, "{write}")?;
                 write_ht(f, ht)?;
@@ -547,5 +553,14 @@ fn write_node_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Res
             write_node(f, node)
         }
         other => unreachable!("not a node's command: {other:?}"),
+    }
+}
+
+/// A byte count as `memstore` takes it: in KiB or MiB when whole, else in bytes.
+pub fn format_bytes(bytes: usize) -> String {
+    match bytes {
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{}MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{}KiB", b >> 10),
+        b => b.to_string(),
     }
 }

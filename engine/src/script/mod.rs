@@ -27,10 +27,12 @@ mod run;
 #[cfg(test)]
 mod tests;
 
-pub use command::{At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route};
+pub use command::{
+    format_bytes, At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route,
+};
 pub use parse::{parse_line, strip_comment};
 pub use run::{
-    dump, error_kind_names, format_entry, format_file, format_get, format_restart,
-    format_restart_full, format_segment, run_script, run_script_in, CommandError, Last, Runner,
-    ScriptOutcome,
+    dump, error_kind_names, format_entry, format_file, format_get, format_memory_flush,
+    format_restart, format_restart_full, format_segment, memory_flush_line, run_script,
+    run_script_in, CommandError, Last, Runner, ScriptOutcome,
 };

@@ -59,6 +59,10 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             Some("required") => MarkerMode::Required,
             _ => return Err(p.error("expected `optional` or `required`")),
         }),
+        "memstore" => Command::Memstore(match p.eat_word("off") {
+            true => None,
+            false => Some(byte_count(&mut p)?),
+        }),
         "layout" => Command::Layout(match p.word() {
             Some("packed") => crate::db::Layout::Packed,
             Some("declared") => crate::db::Layout::Declared,
@@ -177,6 +181,26 @@ fn parse_get(p: &mut Parser<'_>) -> PResult<Command> {
     }
     let at = at.unwrap_or(At::Now { ahead_us: 0 });
     Ok(Command::Get { path, at, table, from })
+}
+
+/// A byte count: a whole number, then `KiB` or `MiB` if not bytes; more than 0.
+fn byte_count(p: &mut Parser<'_>) -> PResult<usize> {
+    let start = p.pos();
+    let n = p.unsigned()?;
+    let shift = if p.eat("KiB") {
+        10
+    } else if p.eat("MiB") {
+        20
+    } else {
+        0
+    };
+    let bytes = n.checked_mul(1 << shift).and_then(|b| usize::try_from(b).ok());
+    match bytes {
+        Some(b) if b > 0 => Ok(b),
+        _ => Err(
+            p.error_at(start, "expected a byte count above 0 (`64KiB`, `1MiB`, `4096`) or `off`")
+        ),
+    }
 }
 
 /// A `table=` value: a table's name, or `<name>/<i>`, its tablet i (from 0, in hash order).

@@ -192,7 +192,12 @@ pub fn run_script_in(
             Ok(Some(command)) => {
                 let mut printed = String::new();
                 let mut error = None;
-                if let Err(e) = runner.execute(&command, &mut printed) {
+                let result = runner.execute(&command, &mut printed);
+                for flush in runner.node.take_memory_flushes() {
+                    printed.push_str(&format_memory_flush(None, &flush));
+                    printed.push('\n');
+                }
+                if let Err(e) = result {
                     writeln!(printed, "error: {e}").expect("write to String");
                     outcome.failed_commands += 1;
                     error = Some(e.kind_name());
@@ -263,6 +268,7 @@ impl Runner {
             Command::Header(_) => {} // a group of one: `is_replicated` refused the others
             Command::Markers(mode) => self.markers = *mode,
             Command::Layout(layout) => self.node.set_layout(*layout),
+            Command::Memstore(limit) => self.node.set_memstore_limit(*limit),
             Command::Write { write, ht, .. } => {
                 node.write_at(*ht, std::slice::from_ref(write), self.markers)?
             }
@@ -272,10 +278,7 @@ impl Runner {
             }
             Command::Get { path, at, table, .. } => {
                 let ht = read_time(node, *at);
-                let doc = match table {
-                    None => node.get(path, ht)?,
-                    Some(table) => node.get_in_table(table, path, ht)?,
-                };
+                let doc = node.get_in(table.as_deref(), path, ht)?;
                 line(out, format_get(path, ht, doc.as_ref()))
             }
             Command::Dump { style, .. } => dump(node, *style, out)?,
@@ -374,6 +377,26 @@ fn with_table(id: &TabletId, line: String) -> String {
         TabletId::Docs => line,
         TabletId::Table(..) => format!("{line} {id}"),
     }
+}
+
+/// A memory flush's line: `memstore: flushed [node=<i> ]<tablet> (oldest write @<T>)`,
+/// the node named in a replicated group.
+pub fn format_memory_flush(node: Option<u64>, flush: &crate::node::MemoryFlush) -> String {
+    let chosen = flush.held.iter().find(|(id, ..)| *id == flush.tablet).map(|(_, m, _)| m);
+    let oldest = chosen.and_then(|m| m.oldest_write);
+    memory_flush_line(node, &flush.tablet, oldest)
+}
+
+/// [`format_memory_flush`]'s line of node `node` flushing `tablet` whose oldest write was
+/// at `oldest`.
+pub fn memory_flush_line(
+    node: Option<u64>,
+    tablet: &TabletId,
+    oldest: Option<HybridTime>,
+) -> String {
+    let node = node.map_or(String::new(), |id| format!("node={id} "));
+    let oldest = oldest.map_or("none".into(), |ht| format!("@{ht}"));
+    format!("memstore: flushed {node}{tablet} (oldest write {oldest})")
 }
 
 /// A `files` line for SST file `index` (oldest first) of a tablet: its entry count and

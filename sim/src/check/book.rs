@@ -110,8 +110,8 @@ impl Book {
     pub fn acked(&mut self, tablet: TabletId, op: OpId, ht: HybridTime, writes: bool) {
         let book = self.tablets.entry(tablet).or_default();
         assert!(op > book.applied, "op ids grow: {op} after {}", book.applied);
-        if writes {
-            book.unflushed.push(op);
+        if writes && op > book.flushed {
+            book.unflushed.push(op); // (a memory flush may have taken it before its ack)
         }
         book.applied = op;
         book.applied_ht = ht;
@@ -121,10 +121,23 @@ impl Book {
     pub fn flushed(&mut self, only: Option<&TabletId>) {
         let tablets = self.tablets.iter_mut().filter(|(id, _)| only.is_none_or(|o| o == *id));
         for (_, book) in tablets {
-            book.flushed = book.applied;
-            book.flushed_ht = book.applied_ht;
+            if book.applied > book.flushed {
+                book.flushed = book.applied;
+                book.flushed_ht = book.applied_ht;
+            }
             book.unflushed.clear();
         }
+    }
+
+    /// The memstore limit flushed `tablet` when its last entry applied was `op` at `ht`
+    /// (the run's account of what was applied: an entry may be flushed before its ack).
+    pub fn flushed_to(&mut self, tablet: &TabletId, op: OpId, ht: HybridTime) {
+        let book = self.tablets.entry(tablet.clone()).or_default();
+        if op > book.flushed {
+            book.flushed = op;
+            book.flushed_ht = ht;
+        }
+        book.unflushed.retain(|o| *o > op);
     }
 
     /// After log GC ran on `tablet` with the book's frontier, the segments of `files` (its

@@ -12,6 +12,10 @@
 //!   above its cutoff are read there again: a compaction changes no such read.
 //! - **GC completeness** (`gc_complete.rs`): after every full compaction, the replica's
 //!   dump holds nothing at or below the cutoff that no read can need.
+//! - **Memory flushes** (`memstore.rs`): each flush the memstore limit makes takes the
+//!   tablet holding the oldest write by the run's own account, and no tablet keeps more
+//!   log than the limit allows; routing (`misrouted`): every statement reaches the tablet
+//!   the model's own partitioning gives it.
 //! - **Durability** (`book.rs`, a group of one): every field of every restart report, and
 //!   log GC's leftovers, from what the run did and the disk's fault ledger.
 //!
@@ -21,6 +25,7 @@
 mod book;
 pub(crate) mod gc_complete;
 mod log_files;
+mod memstore;
 pub mod model;
 
 pub use book::{Book, Cut, InDoubt, LogFiles};
@@ -86,6 +91,11 @@ pub struct Recheck {
 pub struct Checker {
     pub models: Models,
     pub book: Book,
+    /// What each node's memtables hold, by the run's own account (`memstore.rs`).
+    memstore: memstore::Account,
+    /// The last entry each replica applied that moves the flushed frontier (a write or a
+    /// metadata change), and its time.
+    last_applied: BTreeMap<(TabletId, u64), (OpId, HybridTime)>,
     /// A group of one: the book's exact durability rules apply.
     alone: bool,
     markers: Markers,
@@ -119,6 +129,8 @@ impl Checker {
         Checker {
             models: Models::default(),
             book: Book::default(),
+            memstore: memstore::Account::default(),
+            last_applied: BTreeMap::new(),
             alone: replicas == 1,
             markers: Markers::Optional,
             cutoffs: BTreeMap::new(),
@@ -188,13 +200,20 @@ impl Checker {
         rechecks: &mut Vec<Recheck>,
     ) -> Result<(), Found> {
         match event {
-            Event::Applied { tablet, node, op_id, .. } => {
+            Event::Applied { tablet, node, op_id, ht, writes } => {
+                if let Some(ht) = ht.filter(|_| writes) {
+                    self.memstore.applied(node, &tablet, op_id.index, ht);
+                }
+                if let Some(ht) = ht {
+                    self.last_applied.insert((tablet.clone(), node), (op_id, ht));
+                }
                 self.models.applied(&tablet, node, op_id.index);
                 let committed = &cluster.history(&tablet).expect("a group").applied;
                 let fed = self.models.feed(&tablet, committed);
                 fed.map_err(|(kind, want, got)| Found::new(kind, want, got))
             }
             Event::Installed { tablet, node, op_id } => {
+                self.memstore.unknowable(node, [tablet.clone()]);
                 self.models.installed(&tablet, node, op_id.index);
                 let highest = self.highest.get(&tablet).copied().unwrap_or(HybridTime::MIN);
                 self.cutoffs.insert((tablet, node), (HybridTime::MIN, highest));
@@ -229,6 +248,7 @@ impl Checker {
             Event::Scan { parts, request, read_ht } => {
                 self.scan(op.expect("a client's scan"), &parts, &request, read_ht)
             }
+            Event::MemoryFlushed { node, flush } => self.memory_flushed(node, &flush, cluster),
             Event::Crashed { .. } | Event::Restarted { .. } | Event::Compacted { .. } => {
                 self.node_event(event, op, cluster, rechecks)
             }
@@ -557,8 +577,15 @@ impl Checker {
     ) -> Result<(), Found> {
         let _ = op;
         match event {
-            Event::Crashed { .. } => Ok(()),
+            Event::Crashed { node, .. } => {
+                self.memstore.crashed(node);
+                Ok(())
+            }
             Event::Restarted { node, result } => {
+                // What bootstrap replayed into the memtables: unknown to the account.
+                let replayed = result.as_deref().unwrap_or_default().iter();
+                let replayed = replayed.filter(|(_, r)| r.replayed > 0).map(|(t, _)| t.clone());
+                self.memstore.unknowable(node, replayed.collect::<Vec<_>>());
                 // What a replica applied before the power went is gone past its frontier
                 // and replay: it stands where bootstrap left it (its schema too).
                 for (tablet, report) in result.as_deref().unwrap_or_default() {
@@ -594,6 +621,61 @@ impl Checker {
     }
 
     /// A flush or compaction of `node` ended (done, or cut after it was durable).
+    /// The memstore limit flushed `flush.tablet` of `node`: the tablet the account says
+    /// holds the oldest write; the book's frontier moves (a group of one) and log GC
+    /// followed it; no tablet of the node keeps more log than the limit, two segments
+    /// (the one its frontier falls in, the active one) and one more for entries the
+    /// memstore does not count (schema changes) allow.
+    fn memory_flushed(
+        &mut self,
+        node: u64,
+        flush: &docsim_engine::MemoryFlush,
+        cluster: &Cluster,
+    ) -> Result<(), Found> {
+        let running: Vec<(TabletId, u64)> =
+            flush.held.iter().map(|(t, _, upto)| (t.clone(), *upto)).collect();
+        let choice = self.memstore.choice(node, &running);
+        let printed_node = (!self.alone).then_some(node);
+        let upto = |t: &TabletId| running.iter().find(|(r, _)| r == t).map_or(0, |(_, u)| *u);
+        let line = |t: &TabletId| {
+            let oldest = self.memstore.oldest(node, t, upto(t));
+            docsim_engine::script::memory_flush_line(printed_node, t, oldest)
+        };
+        if let Ok(want) = &choice {
+            if want.as_ref() != Some(&flush.tablet) {
+                let want =
+                    want.as_ref().map_or(vec!["(no memory flush)".into()], |t| vec![line(t)]);
+                let got = docsim_engine::script::format_memory_flush(printed_node, flush);
+                return Err(Found::new(FailureKind::MemoryFlush, want, vec![got]));
+            }
+        }
+        self.memstore.flushed_upto(node, &flush.tablet, upto(&flush.tablet));
+        let applied = self.last_applied.get(&(flush.tablet.clone(), node)).copied();
+        if let (true, Some((op, ht))) = (self.alone, applied) {
+            self.book.flushed_to(&flush.tablet, op, ht);
+            self.check_log_gc(cluster, std::slice::from_ref(&flush.tablet))?;
+        }
+        self.retained_log_bound(cluster, node)
+    }
+
+    /// No tablet of `node` keeps more log than its memstore limit allows (see
+    /// [`Checker::memory_flushed`]).
+    fn retained_log_bound(&self, cluster: &Cluster, node: u64) -> Result<(), Found> {
+        let Some(limit) = cluster.memstore_limit() else { return Ok(()) };
+        let bound = limit + 3 * cluster.segment_bytes();
+        let Ok(logs) = cluster.slot(node).node.log_segments() else { return Ok(()) };
+        for (tablet, segments) in logs {
+            let retained: usize = segments.iter().map(|s| s.bytes).sum();
+            if retained > bound {
+                let want = vec![format!("{tablet} keeps at most {bound} bytes of log")];
+                let got =
+                    vec![format!("{tablet} keeps {retained} bytes in {} segments", segments.len())];
+                return Err(Found::new(FailureKind::MemoryFlush, want, got));
+            }
+        }
+        Ok(())
+    }
+
     fn compacted(
         &mut self,
         node: u64,
@@ -614,6 +696,7 @@ impl Checker {
             Some((tablet, ..)) => vec![tablet.clone()],
             None => cluster.slot(node).node.tablet_ids(),
         };
+        tablets.iter().for_each(|t| self.memstore.flushed(node, Some(t)));
         if self.alone {
             let only = request.run.as_ref().map(|(t, ..)| t);
             self.book.flushed(only);

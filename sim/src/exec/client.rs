@@ -39,6 +39,12 @@ impl Cluster {
         let counted =
             error.as_ref().filter(|e| !self.replicated() || matches!(e, CommandError::Check(_)));
         self.last_error_counted = counted.is_some();
+        if !self.replicated() {
+            // A group of one prints the memory flushes its command's writes made (after
+            // what they applied); a replicated group notes them as they happen.
+            let _ = self.collect();
+            printed.append(&mut self.memory_lines);
+        }
         if let Some(e) = &error {
             printed.push(format!("error: {e}"));
         }
@@ -473,6 +479,13 @@ impl Cluster {
             }
             Command::Layout(layout) => {
                 self.layout = *layout;
+                None
+            }
+            Command::Memstore(limit) => {
+                self.memstore_limit = *limit;
+                for id in self.ids().collect::<Vec<_>>() {
+                    self.slot(id).node.set_memstore_limit(*limit);
+                }
                 None
             }
             Command::Table(statement) => self.create_table(statement).err(),

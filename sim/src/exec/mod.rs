@@ -123,13 +123,16 @@ pub enum Event {
         read_ht: HybridTime,
     },
     /// An entry a replica applied (live or replayed).
-    Applied { tablet: TabletId, node: u64, op_id: OpId, ht: Option<HybridTime> },
+    /// `writes`: it wrote data into the memtable (not a metadata change).
+    Applied { tablet: TabletId, node: u64, op_id: OpId, ht: Option<HybridTime>, writes: bool },
     /// A snapshot a replica installed.
     Installed { tablet: TabletId, node: u64, op_id: OpId },
     /// A node's power went off: an armed cut that fired (at its point) or a `crash`.
     Crashed { node: u64, fired: bool },
     /// A node restarted (or failed to).
     Restarted { node: u64, result: Result<Vec<(TabletId, RestartReport)>, Error> },
+    /// The server-wide memstore limit flushed a tablet of `node`.
+    MemoryFlushed { node: u64, flush: docsim_engine::MemoryFlush },
     /// A node's flush (`cutoff`: `None`) or compaction ended: done, or cut by the power
     /// (after it was durable), or refused.
     Compacted { node: u64, request: Compaction, result: Result<(), Error> },
@@ -198,6 +201,10 @@ pub struct Cluster {
     catalog: Vec<(TabletId, Schema)>,
     markers: MarkerMode,
     layout: Layout,
+    /// Every node's server-wide memstore limit (`memstore`).
+    memstore_limit: Option<usize>,
+    /// A group of one's memory flush lines, printed with the command that made them.
+    memory_lines: Vec<String>,
     histories: BTreeMap<TabletId, History>,
     pending: Vec<Pending>,
     events: Vec<Event>,
@@ -240,6 +247,8 @@ impl Cluster {
             catalog: Vec::new(),
             markers: MarkerMode::Optional,
             layout,
+            memstore_limit: None,
+            memory_lines: Vec::new(),
             histories: BTreeMap::new(),
             pending: Vec::new(),
             events: Vec::new(),
@@ -341,6 +350,7 @@ impl Cluster {
             segment_bytes: self.setup.segment_bytes,
             plants: self.setup.plants,
             storage: StorageConfig { layout: self.layout, ..self.setup.storage[i] },
+            memstore_limit_bytes: self.memstore_limit,
             timing: Timing {
                 election_tick: self.setup.election_ticks.get(i).copied().unwrap_or(10),
                 heartbeat_tick: 3,
@@ -351,6 +361,18 @@ impl Cluster {
                 quiet_us: LEASE_US + 4 * max_skew_us + 2 * world::TICK.as_micros() as u64,
             },
         }
+    }
+
+    /// Node `id`'s memory flushes since the last call, as events, and as the lines that
+    /// print them.
+    pub(super) fn memory_flushes(&mut self, id: u64) -> Vec<String> {
+        let flushes = self.slot(id).node.take_memory_flushes();
+        let node = self.replicated().then_some(id);
+        let lines = flushes.iter().map(|f| docsim_engine::script::format_memory_flush(node, f));
+        let lines = lines.collect();
+        self.events
+            .extend(flushes.into_iter().map(|flush| Event::MemoryFlushed { node: id, flush }));
+        lines
     }
 
     /// Every node started: the group's, and the spare once a membership change added it.
@@ -384,6 +406,16 @@ impl Cluster {
         let mut ids: Vec<TabletId> = self.catalog.iter().map(|(id, _)| id.clone()).collect();
         ids.sort_by_key(|id| *id != TabletId::Docs);
         ids
+    }
+
+    /// The Raft log segment size of every node.
+    pub fn segment_bytes(&self) -> usize {
+        self.setup.segment_bytes
+    }
+
+    /// Every node's server-wide memstore limit (`memstore`), if any.
+    pub fn memstore_limit(&self) -> Option<usize> {
+        self.memstore_limit
     }
 
     /// The catalog's tablets `name` names (`t`: every tablet of table t, in hash order;
@@ -508,7 +540,13 @@ impl Cluster {
             for (tablet, a) in applied {
                 let history = self.histories.entry(tablet.clone()).or_default();
                 history.applied(id, a.op_id, a.ht)?;
-                self.events.push(Event::Applied { tablet, node: id, op_id: a.op_id, ht: a.ht });
+                let (op_id, ht, writes) = (a.op_id, a.ht, a.writes);
+                self.events.push(Event::Applied { tablet, node: id, op_id, ht, writes });
+            }
+            let lines = self.memory_flushes(id);
+            match self.replicated() {
+                true => lines.into_iter().for_each(|line| self.note(line)),
+                false => self.memory_lines.extend(lines), // printed with the command
             }
             let refused = self.slot(id).refused.first().cloned();
             if let Some(e) = refused {
@@ -666,7 +704,8 @@ impl Cluster {
         for (tablet, a) in applied {
             let history = self.histories.entry(tablet.clone()).or_default();
             history.applied(id, a.op_id, a.ht)?;
-            self.events.push(Event::Applied { tablet, node: id, op_id: a.op_id, ht: a.ht });
+            let (op_id, ht, writes) = (a.op_id, a.ht, a.writes);
+            self.events.push(Event::Applied { tablet, node: id, op_id, ht, writes });
         }
         Ok(())
     }
@@ -677,6 +716,7 @@ impl Cluster {
 /// (`nodes 1,3: `).
 pub fn read_prefix(replicated: bool, nodes: &[u64]) -> String {
     let mut nodes = nodes.to_vec();
+    nodes.sort_unstable();
     nodes.dedup();
     match (replicated, nodes.as_slice()) {
         (false, _) => String::new(),

@@ -18,6 +18,16 @@ pub fn swarm_rate(rng: &mut ChaCha8Rng, lo: u32, hi: u32) -> u32 {
     rng.random_range(base..2 * base)
 }
 
+/// The server-wide memstore limit of every node a seed draws (its own stream): none for
+/// half the seeds, else 4 KiB to 64 KiB, small enough that the limit, not the schedule,
+/// flushes most tablets of a busy run.
+pub fn memstore_limit(mut rng: ChaCha8Rng) -> Option<usize> {
+    match rng.random_range(0..2) {
+        0 => None,
+        _ => Some([4, 8, 16, 64][rng.random_range(0..4)] << 10),
+    }
+}
+
 /// How often the run flushes and compacts (each node on its own draws), and how far a
 /// compaction's history cutoff lags behind now.
 pub struct Schedule {
