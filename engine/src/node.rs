@@ -133,6 +133,9 @@ pub struct Node {
 pub struct MemoryFlush {
     pub tablet: TabletId,
     pub held: Vec<(TabletId, crate::db::Memstore, u64)>,
+    /// Whether the log rolled over and log GC ran after the flush (a disk fault or a
+    /// power cut armed after a flush stops them: the tablet or the node is down).
+    pub log_gc: bool,
 }
 
 impl Node {
@@ -497,9 +500,11 @@ impl Node {
             crate::probe::hit("node.memory_flush");
             let replica = self.replica_mut(&tablet).map_err(|e| (tablet.clone(), e))?;
             replica.flush().map_err(|e| (tablet.clone(), e))?;
-            self.memory_flushes.push(MemoryFlush { tablet: tablet.clone(), held });
             let rolled = self.replica_mut(&tablet).and_then(Replica::roll_log);
-            rolled.and_then(|()| self.gc_logs(Some(&tablet))).map_err(|e| (tablet, e))?;
+            let log_gc = rolled.and_then(|()| self.gc_logs(Some(&tablet)));
+            let flush = MemoryFlush { tablet: tablet.clone(), held, log_gc: log_gc.is_ok() };
+            self.memory_flushes.push(flush);
+            log_gc.map_err(|e| (tablet, e))?;
         }
     }
 

@@ -73,11 +73,16 @@ pub fn plan_row(
     // The newest row tombstone older than the packed row: it hides what is older.
     let floor = entries[at..].iter().find(|e| is_root(e) && !packed(e)).map(|e| e.doc_ht);
     let above_floor = |e: &DocEntry| floor.is_none_or(|f| e.doc_ht > f);
-    for older in entries[at + 1..].iter().filter(|e| is_root(e) && packed(e) && above_floor(e)) {
-        if !holds_all_of(older, (version, row), packings)? {
-            return Ok(None);
-        }
+    // An older packed row of a newer schema (a repack of it before this row was written)
+    // cannot be folded into this one; it is hidden all the same unless it holds a column
+    // written after this row, so the row can still go if it expired whole.
+    let older = entries[at + 1..].iter().filter(|e| is_root(e) && packed(e) && above_floor(e));
+    let holds = older.map(|e| holds_all_of(e, (version, row), packings));
+    let holds = holds.collect::<Result<Vec<Holds>, DecodeError>>()?;
+    if holds.contains(&Holds::Later) {
+        return Ok(None);
     }
+    let newer_schema = holds.contains(&Holds::NewerSchema);
     let mut folded: BTreeSet<usize> = entries
         .iter()
         .enumerate()
@@ -110,7 +115,7 @@ pub fn plan_row(
         folded.extend(hidden_liveness(entries, row.doc_ht, cutoff_ht));
         return Ok(Some(RowRepack { packed_row: at, value: None, folded }));
     }
-    if !unfolded.is_empty() {
+    if !unfolded.is_empty() || newer_schema {
         return Ok(None); // it cannot be repacked
     }
     let body = newest.body_of_slots(&slots);
@@ -183,18 +188,33 @@ fn body_of(row: &DocEntry) -> &Vec<u8> {
     }
 }
 
-/// Whether the newest packed row (`row`, of schema `version`) holds everything the older
-/// packed row `older` could show: it is of an older or the same schema version, and none
-/// of its columns was folded in later than `row` was written. Writes out of time order
-/// (a script's) can break that; such a row is left as it is.
+/// What the newest packed row at or below the cutoff holds of an older packed row.
+#[derive(Debug, PartialEq, Eq)]
+enum Holds {
+    /// Everything it could show: it can be folded in.
+    All,
+    /// It is of a newer schema (a repack of it before the newest row was written): it
+    /// cannot be folded in, but the newest row hides all of it.
+    NewerSchema,
+    /// A column folded into it later than the newest row was written, which the newest
+    /// row does not hide (writes out of time order, a script's): the row is left alone.
+    Later,
+}
+
+/// What the newest packed row (`row`, of schema `version`) holds of the older packed row
+/// `older` ([`Holds`]).
 fn holds_all_of(
     older: &DocEntry,
     (version, row): (u32, &DocEntry),
     packings: &Packings,
-) -> Result<bool, DecodeError> {
+) -> Result<Holds, DecodeError> {
     let (older_version, slots) = unpack(body_of(older), 0, |v| packings.get(v))?;
     let later = |s: &Slot| s.written.is_some_and(|w| w > row.doc_ht);
-    Ok(older_version <= version && !slots.iter().any(|(_, s)| later(s)))
+    Ok(match (slots.iter().any(|(_, s)| later(s)), older_version <= version) {
+        (true, _) => Holds::Later,
+        (false, false) => Holds::NewerSchema,
+        (false, true) => Holds::All,
+    })
 }
 
 /// The indexes of column `id`'s versions at or below the cutoff, newest first (planted:
