@@ -316,8 +316,14 @@ impl Node {
     /// Handle tablet `id`'s replica's `Ready`s; the envelopes it sends.
     pub fn process(&mut self, id: &TabletId) -> Result<Vec<Envelope>> {
         let sent = self.replica_mut(id)?.process()?;
-        self.limit_memstore().map_err(|(_, e)| e)?;
-        Ok(sent)
+        // What the replica persisted stands whatever the memory flush after it does: a
+        // flush, log roll or GC that fails takes its tablet down, as a failed flush does;
+        // a power cut armed after a flush that fires there takes the node down (the
+        // caller hears of it, as from any write).
+        match self.limit_memstore() {
+            Err((_, crashed @ Error::Crashed(_))) => Err(crashed),
+            _ => Ok(sent),
+        }
     }
 
     /// Serve the read `request` at `read_ht` from tablet `id`'s replica.
