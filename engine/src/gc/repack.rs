@@ -77,12 +77,9 @@ pub fn plan_row(
     // cannot be folded into this one; it is hidden all the same unless it holds a column
     // written after this row, so the row can still go if it expired whole.
     let older = entries[at + 1..].iter().filter(|e| is_root(e) && packed(e) && above_floor(e));
-    let holds = older.map(|e| holds_all_of(e, (version, row), packings));
-    let holds = holds.collect::<Result<Vec<Holds>, DecodeError>>()?;
-    if holds.contains(&Holds::Later) {
+    let Some(newer_schema) = older_rows(older, (version, row), packings)? else {
         return Ok(None);
-    }
-    let newer_schema = holds.contains(&Holds::NewerSchema);
+    };
     let mut folded: BTreeSet<usize> = entries
         .iter()
         .enumerate()
@@ -116,7 +113,10 @@ pub fn plan_row(
         return Ok(Some(RowRepack { packed_row: at, value: None, folded }));
     }
     if !unfolded.is_empty() || newer_schema {
-        return Ok(None); // it cannot be repacked
+        // It cannot be repacked; if it expired on its own, it can still go.
+        let alone =
+            !keeps_expired && expired_alone(entries, (at, &old_slots), cutoff_ht, table_ttl_ms);
+        return Ok(alone.then(|| drop_hidden(entries, at, packings, cutoff_ht)));
     }
     let body = newest.body_of_slots(&slots);
     if folded.is_empty() && body == *body_of(row) {
@@ -170,6 +170,53 @@ fn expired_whole(
     ran_out(row.value.ttl, row_ht) && slots.iter().all(column_ran_out)
 }
 
+/// The row `entries[at]` goes with what it hid (older versions of the row and of its
+/// columns); the entries written after it stand on their own.
+fn drop_hidden(
+    entries: &[DocEntry],
+    at: usize,
+    packings: &Packings,
+    cutoff: HybridTime,
+) -> RowRepack {
+    let row = &entries[at];
+    let hidden = |(i, e): &(usize, &DocEntry)| {
+        *i == at || (e.doc_ht < row.doc_ht && e.doc_ht.ht <= cutoff && !e.table_key)
+    };
+    let mut gone: BTreeSet<usize> =
+        entries.iter().enumerate().filter(hidden).map(|(i, _)| i).collect();
+    gone.extend(dropped_columns(entries, packings, cutoff));
+    RowRepack { packed_row: at, value: None, folded: gone }
+}
+
+/// Whether the packed row `entries[at]` reads as nothing at the cutoff on its own (its
+/// liveness and its own columns ran out: [`expired_whole`] of its own slots) and every
+/// entry of the row written after it either carries a TTL of its own or was written after
+/// the row ran out, so that none inherits the row's TTL (`expiry.rs`): dropping the row
+/// then changes no read. Columns written after it that could not be folded in (a value
+/// without a TTL under a row with one) would otherwise keep an expired row forever
+/// (torture: seed 60755, three replicas, entities).
+fn expired_alone(
+    entries: &[DocEntry],
+    (at, own): (usize, &[(u32, Slot)]),
+    cutoff_ht: HybridTime,
+    table_ttl_ms: Option<u64>,
+) -> bool {
+    let row = &entries[at];
+    let own: Vec<Slot> = own.iter().map(|(_, slot)| slot.clone()).collect();
+    if !expired_whole((row, &own), cutoff_ht, table_ttl_ms) {
+        return false;
+    }
+    let exp = match row.value.ttl {
+        Ttl::Inherit => None,
+        explicit => Some((row.doc_ht.ht, explicit)),
+    };
+    let Some(last) = crate::expiry::expires_at(exp, row.doc_ht.ht, table_ttl_ms) else {
+        return false; // never expires (not reached: it expired above)
+    };
+    let independent = |e: &DocEntry| e.value.ttl != Ttl::Inherit || e.doc_ht.ht > last;
+    entries.iter().filter(|e| e.doc_ht > row.doc_ht).all(independent)
+}
+
 /// A column's slot in the new packed row: its `visible` version at or below the cutoff if
 /// newer than its slot `in_row` (folded in; `None` if it cannot be), else that slot.
 fn new_slot(visible: Option<&DocEntry>, in_row: Option<Slot>, row: &DocEntry) -> Option<Slot> {
@@ -186,6 +233,19 @@ fn body_of(row: &DocEntry) -> &Vec<u8> {
         ValueKind::PackedRow(body) => body,
         _ => unreachable!("a packed row"),
     }
+}
+
+/// Whether an `older` packed row is of a newer schema than the newest one (`row`, of
+/// schema `version`); `None` when one holds a column written after `row` (the row is left
+/// alone).
+fn older_rows<'a>(
+    older: impl Iterator<Item = &'a DocEntry>,
+    (version, row): (u32, &DocEntry),
+    packings: &Packings,
+) -> Result<Option<bool>, DecodeError> {
+    let holds = older.map(|e| holds_all_of(e, (version, row), packings));
+    let holds = holds.collect::<Result<Vec<Holds>, DecodeError>>()?;
+    Ok((!holds.contains(&Holds::Later)).then(|| holds.contains(&Holds::NewerSchema)))
 }
 
 /// What the newest packed row at or below the cutoff holds of an older packed row.

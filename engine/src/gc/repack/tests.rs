@@ -133,6 +133,27 @@ fn an_expired_row_goes_even_over_an_older_packed_row_of_a_newer_schema() {
     assert_eq!(plan.folded, BTreeSet::from([0, 1]));
 }
 
+/// A row that cannot be repacked (a column without a TTL under a row with one cannot be
+/// folded in) still goes when it expired on its own and what was written after it ran
+/// out inherits nothing from it; what it hid goes with it. Before, it stayed for good
+/// (torture: seed 60755, three replicas, entities).
+#[test]
+fn an_expired_row_goes_beside_columns_written_after_it_ran_out() {
+    let plan = |entries: &[DocEntry]| {
+        plan_row(entries, (HybridTime::new(9000, 0), None), &packings(), Plants::NONE)
+            .expect("decodes")
+    };
+    let entries = vec![
+        packed(2000, Ttl::Ms(1), 0, &[Some(int(1)), None]), // expired at 3000
+        packed(1000, Ttl::Inherit, 0, &[Some(int(0)), None]), // hidden by it
+        column(10, 5000, Value { ttl: Ttl::Never, ..int(7) }), // folds, never expires
+        column(11, 5000, int(3)),                           // cannot fold: no TTL
+        column(11, 1500, int(5)),                           // hidden by the row
+    ];
+    let gone = plan(&entries).expect("the row goes");
+    assert_eq!((gone.packed_row, gone.value, gone.folded), (0, None, BTreeSet::from([0, 1, 4])));
+}
+
 /// An older packed row whose columns were all folded in before the newest row was written
 /// goes; one holding a column folded in after the newest row (writes out of time order)
 /// leaves the row alone rather than lose that column.
