@@ -102,15 +102,10 @@ impl Part {
         start as u16..=end as u16
     }
 
-    /// The tablet of a table of `count` tablets that owns `hash`.
+    /// The tablet of a table of `count` tablets that owns `hash`: the one whose range
+    /// holds it (a table has at most a few hundred).
     pub fn owning(count: u16, hash: u16) -> Part {
-        // The largest i with i * 65536 / count <= hash: an estimate, then the bounds'
-        // own test (the partition's start and end, not a second formula, decide).
-        let estimate = (u32::from(hash) * u32::from(count)) >> 16;
-        let part = |index: u32| Part { index: index as u16, count };
-        let found = (estimate.saturating_sub(1)..u32::from(count).min(estimate + 2))
-            .map(part)
-            .find(|p| p.hash_range().contains(&hash));
+        let found = Part::all(count).find(|p| p.hash_range().contains(&hash));
         found.expect("the hash ranges of a table cover 0..=0xffff")
     }
 }

@@ -493,14 +493,13 @@ impl Node {
             return Ok(());
         };
         loop {
-            let held: Vec<(TabletId, crate::db::Memstore, u64)> = self
-                .replicas()
-                .filter(|(_, r)| !r.is_down())
-                .map(|(id, r)| (id.clone(), r.memstore(), r.status().applied))
-                .collect();
-            if held.iter().map(|(_, m, _)| m.bytes).sum::<usize>() <= limit {
+            // Every write and message of the node comes here: only the sum, until it is over.
+            let running = || self.replicas.iter().filter(|(_, r)| !r.is_down());
+            if running().map(|(_, r)| r.memstore().bytes).sum::<usize>() <= limit {
                 return Ok(());
             }
+            let held: Vec<(TabletId, crate::db::Memstore, u64)> =
+                running().map(|(id, r)| (id.clone(), r.memstore(), r.status().applied)).collect();
             let newest = self.options.plants.contains(crate::canary::Plant::MemstoreFlushesNewest);
             let Some(tablet) = memory_flush_choice(&held, newest) else { return Ok(()) };
             crate::probe::hit("node.memory_flush");
@@ -587,10 +586,10 @@ fn election_delay(id: &TabletId, node: u64, voters: &[u64]) -> usize {
     // As many ticks as the nodes' own election timeouts differ (the simulator draws 10 to
     // 19).
     const NOT_PREFERRED_TICKS: usize = 10;
-    let name = tablet_dir(&match id {
-        TabletId::Table(name, _) => TabletId::table(name),
-        TabletId::Docs => TabletId::Docs,
-    });
+    let name = match id {
+        TabletId::Table(name, _) => format!("table-{name}"), // the table's, every tablet
+        TabletId::Docs => "docs".to_owned(),
+    };
     let hash = name
         .bytes()
         .fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3));

@@ -164,14 +164,14 @@ impl Node {
         statement: &Statement,
     ) -> Result<cql::Outcome> {
         let tablets = self.tablets_of(statement.table())?;
-        let table = self.catalog[&tablets[0]].cql().expect("a table's tablet").clone();
+        let table = self.catalog[&tablets[0]].cql().expect("a table's tablet");
+        let targets = super::route::statement(&tablets, table, statement, self.options.plants);
         let request = Request::Cql(statement.clone());
         // A statement of the whole table goes to every tablet in hash order: a SELECT
         // reads each at one time and their rows follow each other in hash order.
         let mut rows = Vec::new();
         let ht = ht.or_else(|| request.is_read().then(|| self.now_ht(0)));
-        let plants = self.options.plants;
-        for id in super::route::statement(&tablets, &table, statement, plants) {
+        for id in targets {
             match request.is_read() {
                 true => match self.alone_read(&id, &request, ht.expect("set above"))? {
                     Reply::Rows(read) => rows.extend(read),

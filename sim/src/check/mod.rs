@@ -369,7 +369,8 @@ impl Checker {
         let got = crate::exec::merged_reply(parts.iter().map(|(.., r)| r.clone()));
         let first_node = parts.first().map_or(1, |(_, node, _)| *node);
         let mut in_order = Vec::new();
-        for tablet in self.models.tablets_of(parts.first().and_then(|p| p.0.table_name())) {
+        let table = parts.first().and_then(|(t, ..)| t.table_name()).unwrap_or_default();
+        for tablet in self.models.tablets_of(table) {
             let want = match wants.remove(&tablet) {
                 Some(want) => want,
                 None => self.models.read(&tablet, first_node, op, read_ht),

@@ -70,8 +70,8 @@ impl Models {
     }
 
     /// The tablets of table `name` the models hold, in hash order.
-    pub fn tablets_of(&self, name: Option<&str>) -> Vec<TabletId> {
-        let of = |id: &&TabletId| name.is_some() && id.table_name() == name;
+    pub fn tablets_of(&self, name: &str) -> Vec<TabletId> {
+        let of = |id: &&TabletId| id.table_name() == Some(name);
         self.tables.keys().filter(of).cloned().collect()
     }
 

@@ -148,7 +148,7 @@ impl Cluster {
         }
         if let [tablet] = client.tablets.as_slice() {
             return match self.target(tablet, &client.route) {
-                Ok(node) => self.write(client.clone(), node, command, printed).await,
+                Ok(node) => self.write(client, node, command, printed).await,
                 Err(e) => (command.to_string(), Some(e)),
             };
         }

@@ -45,7 +45,7 @@ pub(super) async fn simulate(
         Err(e) => panic!("the cluster does not start: {e}"),
     };
     let mut driver = Driver::new(config, cluster, nemesis, sinks);
-    driver.layout().await;
+    driver.settings().await;
     let generated = given.is_none();
     match given {
         Some(steps) => driver.replay(steps).await,
@@ -156,9 +156,10 @@ impl Driver {
     }
 
     /// The generated run.
-    /// The row layout of the run's tables (`--config`): in the script, not a step of the
-    /// trace (so that the layouts' traces compare line by line, `metamorphic.rs`).
-    async fn layout(&mut self) {
+    /// The row layout of the run's tables (`--config`) and the nodes' memstore limit: in
+    /// the script, not steps of the trace (so that the layouts' traces compare line by
+    /// line, `metamorphic.rs`).
+    async fn settings(&mut self) {
         if self.config.storage.layout != Layout::Declared {
             self.cluster.step(Command::Layout(self.config.storage.layout)).await;
             self.trace_seen = self.cluster.trace_lines().len();
