@@ -93,6 +93,11 @@ pub enum Plant {
     /// The server-wide memstore limit flushes the tablet whose memtable holds the newest
     /// write instead of the oldest: the log of the tablet written least keeps growing.
     MemstoreFlushesNewest,
+    /// YugabyteDB's older range-component file filter (`QLRangeBasedFileFilter::Filter`,
+    /// `docdb/doc_ql_filefilter.cc` before the fix): each bound of a scan is compared with
+    /// the file's bounds under the *other* bound's inclusivity, so `c >= 20 AND c < 30`
+    /// skips a file whose largest `c` is 20, and its rows vanish from the scan.
+    YbPruneSwappedInclusivity,
     /// A full compaction keeps the tombstones at or below its cutoff that it should drop:
     /// no read can tell, only the simulator's check of what a compaction must remove
     /// (`sim/src/gc_complete.rs`).
@@ -142,7 +147,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 37] = [
+    pub const ALL: [Plant; 38] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -169,6 +174,7 @@ impl Plant {
         Plant::BloomPrefixOneLong,
         Plant::RouteFirstHashColumn,
         Plant::MemstoreFlushesNewest,
+        Plant::YbPruneSwappedInclusivity,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -268,6 +274,7 @@ impl Plant {
             Plant::BloomPrefixOneLong => "bloom-prefix-one-long",
             Plant::RouteFirstHashColumn => "route-first-hash-column",
             Plant::MemstoreFlushesNewest => "memstore-flushes-newest",
+            Plant::YbPruneSwappedInclusivity => "yb-prune-swapped-inclusivity",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

@@ -38,6 +38,7 @@ mod kept_iter;
 mod metadata;
 mod options;
 mod packed;
+mod range_bounds;
 mod scan;
 pub use frontier::Memstore;
 use gc_filter::{filter_result, GcState, RepackPlan};
@@ -47,7 +48,9 @@ use metadata::{decode_frontier, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
 use options::{open_with_retry, options};
 pub use options::{Layout, Rocks, StorageConfig};
 pub(crate) use packed::PackedCells;
+pub use range_bounds::{compare_components, CmpOp, RangeCondition};
 pub(crate) use scan::DocRead;
+pub use scan::ReadStats;
 
 /// The flushed frontier as stored: the op id and hybrid time of the last entry whose data
 /// is durable, and the history cutoff persisted with the data.
@@ -88,6 +91,14 @@ pub struct DocDb {
     unflushed: Mutex<frontier::Unflushed>,
     /// The scans' iterator, kept until the database changes (`db/kept_iter.rs`).
     scan_iter: kept_iter::KeptIter,
+    /// Scans with conditions on range components skip SST files by their bounds
+    /// (`db/range_bounds.rs`), counted here.
+    pruning: bool,
+    pruned: Arc<range_bounds::PruneCounts>,
+    /// The options the database was opened with: their statistics, if kept, count its
+    /// reads.
+    opts: rocksdb::Options,
+    statistics: bool,
 }
 
 /// One row's stored entries, for the repacking plan: their keys, the entries (entity rows
@@ -143,6 +154,10 @@ impl DocDb {
             entity_rows: false,
             unflushed: Mutex::new(frontier::Unflushed::new(storage.memtable_mib << 20)),
             scan_iter: kept_iter::KeptIter::default(),
+            pruning: storage.pruning,
+            pruned: Arc::default(),
+            opts,
+            statistics: storage.statistics,
         })
     }
 

@@ -9,8 +9,12 @@
 //! never sees entities at all: RocksDB's default `FilterV3` keeps every entity without
 //! asking (`compaction_filter.h`). So the shim also has a `FilterV3` filter factory whose
 //! filters ask Rust ([`EntityFilter`], [`set_filter_factory`]) about plain values and
-//! entities alike. (The third storage layout of issue 16, packed rows as entities, is to
-//! be built on these; it is not yet.)
+//! entities alike. The same shim writes and reads table properties for Rust (`props.rs`):
+//! a collector run for every SST file and an iterator's table filter reading it back.
+
+mod props;
+
+pub use props::{add_property_collector, KeepFile, MakeCollector, PropertyCollector};
 
 use librocksdb_sys as ffi;
 use rocksdb::AsRawPtr;
@@ -188,14 +192,27 @@ impl<'a> Iter<'a> {
     /// An iterator over `db`, below `upper_bound` if given, in total order (ignoring the
     /// prefix extractor's bloom filters) if `total_order`.
     pub fn new(db: &'a rocksdb::DB, upper_bound: Option<Vec<u8>>, total_order: bool) -> Iter<'a> {
-        Iter::with(db, upper_bound, total_order, true)
+        Iter::with(db, upper_bound, total_order, true, None)
+    }
+
+    /// [`Iter::new`] reading only the files `keep` accepts, given each file's
+    /// user-collected `property` (`props.rs`; RocksDB's `ReadOptions::table_filter`).
+    /// Memtables are always read.
+    pub fn filtered(
+        db: &'a rocksdb::DB,
+        (upper_bound, total_order): (Option<Vec<u8>>, bool),
+        property: &'static CStr,
+        keep: KeepFile,
+    ) -> Iter<'a> {
+        let filter = props::TableFilter { property, keep };
+        Iter::with(db, upper_bound, total_order, true, Some(filter))
     }
 
     /// An iterator over all of `db` in total order that does not fill the block cache: a
     /// walk of a whole tablet (a dump, a compaction's planning) leaves the server's hot
     /// set in place (`ReadOptions::fill_cache(false)`, as YugabyteDB's full scans).
     pub fn walk(db: &'a rocksdb::DB) -> Iter<'a> {
-        Iter::with(db, None, true, false)
+        Iter::with(db, None, true, false, None)
     }
 
     fn with(
@@ -203,6 +220,7 @@ impl<'a> Iter<'a> {
         upper_bound: Option<Vec<u8>>,
         total_order: bool,
         fill_cache: bool,
+        filter: Option<props::TableFilter>,
     ) -> Iter<'a> {
         let upper_bound = upper_bound.map(Vec::into_boxed_slice);
         // SAFETY: the options are created here and destroyed in `drop` after the iterator;
@@ -216,6 +234,9 @@ impl<'a> Iter<'a> {
             }
             ffi::rocksdb_readoptions_set_total_order_seek(options, u8::from(total_order));
             ffi::rocksdb_readoptions_set_fill_cache(options, u8::from(fill_cache));
+            if let Some(filter) = filter {
+                props::set_table_filter(options, filter);
+            }
             let raw = ffi::rocksdb_create_iterator(db.as_raw_ptr(), options);
             Iter { raw, options, _upper_bound: upper_bound, _db: std::marker::PhantomData }
         }

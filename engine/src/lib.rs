@@ -150,7 +150,7 @@ mod tablet;
 mod write_batch;
 
 pub use crash::CrashPoint;
-pub use db::{DocDb, Entry, Frontier, Layout, Memstore, Rocks, StorageConfig};
+pub use db::{DocDb, Entry, Frontier, Layout, Memstore, ReadStats, Rocks, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{

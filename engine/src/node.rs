@@ -456,6 +456,12 @@ impl Node {
         self.replicas().map(|(id, r)| Ok((id.clone(), r.files()?))).collect()
     }
 
+    /// What each running replica's reads skipped and read since it opened.
+    pub fn read_stats(&self) -> Result<Vec<(TabletId, crate::db::ReadStats)>> {
+        self.check_on()?;
+        self.replicas().map(|(id, r)| Ok((id.clone(), r.read_stats()?))).collect()
+    }
+
     /// One tick of every replica; the envelopes each sends, by tablet. A replica whose
     /// tick fails stops (see [`Replica::process`]); its error is returned with the others.
     pub fn tick(&mut self, now_us: u64) -> Output {

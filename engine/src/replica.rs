@@ -602,6 +602,12 @@ impl Replica {
         Ok(self.tablet.files())
     }
 
+    /// What the tablet's reads skipped and read since it opened.
+    pub fn read_stats(&self) -> Result<crate::db::ReadStats> {
+        self.check_powered()?;
+        Ok(self.tablet.read_stats())
+    }
+
     /// Every stored entry with its raw key and value bytes.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
         self.check_powered()?;

@@ -349,6 +349,11 @@ impl Tablet {
         self.db.files()
     }
 
+    /// What the tablet's reads skipped and read since it opened.
+    pub fn read_stats(&self) -> crate::db::ReadStats {
+        self.db.read_stats()
+    }
+
     /// Every stored entry with its raw key and value bytes.
     pub fn dump(&self) -> Result<Vec<RawEntry>> {
         self.db.dump()

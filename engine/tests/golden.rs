@@ -166,3 +166,39 @@ fn cql_scripts_read_alike_split_into_tablets() {
     assert!(split_reads >= 8, "the scripts must restart split tables: {split_reads}");
     assert!(failures.is_empty(), "{} scripts differ:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// Every CQL golden script prints the same lines without range pruning and without bloom
+/// filters as with both: the optimisations skip files, never rows. Only `stats` lines
+/// (what was skipped) may differ, and the failures of their `expect`s.
+#[test]
+fn cql_scripts_read_alike_without_pruning_or_bloom() {
+    let mut found = Vec::new();
+    for dir in ["src/cql", "src/node", "src/tablet", "src/db"] {
+        scripts(&Path::new(env!("CARGO_MANIFEST_DIR")).join(dir), false, &mut found);
+    }
+    assert!(found.len() >= 14, "expected the CQL goldens, found {}", found.len());
+    let lines = |out: &str| -> Vec<String> {
+        // A `stats` line, or its `expect` failing.
+        out.lines().filter(|l| !l.contains("stats: ")).map(str::to_owned).collect()
+    };
+    let default = docsim_engine::StorageConfig::default();
+    let variants = [
+        ("no-pruning", docsim_engine::StorageConfig { pruning: false, ..default }),
+        ("no-bloom", docsim_engine::StorageConfig { bloom_filter: false, ..default }),
+    ];
+    let (mut failures, mut pruned) = (Vec::new(), 0);
+    for script in &found {
+        let with = run_in(script, default, "optimised");
+        pruned +=
+            with.lines().filter(|l| l.starts_with("stats:") && !l.contains(" pruned=0 ")).count();
+        for (name, storage) in variants {
+            let out = run_in(script, storage, name);
+            if lines(&with) != lines(&out) {
+                failures
+                    .push(format!("{}:\n--- default\n{with}--- {name}\n{out}", script.display()));
+            }
+        }
+    }
+    assert!(pruned >= 3, "the scripts must prune files: {pruned} stats lines show pruning");
+    assert!(failures.is_empty(), "{} scripts differ:\n{}", failures.len(), failures.join("\n"));
+}

@@ -45,7 +45,8 @@ pub fn run_script(text: &str, plants: Plants, storage: StorageConfig) -> ScriptR
         })
         .unwrap_or(Header { replicas: 1, seed: 0, loss_percent: 0, max_skew_us: 0 });
     let mut setup = Setup::scripted(header, plants, SEGMENT_BYTES);
-    setup.storage = vec![storage; header.replicas + 1];
+    // RocksDB statistics for `stats` (torture runs keep none).
+    setup.storage = vec![StorageConfig { statistics: true, ..storage }; header.replicas + 1];
     let mut runtime =
         madsim::runtime::Runtime::with_seed_and_config(header.seed, madsim::Config::default());
     runtime.set_allow_system_thread(true);

@@ -23,39 +23,7 @@ pub enum Literal {
     List(Vec<Literal>),
 }
 
-/// A comparison in a `WHERE` clause.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CmpOp {
-    Eq,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl CmpOp {
-    /// The operator as written.
-    pub fn symbol(self) -> &'static str {
-        match self {
-            CmpOp::Eq => "=",
-            CmpOp::Lt => "<",
-            CmpOp::Le => "<=",
-            CmpOp::Gt => ">",
-            CmpOp::Ge => ">=",
-        }
-    }
-
-    /// Whether a key that compares to the condition's value as `order` satisfies it.
-    pub fn holds(self, order: std::cmp::Ordering) -> bool {
-        match self {
-            CmpOp::Eq => order.is_eq(),
-            CmpOp::Lt => order.is_lt(),
-            CmpOp::Le => order.is_le(),
-            CmpOp::Gt => order.is_gt(),
-            CmpOp::Ge => order.is_ge(),
-        }
-    }
-}
+pub use crate::db::CmpOp;
 
 /// `<column> <op> <value>` in a `WHERE` clause.
 #[derive(Clone, Debug, PartialEq)]

@@ -3,7 +3,7 @@
 use super::ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
 use super::json::parse_json;
 use super::schema::{ColumnKind, CqlTable, CqlType};
-use crate::db::DocDb;
+use crate::db::{compare_components, DocDb, RangeCondition};
 use crate::db::{DocRead, PackedCells};
 use crate::doc_write::{expand, DocWrite, WriteKind};
 use crate::document::Document;
@@ -610,11 +610,14 @@ fn select(
         Some(names) => names.iter().map(|n| column(table, n)).collect::<Result<_>>()?,
     };
     let (hash, ranges) = selection(table, conditions)?;
+    let pruning: Vec<RangeCondition> = ranges
+        .iter()
+        .map(|(index, op, value)| RangeCondition { index: *index, op: *op, value: value.clone() })
+        .collect();
     let mut out = Vec::new();
-    for (doc, row) in read_rows(table, db, hash.as_ref(), ht)? {
-        let in_range = ranges.iter().all(|(i, op, v)| {
-            op.holds(KeyEntry::asc(doc.range[*i].value.clone()).cmp(&KeyEntry::asc(v.clone())))
-        });
+    for (doc, row) in read_rows(table, db, hash.as_ref(), (ht, &pruning))? {
+        let in_range =
+            ranges.iter().all(|(i, op, v)| op.holds(compare_components(&doc.range[*i].value, v)));
         if in_range && row_exists(table, &row) {
             out.push(project_row(table, &projected, &doc, &row));
         }
@@ -624,12 +627,14 @@ fn select(
 
 /// Every row whose key starts with `key` (a hash key and leading clustering components),
 /// in clustering order, read at `ht`; with no key, every row of the tablet, in hash order
-/// (a table's rows are hash-partitioned keys: they start with the hash's type byte).
+/// (a table's rows are hash-partitioned keys: they start with the hash's type byte). The
+/// scan may skip SST files no row meeting `conditions` has an entry in, so rows that do
+/// not meet them may come back incomplete: the caller drops them.
 fn read_rows(
     table: &CqlTable,
     db: &DocDb,
     key: Option<&DocKey>,
-    ht: HybridTime,
+    (ht, conditions): (HybridTime, &[RangeCondition]),
 ) -> Result<Vec<(DocKey, RowRead)>> {
     db.check_read_time(ht)?;
     let prefix = match key {
@@ -642,7 +647,7 @@ fn read_rows(
     };
     let mut rows = Vec::new();
     let read = db.read_config(ht, table.default_ttl_ms);
-    for (doc, scanned) in db.scan_documents(&prefix, &read)? {
+    for (doc, scanned) in db.scan_documents(&prefix, &read, conditions)? {
         match scanned {
             DocRead::Packed(cells) => rows.push((doc, RowRead::Packed(cells))),
             DocRead::Entries(entries) => {

@@ -4,9 +4,11 @@
 
 use super::gc_filter::{new_gc_filter, GcEntityFilter, GcState};
 use super::metadata::META_PREFIX;
+use super::range_bounds::{self, BoundsCollector};
 use super::OPEN_CLOSE;
 use crate::canary::{Plant, Plants};
 use crate::encoding::{bloom_prefix_len, planted_bloom_prefix_len};
+use crate::entity::{add_property_collector, MakeCollector, PropertyCollector};
 use crate::error::Result;
 use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
 use std::path::Path;
@@ -31,6 +33,13 @@ pub struct StorageConfig {
     pub memtable_mib: usize,
     /// The node's block cache, in KiB, shared by its tablets ([`Rocks`]).
     pub block_cache_kib: usize,
+    /// Scans with conditions on clustering columns skip the SST files whose range
+    /// bounds cannot meet them (`db/range_bounds.rs`); off, files get no bounds either.
+    pub pruning: bool,
+    /// RocksDB keeps statistics (tickers, no timers) for `DocDb::read_stats`. Script runs
+    /// and benches turn them on; torture runs do not: they cost each open RocksDB a
+    /// statistics object that, in the simulator, tripled a run's memory.
+    pub statistics: bool,
     /// Every CQL table split into this many tablets, whatever its `WITH tablets` says
     /// (`None`: as declared). A rule of docsim's metamorphic set: no read or dump line
     /// depends on it.
@@ -60,7 +69,7 @@ impl Default for StorageConfig {
 impl StorageConfig {
     /// The metamorphic set: the default first. RocksDB's own default compression is
     /// snappy when it is built in, as here.
-    pub const SET: [StorageConfig; 11] = [
+    pub const SET: [StorageConfig; 12] = [
         config(32, true, true, DECL, 64),
         config(1, true, true, DECL, 64),
         config(32, false, true, DECL, 64),
@@ -72,6 +81,7 @@ impl StorageConfig {
         StorageConfig { block_cache_kib: 1 << 20, ..config(32, true, true, DECL, 64) },
         StorageConfig { tablets: Some(4), ..config(32, true, true, DECL, 64) },
         StorageConfig { tablets: Some(16), ..config(4, true, true, DECL, 64) },
+        StorageConfig { pruning: false, ..config(4, true, true, DECL, 64) },
     ];
 }
 
@@ -92,6 +102,8 @@ const fn config(
         layout,
         memtable_mib,
         block_cache_kib: 64 << 10,
+        pruning: true,
+        statistics: false,
         tablets: None,
     }
 }
@@ -118,6 +130,9 @@ impl std::fmt::Display for StorageConfig {
             65536 => {}
             kib if kib < 1024 => write!(f, " cache={kib}KiB")?,
             kib => write!(f, " cache={}MiB", kib >> 10)?,
+        }
+        if !self.pruning {
+            f.write_str(" no-pruning")?;
         }
         match self.tablets {
             None => Ok(()),
@@ -231,6 +246,16 @@ pub(super) fn options(
     let make: crate::entity::MakeFilter =
         Box::new(move |_full, _manual| Box::new(GcEntityFilter(new_gc_filter(&gc), false)));
     crate::entity::set_filter_factory(&mut opts, make);
+    // Each SST file's range-component bounds, for pruning (`db/range_bounds.rs`).
+    if storage.pruning {
+        let make: MakeCollector = Box::new(|| Box::new(BoundsCollector::default()));
+        add_property_collector(&mut opts, range_bounds::PROPERTY, make);
+    }
+    // Counts of what reads skipped (`DocDb::read_stats`): tickers only, no timers.
+    if storage.statistics {
+        opts.enable_statistics();
+        opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
+    }
     // No info LOG file: every open would format hundreds of option lines into it. Header
     // lines reach the callback whatever its level, hence the filter; fatal messages still
     // reach stderr, and failures reach the caller as statuses regardless.
@@ -258,6 +283,16 @@ fn in_bloom_domain(key: &[u8]) -> bool {
     key.first() != Some(&META_PREFIX) && bloom_prefix_len(key).is_some()
 }
 
+impl PropertyCollector for BoundsCollector {
+    fn add(&mut self, key: &[u8]) {
+        BoundsCollector::add(self, key);
+    }
+
+    fn finish(&mut self) -> Vec<u8> {
+        BoundsCollector::finish(self)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::StorageConfig;
@@ -279,6 +314,7 @@ mod tests {
             "block=32KiB bloom snappy cache=1024MiB",
             "block=32KiB bloom snappy tablets=4",
             "block=4KiB bloom snappy tablets=16",
+            "block=4KiB bloom snappy no-pruning",
         ];
         assert_eq!(names, expected);
         assert_eq!(StorageConfig::SET[1].block_bytes, 1024);

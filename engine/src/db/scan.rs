@@ -4,6 +4,7 @@
 //! rows read back (`db/packed.rs`).
 
 use super::packed::{self, PackedCells};
+use super::range_bounds::{self, RangeCondition};
 use super::{corrupt_key, decode_doc_entry, with_key, DocDb};
 use crate::document::Document;
 use crate::encoding::{bloom_prefix_len, doc_key_len, DocKey, DocPath, Value, ValueKind};
@@ -12,6 +13,19 @@ use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::reader::{read_subdocument, DocEntry, ReadConfig};
 use crate::shadow::Shadow;
+use rocksdb::statistics::Ticker;
+
+/// What a tablet's reads skipped and read since it opened ([`DocDb::read_stats`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadStats {
+    /// Files a seek's bloom filter kept out (RocksDB's `*_LEVEL_SEEK_FILTERED`) and let
+    /// in (`*_LEVEL_SEEK_FILTER_MATCH`); `None` without statistics.
+    pub bloom: Option<(u64, u64)>,
+    /// Files scans with range conditions skipped by their bounds.
+    pub pruned: u64,
+    /// Files such scans read.
+    pub pruning_read: u64,
+}
 
 impl DocDb {
     /// The entries of `doc_key`'s document that a read at `read_ht` needs, in key order,
@@ -114,20 +128,56 @@ impl DocDb {
 
     /// Every document whose key starts with `prefix` (e.g. one hash key's rows), each with
     /// what a read with `read` needs of it, in key order.
+    /// With `conditions` on range components (and pruning on) the scan reads only the SST
+    /// files whose bounds may meet them, with an iterator of its own (`db/range_bounds.rs`).
     pub(crate) fn scan_documents(
         &self,
         prefix: &[u8],
         read: &ReadConfig,
+        conditions: &[RangeCondition],
     ) -> Result<Vec<(DocKey, DocRead)>> {
         // A prefix holding a whole bloom prefix (a partition's, or more) seeks in prefix
         // mode: the bloom filters skip the files without the partition. Others (a whole
         // table's) seek in total order.
         let prefix_mode = bloom_prefix_len(prefix).is_some_and(|len| len <= prefix.len());
+        if self.pruning && !conditions.is_empty() {
+            let mut it = self.pruning_iterator(prefix_mode, conditions);
+            return self.scan_with(&mut it, prefix, read);
+        }
         // SAFETY: the database closes only in `drop`, which forgets the iterator first.
         let mut taken = unsafe { self.scan_iter.take(self.db(), prefix_mode) };
         let docs = self.scan_with(&mut taken.iter, prefix, read)?;
         self.scan_iter.keep(taken);
         Ok(docs)
+    }
+
+    /// An iterator that reads only the files whose range bounds may meet `conditions`,
+    /// counting the files it skips and reads.
+    fn pruning_iterator(&self, prefix_mode: bool, conditions: &[RangeCondition]) -> Iter<'_> {
+        let (conditions, plants, counts) = (conditions.to_vec(), self.plants, self.pruned.clone());
+        let keep = Box::new(move |property: Option<&[u8]>| {
+            let kept = range_bounds::keep_file(property, &conditions, plants);
+            counts.count(kept);
+            kept
+        });
+        Iter::filtered(self.db(), (None, !prefix_mode), range_bounds::PROPERTY, keep)
+    }
+
+    /// What this tablet's reads skipped and read since it opened: RocksDB's statistics
+    /// for the files a seek's bloom filter kept out and let in (every file is in level 0
+    /// of one, so both the last-level and the other tickers are summed), and docsim's
+    /// count of the files range pruning skipped and read.
+    pub fn read_stats(&self) -> ReadStats {
+        let ticker = |t| self.opts.get_ticker_count(t);
+        let (pruned, pruning_read) = self.pruned.get();
+        let bloom = self.statistics.then(|| {
+            let filtered =
+                ticker(Ticker::LastLevelSeekFiltered) + ticker(Ticker::NonLastLevelSeekFiltered);
+            let passed = ticker(Ticker::LastLevelSeekFilterMatch)
+                + ticker(Ticker::NonLastLevelSeekFilterMatch);
+            (filtered, passed)
+        });
+        ReadStats { bloom, pruned, pruning_read }
     }
 
     /// [`DocDb::scan_documents`] with the iterator `it`.

@@ -21,6 +21,7 @@
 #include "rocksdb/compaction_filter.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "rocksdb/table_properties.h"
 #include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
 
@@ -36,6 +37,9 @@ struct rocksdb_options_t {
 struct rocksdb_iterator_t {
   rocksdb::Iterator* rep;
 };
+struct rocksdb_table_properties_t {
+  rocksdb::TableProperties rep;
+};
 
 // What a compaction filter written in Rust answers through (entity.rs mirrors it).
 struct docsim_filter_callbacks {
@@ -48,6 +52,17 @@ struct docsim_filter_callbacks {
   int (*filter)(void* filter, int level, const char* key, size_t key_len, int entity,
                 size_t n, const char* const* names, const size_t* name_lens,
                 const char* const* values, const size_t* value_lens, void* out);
+};
+
+// What a table-properties collector written in Rust answers through (entity/props.rs
+// mirrors it): one collector per SST file RocksDB builds, shown every user key, and asked
+// for its property's bytes at the end (written through `docsim_property_set`).
+struct docsim_collector_callbacks {
+  void* (*create)(void* factory);
+  void (*destroy)(void* collector);
+  void (*destroy_factory)(void* factory);
+  void (*add)(void* collector, const char* key, size_t key_len);
+  void (*finish)(void* collector, void* out);
 };
 
 // Where a filter's new value or columns go.
@@ -227,6 +242,101 @@ extern "C" {
 void docsim_options_set_filter_factory(rocksdb_options_t* opts,
                                        const docsim_filter_callbacks* cb, void* state) noexcept {
   opts->rep.compaction_filter_factory = std::make_shared<Factory>(*cb, state);
+}
+
+}  // extern "C"
+
+namespace {
+
+// A collector: every user key of the file (puts, deletions, entities alike) to Rust, and
+// one user-collected property `name` from it at the end.
+class Collector : public rocksdb::TablePropertiesCollector {
+ public:
+  Collector(const docsim_collector_callbacks& cb, void* state, const std::string& name)
+      : cb_(cb), state_(state), name_(name) {}
+  Collector(const Collector&) = delete;
+  Collector& operator=(const Collector&) = delete;
+  ~Collector() override { cb_.destroy(state_); }
+
+  rocksdb::Status AddUserKey(const rocksdb::Slice& key, const rocksdb::Slice& /*value*/,
+                             rocksdb::EntryType type, rocksdb::SequenceNumber /*seq*/,
+                             uint64_t /*file_size*/) noexcept override {
+    // A range deletion covers more than its start key: shown as an empty key, which
+    // bounds nothing (docsim writes none; this keeps the property honest if it did).
+    if (type == rocksdb::kEntryRangeDeletion) {
+      cb_.add(state_, "", 0);
+      return rocksdb::Status::OK();
+    }
+    cb_.add(state_, key.data(), key.size());
+    return rocksdb::Status::OK();
+  }
+
+  rocksdb::Status Finish(rocksdb::UserCollectedProperties* properties) noexcept override {
+    std::string value;
+    cb_.finish(state_, &value);
+    (*properties)[name_] = std::move(value);
+    return rocksdb::Status::OK();
+  }
+
+  rocksdb::UserCollectedProperties GetReadableProperties() const override { return {}; }
+
+  const char* Name() const override { return "docsim_collector"; }
+
+ private:
+  docsim_collector_callbacks cb_;
+  void* state_;
+  std::string name_;
+};
+
+class CollectorFactory : public rocksdb::TablePropertiesCollectorFactory {
+ public:
+  CollectorFactory(const docsim_collector_callbacks& cb, void* state, const char* name)
+      : cb_(cb), state_(state), name_(name) {}
+  CollectorFactory(const CollectorFactory&) = delete;
+  CollectorFactory& operator=(const CollectorFactory&) = delete;
+  ~CollectorFactory() override { cb_.destroy_factory(state_); }
+
+  rocksdb::TablePropertiesCollector* CreateTablePropertiesCollector(
+      rocksdb::TablePropertiesCollectorFactory::Context /*context*/) noexcept override {
+    return new Collector(cb_, cb_.create(state_), name_);
+  }
+
+  const char* Name() const override { return "docsim_collector_factory"; }
+
+ private:
+  docsim_collector_callbacks cb_;
+  void* state_;
+  std::string name_;
+};
+
+}  // namespace
+
+extern "C" {
+
+// Add a table-properties collector factory whose collectors answer through `cb` and
+// write the user-collected property `name` (copied).
+void docsim_options_add_collector(rocksdb_options_t* opts, const docsim_collector_callbacks* cb,
+                                  void* state, const char* name) noexcept {
+  opts->rep.table_properties_collector_factories.emplace_back(
+      std::make_shared<CollectorFactory>(*cb, state, name));
+}
+
+// The collector's property value (copied).
+void docsim_property_set(void* out, const char* value, size_t len) noexcept {
+  static_cast<std::string*>(out)->assign(value, len);
+}
+
+// The user-collected property `name` of a file's table properties: its bytes (valid while
+// `props` is), or null when the file has none.
+const char* docsim_table_property(const rocksdb_table_properties_t* props, const char* name,
+                                  size_t* len) noexcept {
+  const auto& user = props->rep.user_collected_properties;
+  auto found = user.find(name);
+  if (found == user.end()) {
+    return nullptr;
+  }
+  *len = found->second.size();
+  return found->second.data();
 }
 
 }  // extern "C"

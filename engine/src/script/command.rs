@@ -137,6 +137,10 @@ pub enum Command {
     Files {
         node: Option<u64>,
     },
+    /// `stats` (docsim extension): one line per tablet, what its reads skipped and read.
+    Stats {
+        node: Option<u64>,
+    },
     /// `crash [torn[=<k>]]` (power loss now), or `crash at <point> [torn[=<k>]]` (docsim
     /// extension: at that point of the next write, or after the next flush).
     Crash {
@@ -253,6 +257,7 @@ impl Command {
             | Command::Flush { node }
             | Command::Compact { node, .. }
             | Command::Files { node }
+            | Command::Stats { node }
             | Command::Crash { node, .. }
             | Command::Disarm { node }
             | Command::Fault { node, .. }
@@ -462,6 +467,7 @@ impl fmt::Display for Command {
             | Command::Flush { .. }
             | Command::Compact { .. }
             | Command::Files { .. }
+            | Command::Stats { .. }
             | Command::Crash { .. }
             | Command::Disarm { .. }
             | Command::Fault { .. }
@@ -521,6 +527,10 @@ fn write_node_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Res
         }
         Command::Files { node } => {
             f.write_str("files")?;
+            write_node(f, node)
+        }
+        Command::Stats { node } => {
+            f.write_str("stats")?;
             write_node(f, node)
         }
         Command::Crash { at, tear, node } => {

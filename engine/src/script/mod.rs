@@ -33,6 +33,6 @@ pub use command::{
 pub use parse::{parse_line, strip_comment};
 pub use run::{
     dump, error_kind_names, format_entry, format_file, format_get, format_memory_flush,
-    format_restart, format_restart_full, format_segment, memory_flush_line, run_script,
-    run_script_in, CommandError, Last, Runner, ScriptOutcome,
+    format_restart, format_restart_full, format_segment, format_stats, memory_flush_line,
+    run_script, run_script_in, CommandError, Last, Runner, ScriptOutcome,
 };

@@ -89,6 +89,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "dump" => parse_dump(&mut p)?,
         "flush" => Command::Flush { node: node_option(&mut p)? },
         "files" => Command::Files { node: node_option(&mut p)? },
+        "stats" => Command::Stats { node: node_option(&mut p)? },
         "log" => Command::Log { node: node_option(&mut p)? },
         "restart" => Command::Restart { node: node_option(&mut p)? },
         "disarm" => Command::Disarm { node: node_option(&mut p)? },

@@ -233,7 +233,7 @@ impl Runner {
     pub fn in_storage(dir: &Path, plants: Plants, storage: StorageConfig) -> Runner {
         let disk = SimDisk::new(0, FaultConfig::default());
         let options = NodeOptions {
-            storage,
+            storage: StorageConfig { statistics: true, ..storage }, // for `stats`
             ..NodeOptions::alone(disk, SCRIPT_SEGMENT_BYTES, plants, false)
         };
         // Only an in-memory node allocates anything (its RocksDB environment) when made; a
@@ -290,11 +290,7 @@ impl Runner {
                 let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
                 node.compact(*cutoff, kind)?
             }
-            Command::Files { .. } => {
-                for (id, files) in node.files()? {
-                    files.iter().enumerate().for_each(|(i, f)| line(out, format_file(&id, i, f)));
-                }
-            }
+            Command::Files { .. } | Command::Stats { .. } => listing(node, command, out)?,
             Command::Expect(_) => {} // checked by the script loop
             Command::Crash { at: None, tear: k, .. } => node.crash(tear(*k)),
             Command::Crash { at: Some(point), tear: k, .. } => node.arm_crash(*point, tear(*k))?,
@@ -323,6 +319,26 @@ impl Runner {
         }
         Ok(())
     }
+}
+
+/// `files` and `stats`: one line per SST file of each tablet, or per tablet.
+fn listing(node: &Node, command: &Command, out: &mut String) -> Result<(), CommandError> {
+    let mut lines = Vec::new();
+    match command {
+        Command::Stats { .. } => {
+            lines.extend(node.read_stats()?.iter().map(|(id, s)| format_stats(id, s)))
+        }
+        _ => {
+            for (id, files) in node.files()? {
+                lines.extend(files.iter().enumerate().map(|(i, f)| format_file(&id, i, f)));
+            }
+        }
+    }
+    lines.iter().for_each(|l| {
+        out.push_str(l);
+        out.push('\n');
+    });
+    Ok(())
 }
 
 /// `crash ... torn=k` keeps each file's unsynced tail up to its `k`-th sector boundary.
@@ -408,6 +424,24 @@ pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String
     };
     let (smallest, largest) = (format_raw_key(&file.smallest), format_raw_key(&file.largest));
     format!("files: {tablet}{index} entries={} {smallest} .. {largest}", file.entries)
+}
+
+/// `stats: [<tablet> ]bloom_filtered=<n> bloom_passed=<n> pruned=<n> pruning_read=<n>`
+/// (`-` for the bloom counts without RocksDB statistics).
+pub fn format_stats(id: &TabletId, stats: &crate::ReadStats) -> String {
+    let tablet = match id {
+        TabletId::Docs => String::new(),
+        TabletId::Table(..) => format!("{id} "),
+    };
+    let crate::ReadStats { bloom, pruned, pruning_read } = stats;
+    let (bloom_filtered, bloom_passed) = match bloom {
+        Some((filtered, passed)) => (filtered.to_string(), passed.to_string()),
+        None => ("-".into(), "-".into()),
+    };
+    format!(
+        "stats: {tablet}bloom_filtered={bloom_filtered} bloom_passed={bloom_passed} \
+         pruned={pruned} pruning_read={pruning_read}"
+    )
 }
 
 /// A stored key in notation (`<path> @<T>`), or, for the engine's own metadata (the

@@ -26,6 +26,8 @@ const LINES: &[&str] = &[
     "dump raw",
     "flush",
     "files",
+    "stats",
+    "stats node=2",
     "compact cutoff=T10",
     "compact minor cutoff=T10",
     "compact minor files=0..2 cutoff=T10",

@@ -65,6 +65,11 @@ impl Cluster {
                 }
                 Ok(())
             }),
+            Command::Stats { node } => self.existing(node.unwrap_or(1)).and_then(|id| {
+                let stats = self.slot(id).node.read_stats().map_err(CommandError::Node)?;
+                printed.extend(stats.iter().map(|(tablet, s)| script::format_stats(tablet, s)));
+                Ok(())
+            }),
             Command::Log { node } => self.existing(node.unwrap_or(1)).and_then(|id| {
                 let segments = self.slot(id).node.log_segments().map_err(CommandError::Node)?;
                 for (tablet, segments) in segments {
