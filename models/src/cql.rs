@@ -272,10 +272,11 @@ pub enum CqlOp {
         key: Vec<Scalar>,
         columns: Vec<String>,
     },
-    /// `hash` empty: no hash key, every row in hash order.
+    /// `hash` empty: no hash key, every row in hash order. `range`: conditions on the
+    /// first clustering column, all of which a row must meet (none: every row).
     Select {
         hash: Vec<Scalar>,
-        range: Option<(Cmp, Scalar)>,
+        range: Vec<(Cmp, Scalar)>,
         columns: Option<Vec<String>>,
     },
     /// `ALTER TABLE`.
@@ -389,7 +390,7 @@ impl Model {
             CqlOp::Alter(_) => unreachable!("applied above"),
             CqlOp::Select { hash, range, columns } => {
                 return self
-                    .select(time, schema, hash, range.clone(), columns.as_deref())
+                    .select(time, schema, hash, range, columns.as_deref())
                     .map(CqlResult::Rows);
             }
         }
@@ -402,7 +403,7 @@ impl Model {
         time: Time,
         schema: &Schema,
         hash: &[Scalar],
-        range: Option<(Cmp, Scalar)>,
+        range: &[(Cmp, Scalar)],
         columns: Option<&[String]>,
     ) -> Result<Vec<Vec<(String, Cell)>>, ModelError> {
         if time < self.cutoff() {
@@ -423,10 +424,8 @@ impl Model {
         let names = columns.map_or(all, <[String]>::to_vec);
         let mut rows = Vec::new();
         for doc in docs {
-            if let Some((cmp, value)) = &range {
-                if !compare(&doc.range[0].scalar, *cmp, value) {
-                    continue;
-                }
+            if !range.iter().all(|(cmp, value)| compare(&doc.range[0].scalar, *cmp, value)) {
+                continue;
             }
             let Some(Doc::Object(row)) = self.read(&doc, &[], time)? else { continue };
             if !exists(schema, &row) {
@@ -614,7 +613,8 @@ fn clustering_cmp(a: &[Key], b: &[Key]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-fn compare(have: &Scalar, cmp: Cmp, want: &Scalar) -> bool {
+/// Whether `have` meets `<cmp> want` in CQL's order of the column's type.
+pub fn compare(have: &Scalar, cmp: Cmp, want: &Scalar) -> bool {
     let ord = value_cmp(have, want);
     match cmp {
         Cmp::Eq => ord.is_eq(),

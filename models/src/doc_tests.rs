@@ -195,9 +195,13 @@ fn cql_double_clustering_keys_order_numerically() {
             })
             .collect::<Vec<f64>>()
     };
-    assert_eq!(select(&mut m, None), [f64::NEG_INFINITY, -1.5, -0.0, 0.5, 2.0]);
-    let below_zero = Some((Cmp::Lt, Scalar::Double(0.0f64.to_bits())));
+    assert_eq!(select(&mut m, vec![]), [f64::NEG_INFINITY, -1.5, -0.0, 0.5, 2.0]);
+    let double = |v: f64| Scalar::Double(v.to_bits());
+    let below_zero = vec![(Cmp::Lt, double(0.0))];
     assert_eq!(select(&mut m, below_zero), [f64::NEG_INFINITY, -1.5, -0.0]);
+    // Every condition holds: an exclusive lower and an inclusive upper bound.
+    let between = vec![(Cmp::Gt, double(-1.5)), (Cmp::Le, double(0.5))];
+    assert_eq!(select(&mut m, between), [-0.0, 0.5]);
 }
 
 #[test]
@@ -232,7 +236,7 @@ fn cql_row_existence() {
         m.cql(
             t(3),
             &mut schema.clone(),
-            &CqlOp::Select { hash: key(name), range: None, columns: None },
+            &CqlOp::Select { hash: key(name), range: vec![], columns: None },
         )
         .unwrap()
     };
@@ -295,7 +299,8 @@ fn cql_list_appends_keep_write_order() {
     m.cql(t(1000) + 2, &mut schema, &append(&[4, 5])).unwrap();
     let read_only = schema.clone();
     let select = |m: &mut Model| {
-        let op = CqlOp::Select { hash: key.clone(), range: None, columns: Some(vec!["l".into()]) };
+        let op =
+            CqlOp::Select { hash: key.clone(), range: vec![], columns: Some(vec!["l".into()]) };
         m.cql(t(2000), &mut read_only.clone(), &op).unwrap()
     };
     let ints = |items: &[i32]| items.iter().map(|&i| Scalar::Int32(i)).collect();
@@ -395,7 +400,7 @@ fn cql_schema_changes_hide_dropped_columns_and_never_reuse_ids() {
         [("a", 10), ("b", 12)]
     );
     let select = |m: &mut Model, k: i32| {
-        let op = CqlOp::Select { hash: key(k), range: None, columns: None };
+        let op = CqlOp::Select { hash: key(k), range: vec![], columns: None };
         m.cql(t(4), &mut schema.clone(), &op).unwrap()
     };
     let null_row = vec![

@@ -233,7 +233,7 @@ pub fn statement(s: &Schema, op: &CqlOp) -> Statement {
         CqlOp::Select { hash, range, columns } => {
             let mut conditions: Vec<Condition> =
                 s.hash.iter().zip(hash).map(|(n, v)| equal(n.clone(), v)).collect();
-            if let Some((cmp, v)) = range {
+            for (cmp, v) in range {
                 let op = match cmp {
                     Cmp::Eq => CmpOp::Eq,
                     Cmp::Lt => CmpOp::Lt,

@@ -440,10 +440,7 @@ impl Workload {
                     true => Vec::new(),
                     false => key[..s.hash.len()].to_vec(),
                 };
-                let range = (!s.range.is_empty() && rng.random_bool(0.4)).then(|| {
-                    let cmp = [Cmp::Eq, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.random_range(0..5)];
-                    (cmp, key[s.hash.len()].clone())
-                });
+                let range = self.range_conditions(rng, &spec, &key[s.hash.len()..]);
                 let columns = rng.random_bool(0.3).then(|| {
                     let mut cols: Vec<String> = s.regular.iter().map(|r| r.name.clone()).collect();
                     cols.truncate(rng.random_range(1..=cols.len()));
@@ -456,6 +453,37 @@ impl Workload {
             self.remember(now, ttl_s.map(|s| s * 1000));
         }
         Op::Cql { ht, table: s.name.clone(), op }
+    }
+
+    /// A SELECT's conditions on the first clustering column, if the table has one: none
+    /// (three in five), one comparison with a key's value, or a range between two key
+    /// values with either bound inclusive or not (`c >= a AND c < b`: what range pruning
+    /// decides files by, `db/range_bounds.rs`).
+    fn range_conditions(
+        &self,
+        rng: &mut ChaCha8Rng,
+        spec: &CqlTableSpec,
+        range_key: &[Scalar],
+    ) -> Vec<(Cmp, Scalar)> {
+        let Some(first) = range_key.first() else { return Vec::new() };
+        match rng.random_range(0..5) {
+            0 => {
+                let cmp = [Cmp::Eq, Cmp::Lt, Cmp::Le, Cmp::Gt, Cmp::Ge][rng.random_range(0..5)];
+                vec![(cmp, first.clone())]
+            }
+            1 => {
+                let ty = column_type(spec, &spec.schema.range[0].0);
+                let other = key_scalar(ty, self.key_index(rng) as usize);
+                let lower = if rng.random_bool(0.5) { Cmp::Ge } else { Cmp::Gt };
+                let upper = if rng.random_bool(0.5) { Cmp::Le } else { Cmp::Lt };
+                let (low, high) = match docsim_models::cql::compare(first, Cmp::Le, &other) {
+                    true => (first.clone(), other),
+                    false => (other, first.clone()),
+                };
+                vec![(lower, low), (upper, high)]
+            }
+            _ => Vec::new(),
+        }
     }
 
     fn cql_key(&self, rng: &mut ChaCha8Rng, spec: &CqlTableSpec) -> Vec<Scalar> {

@@ -164,17 +164,19 @@ fn cql_variants(op: &CqlOp) -> Vec<CqlOp> {
 
 fn select_variants(
     hash: &[Scalar],
-    range: &Option<(Cmp, Scalar)>,
+    range: &[(Cmp, Scalar)],
     columns: &Option<Vec<String>>,
 ) -> Vec<CqlOp> {
-    let select = |range: &Option<_>, columns: Option<Vec<String>>| CqlOp::Select {
+    let select = |range: &[(Cmp, Scalar)], columns: Option<Vec<String>>| CqlOp::Select {
         hash: hash.to_vec(),
-        range: range.clone(),
+        range: range.to_vec(),
         columns,
     };
     let mut out = Vec::new();
-    if range.is_some() {
-        out.push(select(&None, columns.clone()));
+    if range.len() > 1 {
+        out.extend((0..range.len()).map(|i| select(&without(range, i), columns.clone())));
+    } else if !range.is_empty() {
+        out.push(select(&[], columns.clone()));
     }
     if let Some(cols) = columns {
         if cols.len() > 1 {

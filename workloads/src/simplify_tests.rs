@@ -197,22 +197,26 @@ fn deletes_lose_a_column() {
 #[test]
 fn a_select_loses_its_range_a_column_or_its_column_list() {
     let hash = vec![s("u0")];
-    let select = |range: Option<(Cmp, Scalar)>, columns: Option<&[&str]>| CqlOp::Select {
+    let select = |range: Vec<(Cmp, Scalar)>, columns: Option<&[&str]>| CqlOp::Select {
         hash: hash.clone(),
         range,
         columns: columns.map(|c| c.iter().map(|c| c.to_string()).collect()),
     };
-    let range = Some((Cmp::Le, Scalar::Int32(2)));
+    let range = vec![(Cmp::Le, Scalar::Int32(2))];
     let got = cql_variants_of(select(range.clone(), Some(&["a", "b"])));
     let want = vec![
-        select(None, Some(&["a", "b"])),
+        select(vec![], Some(&["a", "b"])),
         select(range.clone(), Some(&["b"])),
         select(range.clone(), Some(&["a"])),
         select(range.clone(), None),
     ];
     assert_eq!(got, want);
-    assert_eq!(cql_variants_of(select(None, Some(&["a"]))), vec![select(None, None)]);
-    assert_eq!(cql_variants_of(select(None, None)), vec![]);
+    assert_eq!(cql_variants_of(select(vec![], Some(&["a"]))), vec![select(vec![], None)]);
+    assert_eq!(cql_variants_of(select(vec![], None)), vec![]);
+    // A range of two conditions loses one of them at a time.
+    let (low, high) = ((Cmp::Gt, Scalar::Int32(1)), (Cmp::Lt, Scalar::Int32(5)));
+    let got = cql_variants_of(select(vec![low.clone(), high.clone()], None));
+    assert_eq!(got, vec![select(vec![high], None), select(vec![low], None)]);
 }
 
 #[test]
