@@ -12,6 +12,7 @@
 
 pub mod bloom;
 pub mod cache;
+pub mod prune;
 
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};

@@ -167,7 +167,9 @@ enum Command {
         /// a restart replaying `--entries` log entries; `--rounds` times) or `ttl` (entries
         /// stored under TTL workloads over `--hours` simulated hours, by GC rules) or
         /// `cache` (a hot set's block-cache hit rate during large scans; `--rounds` scans)
-        /// or `bloom` (SST files a point read looks into; `--rows` rows in 16 files).
+        /// or `bloom` (SST files a point read looks into; `--rows` rows in 16 files) or
+        /// `prune` (a time-series range query over 16 files written in time order;
+        /// `--rounds` rounds).
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -325,6 +327,7 @@ fn main() -> ExitCode {
                 "ttl" => bench_ttl(hours),
                 "cache" => bench_cache(rounds),
                 "bloom" => bench_bloom(rows),
+                "prune" => bench_prune(rounds),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -750,6 +753,44 @@ fn bench_bloom(rows: usize) -> ExitCode {
                 return ExitCode::FAILURE;
             }
         }
+    }
+    ExitCode::SUCCESS
+}
+
+fn bench_prune(rounds: usize) -> ExitCode {
+    let scratch = match bench_scratch() {
+        Ok(dir) => dir,
+        Err(code) => return code,
+    };
+    let (rows, queries, files) = (1_000, 400, docsim::bench::prune::FILES);
+    println!(
+        "{queries} range queries (host = ? AND ts > ? AND ts < ?, half a file wide) over \
+         {files} SST files written in time order, {rows} rows per host per file; medians \
+         of {rounds} rounds, per query:"
+    );
+    let runs = match docsim::bench::prune::bench_prune(rows, (queries, rounds), scratch.path()) {
+        Ok(runs) => runs,
+        Err(e) => {
+            eprintln!("docsim: bench failed: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let header = ("", "rows", "files read", "blocks read", "µs", "vs pruning");
+    println!(
+        "{:<20} {:>7} {:>11} {:>12} {:>9} {:>11}",
+        header.0, header.1, header.2, header.3, header.4, header.5
+    );
+    let base = runs[0].us_per_query;
+    for r in &runs {
+        println!(
+            "{:<20} {:>7.1} {:>11.2} {:>12.1} {:>9.1} {:>10.2}x",
+            r.name,
+            r.rows,
+            r.files_read,
+            r.blocks_read,
+            r.us_per_query,
+            r.us_per_query / base
+        );
     }
     ExitCode::SUCCESS
 }
