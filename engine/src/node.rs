@@ -450,6 +450,15 @@ impl Node {
         Ok(self.replicas().map(|(id, r)| (id.clone(), r.log_segments().to_vec())).collect())
     }
 
+    /// The bytes each running replica's log keeps on the disk, in [`Node::tablet_ids`]'s
+    /// order: all its segments, what log GC has not freed yet (the sum of
+    /// [`Node::log_segments`]' sizes, without copying them). Read-only.
+    pub fn retained_log_bytes(&self) -> Result<Vec<(TabletId, usize)>> {
+        self.check_on()?;
+        let bytes = |r: &Replica| r.log_segments().iter().map(|s| s.bytes).sum();
+        Ok(self.replicas().map(|(id, r)| (id.clone(), bytes(r))).collect())
+    }
+
     /// Every running replica's live SST files, oldest first.
     pub fn files(&self) -> Result<Vec<(TabletId, Vec<crate::sst_files::SstFile>)>> {
         self.check_on()?;
