@@ -13,11 +13,14 @@
 pub mod bloom;
 pub mod cache;
 pub mod prune;
+mod raw;
 
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
 use docsim_engine::{HybridTime, Layout, Node, NodeOptions, StorageConfig};
+use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Wall-clock stopwatch for benchmarks and reports. It works inside a simulation too:
@@ -147,6 +150,71 @@ pub(crate) fn cql_at(node: &mut Node, ht_us: u64, text: &str) -> Result<(), Stri
 
 /// One row's stored key/value pairs.
 type RowPairs = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// Every key/value pair `node` stores, grouped by the write that stored it (its hybrid
+/// time in microseconds): what raw RocksDB writes to do the same storage work.
+pub(crate) fn pairs_by_write(node: &Node) -> Result<BTreeMap<u64, RowPairs>, String> {
+    let mut by_write: BTreeMap<u64, RowPairs> = BTreeMap::new();
+    for dump in node.dump().map_err(err)? {
+        for ((key, _), raw_key, raw_value) in dump.entries {
+            let write = by_write.entry(key.doc_ht.ht.physical_us()).or_default();
+            write.push((raw_key, raw_value));
+        }
+    }
+    Ok(by_write)
+}
+
+/// What a run of reads counted: the reads, those that found what they looked for, the
+/// sum of each perf-context counter asked for (reset around every read) and the wall
+/// time of the whole run (the counting included, the same for every reader).
+#[derive(Debug, Clone, Default)]
+pub struct Counted {
+    pub reads: usize,
+    pub found: usize,
+    pub sums: Vec<u64>,
+    pub seconds: f64,
+}
+
+impl Counted {
+    /// Counter `i` per read.
+    pub fn per_read(&self, i: usize) -> f64 {
+        self.sums[i] as f64 / self.reads.max(1) as f64
+    }
+
+    /// Wall time per read, microseconds.
+    pub fn us_per_read(&self) -> f64 {
+        self.seconds * 1e6 / self.reads.max(1) as f64
+    }
+}
+
+/// Run `read(0)` .. `read(n - 1)` (each says whether it found what it looked for),
+/// counting `metrics` with RocksDB's perf context around each read, and timing them all.
+pub(crate) fn counted_reads(
+    n: usize,
+    metrics: &[PerfMetric],
+    mut read: impl FnMut(usize) -> Result<bool, String>,
+) -> Result<Counted, String> {
+    set_perf_stats(PerfStatsLevel::EnableCount);
+    let mut perf = PerfContext::default();
+    let mut out = Counted { reads: n, sums: vec![0; metrics.len()], ..Counted::default() };
+    let watch = Stopwatch::start();
+    for i in 0..n {
+        perf.reset();
+        let found = read(i);
+        out.sums.iter_mut().zip(metrics).for_each(|(sum, m)| *sum += perf.metric(*m));
+        out.found += usize::from(found?);
+    }
+    out.seconds = watch.seconds();
+    set_perf_stats(PerfStatsLevel::Disable);
+    Ok(out)
+}
+
+/// The median of unsorted samples.
+pub fn median_of(samples: impl IntoIterator<Item = f64>) -> f64 {
+    let mut sorted: Vec<f64> = samples.into_iter().collect();
+    sorted.sort_by(f64::total_cmp);
+    median(&sorted)
+}
 
 /// The exact key/value pairs the engine stores for each row: written once through a
 /// preparation node (not timed) and read back from its RocksDB, grouped by row.

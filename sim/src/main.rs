@@ -168,8 +168,9 @@ enum Command {
         /// stored under TTL workloads over `--hours` simulated hours, by GC rules) or
         /// `cache` (a hot set's block-cache hit rate during large scans; `--rounds` scans)
         /// or `bloom` (SST files a point read looks into; `--rows` rows in 16 files) or
-        /// `prune` (a time-series range query over 16 files written in time order;
-        /// `--rounds` rounds).
+        /// `prune` (a time-series range query over 16 files written in time order).
+        /// `cache`, `bloom` and `prune` also run raw RocksDB doing the same reads, `--runs`
+        /// times.
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -183,6 +184,9 @@ enum Command {
         /// Restarts to time.
         #[arg(long, default_value_t = 11)]
         rounds: usize,
+        /// `bloom`, `cache`: runs, each on new databases (times: the median).
+        #[arg(long, default_value_t = 3)]
+        runs: usize,
         /// `engine`: the engine packs its rows (every CQL table `WITH packed_rows = true`).
         #[arg(long)]
         packed: bool,
@@ -316,7 +320,7 @@ fn main() -> ExitCode {
         }
         Command::Report { action, files, out } => report_command(&action, &files, &out),
         Command::Shrink { dir } => shrink(&dir),
-        Command::Bench { target, rows, entries, rounds, hours, packed, entity } => {
+        Command::Bench { target, rows, entries, rounds, runs, hours, packed, entity } => {
             let layout = match (packed, entity) {
                 (true, _) => docsim_engine::Layout::Packed,
                 (_, true) => docsim_engine::Layout::Entity,
@@ -325,9 +329,9 @@ fn main() -> ExitCode {
             match target.as_str() {
                 "restart" => bench_restart(entries, rounds),
                 "ttl" => bench_ttl(hours),
-                "cache" => bench_cache(rounds),
-                "bloom" => bench_bloom(rows),
-                "prune" => bench_prune(rounds),
+                "cache" => bench_cache(rounds, runs.max(1)),
+                "bloom" => bench_bloom(rows, runs.max(1)),
+                "prune" => bench_prune(runs.max(1)),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -734,27 +738,30 @@ fn bench_restart(entries: usize, rounds: usize) -> ExitCode {
     }
 }
 
-fn bench_bloom(rows: usize) -> ExitCode {
+/// Run a benchmark that prints a report, in a scratch directory.
+fn bench_report<R>(
+    bench: impl FnOnce(&Path) -> Result<R, String>,
+    report: impl FnOnce(&R) -> String,
+) -> ExitCode {
     let scratch = match bench_scratch() {
         Ok(dir) => dir,
         Err(code) => return code,
     };
-    let files = docsim::bench::bloom::FILES;
-    println!("point reads of {rows} rows written once into {files} SST files, per read:");
-    println!("{:<16} {:>14} {:>14} {:>12}", "", "files entered", "files skipped", "blocks read");
-    for (name, bloom) in [("bloom filters", true), ("no bloom", false)] {
-        match docsim::bench::bloom::bench_bloom(rows, bloom, &scratch.path().join(name)) {
-            Ok(b) => println!(
-                "{name:<16} {:>14.2} {:>14.2} {:>12.2}",
-                b.files_entered, b.files_skipped, b.blocks_read
-            ),
-            Err(e) => {
-                eprintln!("docsim: bench failed: {e}");
-                return ExitCode::FAILURE;
-            }
+    match bench(scratch.path()) {
+        Ok(runs) => {
+            print!("{}", report(&runs));
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("docsim: bench failed: {e}");
+            ExitCode::FAILURE
         }
     }
-    ExitCode::SUCCESS
+}
+
+fn bench_bloom(rows: usize, runs: usize) -> ExitCode {
+    use docsim::bench::bloom;
+    bench_report(|dir| bloom::bench_bloom(rows, runs, dir), |r| bloom::format_report(rows, r))
 }
 
 fn bench_prune(rounds: usize) -> ExitCode {
@@ -766,7 +773,7 @@ fn bench_prune(rounds: usize) -> ExitCode {
     println!(
         "{queries} range queries (host = ? AND ts > ? AND ts < ?, half a file wide) over \
          {files} SST files written in time order, {rows} rows per host per file; medians \
-         of {rounds} rounds, per query:"
+         of {rounds} runs, per query:"
     );
     let runs = match docsim::bench::prune::bench_prune(rows, (queries, rounds), scratch.path()) {
         Ok(runs) => runs,
@@ -795,33 +802,13 @@ fn bench_prune(rounds: usize) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn bench_cache(rounds: usize) -> ExitCode {
-    let scratch = match bench_scratch() {
-        Ok(dir) => dir,
-        Err(code) => return code,
-    };
-    match docsim::bench::cache::bench_cache(rounds.max(1), scratch.path()) {
-        Ok(b) => {
-            println!(
-                "a node's block cache of 1 MiB: a hot set of 2,000 single-row partitions \
-                 (about a quarter of it) read after each of {} scans of a 90,000-row \
-                 partition (ten times it)",
-                rounds.max(1)
-            );
-            println!(
-                "hot reads: {} block-cache hits, {} block reads: hit rate {:.1}%",
-                b.hot_hits,
-                b.hot_misses,
-                b.hit_rate() * 100.0
-            );
-            println!("scans: {} block reads; {:.2} s measured", b.scan_misses, b.seconds);
-            ExitCode::SUCCESS
-        }
-        Err(e) => {
-            eprintln!("docsim: bench failed: {e}");
-            ExitCode::FAILURE
-        }
-    }
+fn bench_cache(scans: usize, runs: usize) -> ExitCode {
+    use docsim::bench::cache::{self, CacheShape};
+    let (shape, scans) = (CacheShape::BENCH, scans.max(1));
+    bench_report(
+        |dir| cache::bench_cache(shape, scans, runs, dir),
+        |r| cache::format_report(shape, scans, r),
+    )
 }
 
 fn bench_ttl(hours: u64) -> ExitCode {

@@ -1,37 +1,67 @@
 //! `docsim bench cache`: does a large scan wipe out a node's hot set? One node with its own
 //! block cache of 1 MiB (4 KiB blocks) holds a hot set of single-row partitions (about a
 //! quarter of the cache in data blocks, read twice to warm) and one partition ten times
-//! the cache. Then, `rounds` times: the whole big partition is read (a CQL SELECT of the
+//! the cache. Then, `scans` times: the whole big partition is read (a CQL SELECT of the
 //! partition, through the node), and every hot row is read by its key. For the hot reads
 //! RocksDB's perf context counts block-cache hits and block reads (reset around them):
 //! the hot set's own hit rate while scans stream through the cache. RocksDB's LRU inserts
 //! new blocks at low priority and moves a block hit again to the high-priority pool
 //! (midpoint insertion), so the hot set, hit twice, should survive the scans. (Whole-tablet
 //! walks — dumps, compaction planning — do not fill the cache at all: `Iter::walk`.)
+//!
+//! In the same run, raw RocksDB (`raw.rs`: the same block size, its own LRU cache of the
+//! same size, bloom filters over the partition prefix) holds the exact pairs the node
+//! stored, in one flush, and does the same reads: each hot row a seek to its document key
+//! in prefix mode, each scan a seek to the big partition's prefix and every pair under it,
+//! through one iterator in prefix mode kept for all. Not measured: the node with midpoint
+//! insertion off (RocksDB's C API, and so the Rust crate, cannot set
+//! `high_pri_pool_ratio`).
 
-use super::{cql_at, err, table_node, Stopwatch};
-use docsim_engine::{Layout, Node, StorageConfig};
-use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
+use super::raw::{self, RawSetup};
+use super::{counted_reads, cql_at, err, median_of, pairs_by_write, table_node};
+use docsim_engine::cql::{parse_statement, Outcome, Statement};
+use docsim_engine::{HybridTime, Layout, Node, StorageConfig};
+use rocksdb::perf::PerfMetric;
 use std::path::Path;
 
-/// The node's block cache, in KiB.
-const CACHE_KIB: usize = 1024;
-/// Single-row hot partitions: ~120 bytes each, about a quarter of the cache.
-const HOT_ROWS: usize = 2_000;
-/// Rows of the big partition: ten times the cache.
-const SCAN_ROWS: usize = 90_000;
-const BIG: usize = 1_000_000_000;
+/// The sizes of the benchmark.
+#[derive(Clone, Copy, Debug)]
+pub struct CacheShape {
+    /// The node's block cache (and raw RocksDB's), in KiB.
+    pub cache_kib: usize,
+    /// Single-row hot partitions.
+    pub hot_rows: usize,
+    /// Rows of the big partition.
+    pub scan_rows: usize,
+}
 
-/// What the hot reads saw.
-#[derive(Debug, Clone, Copy)]
+impl CacheShape {
+    /// `docsim bench cache`: a 1 MiB cache, 2,000 hot rows of ~120 bytes (about a quarter
+    /// of it), a big partition of 90,000 rows (ten times it).
+    pub const BENCH: CacheShape =
+        CacheShape { cache_kib: 1024, hot_rows: 2_000, scan_rows: 90_000 };
+}
+
+const BIG: usize = 1_000_000_000;
+const BLOCK_BYTES: usize = 4 << 10;
+const METRICS: [PerfMetric; 2] = [PerfMetric::BlockCacheHitCount, PerfMetric::BlockReadCount];
+
+/// What one setup's reads saw in one run.
+#[derive(Debug, Clone, Copy, Default)]
 pub struct CacheBench {
-    /// Block-cache hits and block reads (misses) of the hot reads, over all rounds.
+    /// Block-cache hits and block reads (misses) of the hot reads, over all scans.
     pub hot_hits: u64,
     pub hot_misses: u64,
-    /// Blocks the scans read (misses) over all rounds.
+    /// Hot reads, and those that found their row.
+    pub hot_reads: usize,
+    pub hot_found: usize,
+    /// Blocks the scans read (misses), the scans, and those that read the whole partition.
     pub scan_misses: u64,
-    /// Seconds of the measured phase.
-    pub seconds: f64,
+    pub scans: usize,
+    pub whole_scans: usize,
+    /// Wall seconds of the hot reads and of the scans (after the warm-up).
+    pub hot_seconds: f64,
+    pub scan_seconds: f64,
 }
 
 impl CacheBench {
@@ -39,24 +69,57 @@ impl CacheBench {
     pub fn hit_rate(&self) -> f64 {
         self.hot_hits as f64 / (self.hot_hits + self.hot_misses).max(1) as f64
     }
+
+    /// Microseconds per hot read.
+    pub fn us_per_hot_read(&self) -> f64 {
+        self.hot_seconds * 1e6 / self.hot_reads.max(1) as f64
+    }
+
+    /// Milliseconds per scan.
+    pub fn ms_per_scan(&self) -> f64 {
+        self.scan_seconds * 1e3 / self.scans.max(1) as f64
+    }
 }
 
-/// Block-cache hits and misses of `f`, from the perf context.
-fn counted(f: impl FnOnce() -> Result<(), String>) -> Result<(u64, u64), String> {
-    let mut perf = PerfContext::default();
-    perf.reset();
-    f()?;
-    let hits = perf.metric(PerfMetric::BlockCacheHitCount);
-    Ok((hits, perf.metric(PerfMetric::BlockReadCount)))
+/// One run: the node, and raw RocksDB doing the same reads.
+#[derive(Debug, Clone, Copy)]
+pub struct CacheRun {
+    pub docsim: CacheBench,
+    pub raw: CacheBench,
 }
 
-/// Run the benchmark: `rounds` scans of the big partition, each followed by the hot
-/// reads; the node's files under `dir`.
-pub fn bench_cache(rounds: usize, dir: &Path) -> Result<CacheBench, String> {
-    set_perf_stats(PerfStatsLevel::EnableCount);
+/// A read of the benchmark: the big partition's scan, or hot row `k`.
+#[derive(Clone, Copy)]
+enum Read {
+    Scan,
+    Hot(usize),
+}
+
+/// Run the benchmark `runs` times, each on a new node and raw database under `dir`:
+/// `scans` scans of the big partition, each followed by the hot reads.
+pub fn bench_cache(
+    shape: CacheShape,
+    scans: usize,
+    runs: usize,
+    dir: &Path,
+) -> Result<Vec<CacheRun>, String> {
+    (0..runs)
+        .map(|run| {
+            let dir = dir.join(format!("run-{run}"));
+            let mut node = written_node(shape, &dir.join("docsim"))?;
+            let docsim = node_reads(&mut node, shape, scans)?;
+            let raw = raw_reads(&node, shape, scans, &dir.join("raw"))?;
+            Ok(CacheRun { docsim, raw })
+        })
+        .collect()
+}
+
+/// The node with the hot rows (written first, `k` = 0, 1, ...) and the big partition, in
+/// one flush.
+fn written_node(shape: CacheShape, dir: &Path) -> Result<Node, String> {
     let storage = StorageConfig {
-        block_bytes: 4 << 10,
-        block_cache_kib: CACHE_KIB,
+        block_bytes: BLOCK_BYTES,
+        block_cache_kib: shape.cache_kib,
         layout: Layout::Unpacked,
         ..StorageConfig::default()
     };
@@ -67,33 +130,165 @@ pub fn bench_cache(rounds: usize, dir: &Path) -> Result<CacheBench, String> {
     )?;
     let body = "x".repeat(90);
     let mut ht = 1_000_000;
-    for k in 0..HOT_ROWS {
+    for k in 0..shape.hot_rows {
         ht += 1;
         cql_at(&mut node, ht, &format!("INSERT INTO c (k, t, v) VALUES ({k}, 0, '{body}')"))?;
     }
-    for t in 0..SCAN_ROWS {
+    for t in 0..shape.scan_rows {
         ht += 1;
         cql_at(&mut node, ht, &format!("INSERT INTO c (k, t, v) VALUES ({BIG}, {t}, '{body}')"))?;
     }
     node.flush().map_err(err)?;
-    let read_hot = |node: &mut Node, ht: u64| -> Result<(), String> {
-        (0..HOT_ROWS)
-            .try_for_each(|k| cql_at(node, ht, &format!("SELECT v FROM c WHERE k = {k} AND t = 0")))
+    Ok(node)
+}
+
+/// The benchmark's reads through the node, CQL statements parsed beforehand.
+fn node_reads(node: &mut Node, shape: CacheShape, scans: usize) -> Result<CacheBench, String> {
+    let parse = |text: String| parse_statement(&text).map_err(err);
+    let hot: Vec<Statement> = (0..shape.hot_rows)
+        .map(|k| parse(format!("SELECT v FROM c WHERE k = {k} AND t = 0")))
+        .collect::<Result<_, _>>()?;
+    let scan = parse(format!("SELECT t FROM c WHERE k = {BIG}"))?;
+    let read_ht = HybridTime::from_micros(10_000_000);
+    measure(shape, scans, |read| {
+        let statement = match read {
+            Read::Scan => &scan,
+            Read::Hot(k) => &hot[k],
+        };
+        match node.cql(read_ht, statement).map_err(err)? {
+            Outcome::Rows(rows) => Ok(rows.len()),
+            Outcome::Written => Ok(0),
+        }
+    })
+}
+
+/// The same reads by raw RocksDB holding the pairs `node` stored.
+fn raw_reads(
+    node: &Node,
+    shape: CacheShape,
+    scans: usize,
+    dir: &Path,
+) -> Result<CacheBench, String> {
+    let writes = pairs_by_write(node)?;
+    let keys = writes.values().flat_map(|pairs| pairs.iter().map(|(k, _)| k.as_slice()));
+    let prefix_len = raw::common_prefix_len(keys)?;
+    let setup = RawSetup {
+        block_bytes: BLOCK_BYTES,
+        cache_bytes: shape.cache_kib << 10,
+        bloom: true,
+        prefix_len: Some(prefix_len),
+        write_buffer_bytes: StorageConfig::default().memtable_mib << 20,
     };
-    ht += 1_000;
-    read_hot(&mut node, ht)?;
-    read_hot(&mut node, ht)?; // warm: each hot block hit once
-    let mut out = CacheBench { hot_hits: 0, hot_misses: 0, scan_misses: 0, seconds: 0.0 };
-    let watch = Stopwatch::start();
-    for _ in 0..rounds {
-        let (_, misses) =
-            counted(|| cql_at(&mut node, ht, &format!("SELECT t FROM c WHERE k = {BIG}")))?;
-        out.scan_misses += misses;
-        let (hits, misses) = counted(|| read_hot(&mut node, ht))?;
-        out.hot_hits += hits;
-        out.hot_misses += misses;
+    let db = raw::open(dir, setup)?;
+    let mut batch = rocksdb::WriteBatch::default();
+    writes.values().flatten().for_each(|(k, v)| batch.put(k, v));
+    db.write(batch).map_err(err)?;
+    db.flush().map_err(err)?;
+    // The writes in order: the hot rows first, then the big partition's.
+    let hot: Vec<&[u8]> =
+        writes.values().take(shape.hot_rows).map(|p| raw::doc_key(&p[0].0)).collect();
+    let big = writes.values().last().ok_or("nothing stored")?[0].0[..prefix_len].to_vec();
+    let mut it = raw::prefix_iterator(&db);
+    measure(shape, scans, |read| match read {
+        // One row: liveness column and `v` (the scan reads `t`, the row's key: any pair).
+        Read::Scan => Ok(raw::scan(&mut it, &big, &big) / 2),
+        Read::Hot(k) => Ok(raw::scan(&mut it, hot[k], hot[k])),
+    })
+}
+
+/// Warm the hot set (two reads each), then `scans` times: the scan, then every hot read,
+/// each counted; `read` answers how many rows (raw: pairs) it read.
+fn measure(
+    shape: CacheShape,
+    scans: usize,
+    mut read: impl FnMut(Read) -> Result<usize, String>,
+) -> Result<CacheBench, String> {
+    for _ in 0..2 {
+        (0..shape.hot_rows).try_for_each(|k| read(Read::Hot(k)).map(drop))?;
     }
-    out.seconds = watch.seconds();
-    set_perf_stats(PerfStatsLevel::Disable);
+    let mut out = CacheBench::default();
+    for _ in 0..scans {
+        let scanned = counted_reads(1, &METRICS, |_| Ok(read(Read::Scan)? == shape.scan_rows))?;
+        out.scans += 1;
+        out.whole_scans += scanned.found;
+        out.scan_misses += scanned.sums[1];
+        out.scan_seconds += scanned.seconds;
+        let hot = counted_reads(shape.hot_rows, &METRICS, |k| Ok(read(Read::Hot(k))? > 0))?;
+        out.hot_reads += hot.reads;
+        out.hot_found += hot.found;
+        out.hot_hits += hot.sums[0];
+        out.hot_misses += hot.sums[1];
+        out.hot_seconds += hot.seconds;
+    }
     Ok(out)
+}
+
+/// Which setup's reads of a run.
+type Pick = fn(&CacheRun) -> &CacheBench;
+
+/// The report of `docsim bench cache`: per setup, the medians over the runs.
+pub fn format_report(shape: CacheShape, scans: usize, runs: &[CacheRun]) -> String {
+    let mut out = format!(
+        "a block cache of {} KiB: a hot set of {} single-row partitions read after each of \
+         {scans} scans of a {}-row partition; {} runs, medians:\n",
+        shape.cache_kib,
+        shape.hot_rows,
+        shape.scan_rows,
+        runs.len()
+    );
+    out += &format!(
+        "{:<12} {:>9} {:>9} {:>11} {:>9} {:>11} {:>6} {:>8} {:>6}  {}\n",
+        "",
+        "hit rate",
+        "hot hits",
+        "hot misses",
+        "hot found",
+        "µs/hot read",
+        "vs raw",
+        "ms/scan",
+        "vs raw",
+        "scan block reads"
+    );
+    let setups: [(&str, Pick); 2] = [("docsim", |r| &r.docsim), ("raw RocksDB", |r| &r.raw)];
+    let raw_us = median_of(runs.iter().map(|r| r.raw.us_per_hot_read()));
+    let raw_ms = median_of(runs.iter().map(|r| r.raw.ms_per_scan()));
+    for (name, of) in setups {
+        let med = |f: fn(&CacheBench) -> f64| median_of(runs.iter().map(|r| f(of(r))));
+        let (us, ms) = (med(CacheBench::us_per_hot_read), med(CacheBench::ms_per_scan));
+        out += &format!(
+            "{name:<12} {:>8.1}% {:>9.0} {:>11.0} {:>9.0} {us:>11.2} {:>5.2}x {ms:>8.2} {:>5.2}x  \
+             {:.0}\n",
+            med(CacheBench::hit_rate) * 100.0,
+            med(|b| b.hot_hits as f64),
+            med(|b| b.hot_misses as f64),
+            med(|b| b.hot_found as f64),
+            us / raw_us,
+            ms / raw_ms,
+            med(|b| b.scan_misses as f64),
+        );
+    }
+    out += "(raw RocksDB: the pairs the node stored, in one flush; the same block size and \
+            cache size, bloom filters over the partition prefix; hot reads seek the row, scans \
+            the partition, in prefix mode through one iterator kept for all)\n";
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tenth of the bench, two scans: the node and raw RocksDB both read the whole
+    /// partition and every hot row each time, and the hot set stays in the cache in both.
+    #[test]
+    fn bench_cache_small_run_reads_the_same_in_both_setups() {
+        let scratch = crate::ScratchDir::new().expect("scratch dir");
+        let shape = CacheShape { cache_kib: 128, hot_rows: 200, scan_rows: 9_000 };
+        let run = bench_cache(shape, 2, 1, scratch.path()).expect("bench")[0];
+        for b in [run.docsim, run.raw] {
+            assert_eq!((b.scans, b.whole_scans), (2, 2), "{b:?}");
+            assert_eq!((b.hot_reads, b.hot_found), (400, 400), "{b:?}");
+            assert!(b.scan_misses > 0 && b.hot_seconds > 0.0, "{b:?}");
+            assert!(b.hit_rate() > 0.9, "{b:?}");
+        }
+    }
 }
