@@ -12,6 +12,7 @@
 
 pub mod bloom;
 pub mod cache;
+pub mod memstore;
 pub mod prune;
 mod raw;
 

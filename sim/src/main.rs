@@ -168,9 +168,10 @@ enum Command {
         /// stored under TTL workloads over `--hours` simulated hours, by GC rules) or
         /// `cache` (a hot set's block-cache hit rate during large scans; `--rounds` scans)
         /// or `bloom` (SST files a point read looks into; `--rows` rows in 16 files) or
-        /// `prune` (a time-series range query over 16 files written in time order).
-        /// `cache`, `bloom` and `prune` also run raw RocksDB doing the same reads, `--runs`
-        /// times.
+        /// `memstore` (the memstore limit over 16 tablets: flushes, each tablet's retained
+        /// log against its bound; `--rows` inserts) or `prune` (a time-series range query
+        /// over 16 files written in time order). `cache`, `bloom`, `memstore` and `prune`
+        /// also run raw RocksDB doing the same work, `--runs` times.
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -184,7 +185,7 @@ enum Command {
         /// Restarts to time.
         #[arg(long, default_value_t = 11)]
         rounds: usize,
-        /// `bloom`, `cache`: runs, each on new databases (times: the median).
+        /// `bloom`, `cache`, `memstore`: runs, each on new databases (times: the median).
         #[arg(long, default_value_t = 3)]
         runs: usize,
         /// `engine`: the engine packs its rows (every CQL table `WITH packed_rows = true`).
@@ -331,6 +332,7 @@ fn main() -> ExitCode {
                 "ttl" => bench_ttl(hours),
                 "cache" => bench_cache(rounds, runs.max(1)),
                 "bloom" => bench_bloom(rows, runs.max(1)),
+                "memstore" => bench_memstore(rows, runs.max(1)),
                 "prune" => bench_prune(runs.max(1)),
                 _ => bench(&target, rows, layout),
             }
@@ -811,6 +813,14 @@ fn bench_cache(scans: usize, runs: usize) -> ExitCode {
     )
 }
 
+fn bench_memstore(writes: usize, runs: usize) -> ExitCode {
+    use docsim::bench::memstore;
+    bench_report(
+        |dir| memstore::bench_memstore(writes, runs, dir),
+        |r| memstore::format_report(writes, r),
+    )
+}
+
 fn bench_ttl(hours: u64) -> ExitCode {
     if hours == 0 {
         eprintln!("docsim: --hours must be positive");
@@ -835,7 +845,8 @@ fn bench_ttl(hours: u64) -> ExitCode {
 fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
     if target != "engine" {
         eprintln!(
-            "docsim: unknown benchmark `{target}` (known: engine, restart, ttl, cache, bloom)"
+            "docsim: unknown benchmark `{target}` (known: engine, restart, ttl, cache, bloom, \
+             memstore)"
         );
         return ExitCode::from(2);
     }
