@@ -92,7 +92,11 @@
 //! ([`redis::Command`]), flush, compaction, crash points — and answers with typed results
 //! or a typed [`Error`] whose [`ErrorKind`] says what the caller must do. The node never
 //! parses text. `node/alone.rs` is its synchronous face for groups of one (a write
-//! returns once applied).
+//! returns once applied). Its tablets share what a YB-TServer shares: one block cache
+//! (`db/options.rs`, `Rocks`) and a memstore limit (the tablet holding the oldest write
+//! flushes first). Reads skip SST files two ways, neither changing a row: bloom filters
+//! keyed by partition prefix, and range pruning by each file's clustering-column bounds
+//! (`db/range_bounds.rs`, written by a collector in the shim, `entity/props.rs`).
 //!
 //! **docscript** ([`notation`], [`script`]) is a thin client on top: it parses a line into
 //! a typed request (CQL and Redis text through their own parsers, whose errors carry a
