@@ -8,7 +8,7 @@ use super::range_bounds::{self, BoundsCollector};
 use super::OPEN_CLOSE;
 use crate::canary::{Plant, Plants};
 use crate::encoding::{bloom_prefix_len, planted_bloom_prefix_len};
-use crate::entity::{add_property_collector, MakeCollector, PropertyCollector};
+use crate::entity::{add_property_collector, MakeCollector};
 use crate::error::Result;
 use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
 use std::path::Path;
@@ -281,16 +281,6 @@ fn planted_bloom_prefix(key: &[u8]) -> &[u8] {
 /// Keys with a bloom prefix: every document key, and a partition's own prefix.
 fn in_bloom_domain(key: &[u8]) -> bool {
     key.first() != Some(&META_PREFIX) && bloom_prefix_len(key).is_some()
-}
-
-impl PropertyCollector for BoundsCollector {
-    fn add(&mut self, key: &[u8]) {
-        BoundsCollector::add(self, key);
-    }
-
-    fn finish(&mut self) -> Vec<u8> {
-        BoundsCollector::finish(self)
-    }
 }
 
 #[cfg(test)]

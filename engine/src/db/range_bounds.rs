@@ -19,6 +19,7 @@
 use super::metadata::META_PREFIX;
 use crate::canary::{Plant, Plants};
 use crate::encoding::{doc_key_len, DocKey, KeyEntry, Primitive};
+use crate::entity::PropertyCollector;
 use crate::error::DecodeError;
 use std::cmp::Ordering;
 use std::collections::BTreeMap;
@@ -30,8 +31,8 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 pub const PROPERTY: &CStr = c"docsim.range_bounds";
 
 /// Whether a scan under `conditions` reads the file whose property is `property`: a file
-/// without one (written with pruning off, or by a collector that failed) or with one that
-/// does not decode is read.
+/// without one (written with pruning off, or before the collector existed) or with one
+/// that does not decode (a collector that panicked writes an empty one) is read.
 pub fn keep_file(property: Option<&[u8]>, conditions: &[RangeCondition], plants: Plants) -> bool {
     match property.map(FileBounds::decode) {
         Some(Ok(bounds)) => bounds.may_match(conditions, plants),
@@ -168,6 +169,17 @@ impl BoundsCollector {
             KeyEntry::asc(max.clone()).encode_to(&mut out);
         }
         out
+    }
+}
+
+/// RocksDB runs one collector per SST file it builds (`entity/props.rs`).
+impl PropertyCollector for BoundsCollector {
+    fn add(&mut self, key: &[u8]) {
+        BoundsCollector::add(self, key);
+    }
+
+    fn finish(&mut self) -> Vec<u8> {
+        BoundsCollector::finish(self)
     }
 }
 

@@ -15,7 +15,8 @@ use crate::reader::{read_subdocument, DocEntry, ReadConfig};
 use crate::shadow::Shadow;
 use rocksdb::statistics::Ticker;
 
-/// What a tablet's reads skipped and read since it opened ([`DocDb::read_stats`]).
+/// What a tablet's reads skipped and read since it opened ([`DocDb::read_stats`]): counts
+/// of file visits (a file skipped by ten seeks counts ten times), not of distinct files.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReadStats {
     /// Files a seek's bloom filter kept out (RocksDB's `*_LEVEL_SEEK_FILTERED`) and let

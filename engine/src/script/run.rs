@@ -328,11 +328,12 @@ fn listing(node: &Node, command: &Command, out: &mut String) -> Result<(), Comma
         Command::Stats { .. } => {
             lines.extend(node.read_stats()?.iter().map(|(id, s)| format_stats(id, s)))
         }
-        _ => {
+        Command::Files { .. } => {
             for (id, files) in node.files()? {
                 lines.extend(files.iter().enumerate().map(|(i, f)| format_file(&id, i, f)));
             }
         }
+        other => unreachable!("not a listing: {other}"),
     }
     lines.iter().for_each(|l| {
         out.push_str(l);

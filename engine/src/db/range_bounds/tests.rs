@@ -47,11 +47,11 @@ fn a_file_bounds_each_range_component() {
     assert_eq!(bounds.bounded, vec![(int(1), int(9)), (text("a"), text("z"))]);
 }
 
-/// A document key with fewer range components leaves the later components unbounded; a
-/// key that is no document key leaves the file without bounds; a file of metadata alone
-/// has none either.
+/// A document key with fewer range components leaves the components past its own
+/// unbounded; a key that is no document key leaves the file without bounds; a file of
+/// metadata alone has none either.
 #[test]
-fn fewer_components_or_a_foreign_key_unbound_the_file() {
+fn fewer_components_unbound_the_later_ones_and_a_foreign_key_all() {
     let short = collect(&[row_key(&[int(5), text("m")]), row_key(&[int(3)])]);
     assert_eq!(short.bounded, vec![(int(3), int(5))]);
     assert!(short.may_match(&[cond(1, CmpOp::Eq, text("q"))], Plants::NONE));
