@@ -214,7 +214,18 @@ fn expired_alone(
         return false; // never expires (not reached: it expired above)
     };
     let independent = |e: &DocEntry| e.value.ttl != Ttl::Inherit || e.doc_ht.ht > last;
-    entries.iter().filter(|e| e.doc_ht > row.doc_ht).all(independent)
+    // A version a newer one of its path at or below the cutoff hides goes in this same
+    // compaction: what it would inherit no longer matters (torture: seed 70738, three
+    // replicas, packed rows: an UPDATE inside the row's TTL, overwritten after it).
+    let superseded = |e: &DocEntry| {
+        entries.iter().any(|n| {
+            n.table_key == e.table_key
+                && n.subkeys == e.subkeys
+                && n.doc_ht > e.doc_ht
+                && n.doc_ht.ht <= cutoff_ht
+        })
+    };
+    entries.iter().filter(|e| e.doc_ht > row.doc_ht && !superseded(e)).all(independent)
 }
 
 /// A column's slot in the new packed row: its `visible` version at or below the cutoff if

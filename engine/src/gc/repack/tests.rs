@@ -154,6 +154,30 @@ fn an_expired_row_goes_beside_columns_written_after_it_ran_out() {
     assert_eq!((gone.packed_row, gone.value, gone.folded), (0, None, BTreeSet::from([0, 1, 4])));
 }
 
+/// A row that cannot be repacked and expired on its own goes even if a column was
+/// written inside its TTL without one of its own, once a newer version of that column at
+/// or below the cutoff hides it: that version goes in the same compaction (ordinary GC),
+/// and could inherit nothing any more. Before, the row stayed for good (torture: seed
+/// 70738, three replicas, packed rows).
+#[test]
+fn an_expired_row_goes_when_a_column_written_inside_its_ttl_is_overwritten() {
+    let plan = |entries: &[DocEntry]| {
+        plan_row(entries, (HybridTime::new(9000, 0), None), &packings(), Plants::NONE)
+            .expect("decodes")
+    };
+    let entries = vec![
+        packed(2000, Ttl::Ms(1), 0, &[None, Some(int(1))]), // expired at 3000
+        packed(1000, Ttl::Inherit, 0, &[Some(int(0)), None]), // hidden by it
+        column(10, 5000, Value { ttl: Ttl::Never, ..int(7) }), // folds, never expires
+        column(11, 5000, int(3)),                           // cannot fold: no TTL
+        column(11, 2500, int(5)),                           // inside its TTL; hidden
+    ];
+    let gone = plan(&entries).expect("the row goes");
+    assert_eq!((gone.packed_row, gone.value, gone.folded), (0, None, BTreeSet::from([0, 1])));
+    // Without the newer version of column 11, the one inside the row's TTL holds it.
+    assert_eq!(plan(&[&entries[..3], &entries[4..]].concat()), None);
+}
+
 /// An older packed row whose columns were all folded in before the newest row was written
 /// goes; one holding a column folded in after the newest row (writes out of time order)
 /// leaves the row alone rather than lose that column.
