@@ -10,10 +10,13 @@
 //! asking (`compaction_filter.h`). So the shim also has a `FilterV3` filter factory whose
 //! filters ask Rust ([`EntityFilter`], [`set_filter_factory`]) about plain values and
 //! entities alike. The same shim writes and reads table properties for Rust (`props.rs`):
-//! a collector run for every SST file and an iterator's table filter reading it back.
+//! a collector run for every SST file and an iterator's table filter reading it back,
+//! and makes LRU block caches with options the C API cannot set (`cache.rs`).
 
+mod cache;
 mod props;
 
+pub use cache::LruCache;
 pub use props::{add_property_collector, KeepFile, MakeCollector, PropertyCollector};
 
 use librocksdb_sys as ffi;

@@ -1,12 +1,14 @@
-// docsim's RocksDB wide-column shim: the few entity calls RocksDB's C API lacks.
+// docsim's RocksDB wide-column shim: the few entity calls RocksDB's C API lacks, and a
+// block cache made with the LRU options the C API cannot set (`high_pri_pool_ratio`).
 //
 // Built by engine/build.rs with the `cc` crate against the headers of the RocksDB that
 // librocksdb-sys compiles (its manifest directory, exported as
 // DEP_ROCKSDB_CARGO_MANIFEST_DIR), and linked into the same binary. The C API's wrapper
-// structs are private to rocksdb/db/c.cc; the two used here are re-declared exactly as
+// structs are private to rocksdb/db/c.cc; those used here are re-declared exactly as
 // c.cc declares them (global namespace, one member), so a pointer the C API hands out is
-// read as c.cc wrote it. Nothing here throws or allocates for the caller: results go
-// through callbacks, errors through a malloc'ed message as the C API does. Every entry
+// read as c.cc wrote it. Nothing here throws, and nothing is allocated for the caller
+// but a cache handle (`docsim_cache_create_lru`, freed by `docsim_cache_destroy`): results
+// go through callbacks, errors through a malloc'ed message as the C API does. Every entry
 // point is noexcept: an exception (only std::bad_alloc can occur) terminates the process
 // rather than unwind into Rust or RocksDB.
 
@@ -18,9 +20,12 @@
 #include <utility>
 #include <vector>
 
+#include "rocksdb/advanced_cache.h"
+#include "rocksdb/cache.h"
 #include "rocksdb/compaction_filter.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
+#include "rocksdb/table.h"
 #include "rocksdb/table_properties.h"
 #include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
@@ -337,6 +342,66 @@ const char* docsim_table_property(const rocksdb_table_properties_t* props, const
   }
   *len = found->second.size();
   return found->second.data();
+}
+
+}  // extern "C"
+
+// A block cache the shim made, owned by a Rust handle (entity/cache.rs); options it is
+// installed in hold references of their own, so the handle may go first.
+struct docsim_cache {
+  std::shared_ptr<rocksdb::Cache> rep;
+};
+
+extern "C" {
+
+// A new LRU cache of `capacity` bytes keeping `high_pri_pool_ratio` of it for blocks hit
+// again (0: no high-priority pool, no midpoint insertion). Everything else is what the C
+// API's `rocksdb_cache_create_lru` gives (`NewLRUCache(capacity)`: shards chosen by the
+// capacity, no strict limit, no low-priority pool, the default allocator, mutex and
+// metadata charge). Null on error, with `errptr` set.
+docsim_cache* docsim_cache_create_lru(size_t capacity, double high_pri_pool_ratio,
+                                      char** errptr) noexcept {
+  if (!(high_pri_pool_ratio >= 0.0 && high_pri_pool_ratio <= 1.0)) {
+    failed(rocksdb::Status::InvalidArgument("high_pri_pool_ratio must be within [0, 1]"),
+           errptr);
+    return nullptr;
+  }
+  const rocksdb::LRUCacheOptions options(capacity, -1, false, high_pri_pool_ratio);
+  std::shared_ptr<rocksdb::Cache> cache = options.MakeSharedCache();
+  if (cache == nullptr) {
+    failed(rocksdb::Status::InvalidArgument("RocksDB refused the LRU cache options"), errptr);
+    return nullptr;
+  }
+  return new docsim_cache{std::move(cache)};
+}
+
+void docsim_cache_destroy(docsim_cache* cache) noexcept { delete cache; }
+
+// The bytes the cache holds, and its capacity.
+size_t docsim_cache_usage(const docsim_cache* cache) noexcept { return cache->rep->GetUsage(); }
+
+size_t docsim_cache_capacity(const docsim_cache* cache) noexcept {
+  return cache->rep->GetCapacity();
+}
+
+// Make `cache` the block cache of `opts`' block-based table factory: the factory is
+// replaced by a new one with the same table options but this cache (and a block cache on,
+// `no_block_cache` false), so RocksDB's constructor sets up what depends on the cache. Set
+// the table factory first, this after. An error if the factory is not block-based.
+void docsim_options_set_block_cache(rocksdb_options_t* opts, const docsim_cache* cache,
+                                    char** errptr) noexcept {
+  const std::shared_ptr<rocksdb::TableFactory>& factory = opts->rep.table_factory;
+  const rocksdb::BlockBasedTableOptions* table =
+      factory == nullptr ? nullptr : factory->GetOptions<rocksdb::BlockBasedTableOptions>();
+  if (table == nullptr) {
+    failed(rocksdb::Status::InvalidArgument("the options' table factory is not block-based"),
+           errptr);
+    return;
+  }
+  rocksdb::BlockBasedTableOptions with_cache = *table;
+  with_cache.no_block_cache = false;
+  with_cache.block_cache = cache->rep;
+  opts->rep.table_factory.reset(rocksdb::NewBlockBasedTableFactory(with_cache));
 }
 
 }  // extern "C"
