@@ -142,6 +142,18 @@ impl Node {
     /// A node keeping its tablets under `dir`, powered on, hosting nothing yet.
     pub fn new(dir: &Path, options: NodeOptions) -> Result<Node> {
         let rocks = Rocks::new(options.in_memory, options.storage.block_cache_kib << 10)?;
+        Node::with_rocks(dir, options, rocks)
+    }
+
+    /// [`Node::new`] with the caller's RocksDB environment and block cache instead of
+    /// those `options` make (a bench's [`Rocks::without_midpoint_insertion`]): the cache's
+    /// size is its own, not the storage's; it must be in memory as `options` say.
+    pub fn with_rocks(dir: &Path, options: NodeOptions, rocks: Rocks) -> Result<Node> {
+        if rocks.env.is_some() != options.in_memory {
+            return Err(Error::InvalidRequest(
+                "the node's RocksDB environment is not the one its options say".into(),
+            ));
+        }
         Ok(Node {
             dir: dir.to_owned(),
             rocks,

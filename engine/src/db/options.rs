@@ -8,8 +8,8 @@ use super::range_bounds::{self, BoundsCollector};
 use super::OPEN_CLOSE;
 use crate::canary::{Plant, Plants};
 use crate::encoding::{bloom_prefix_len, planted_bloom_prefix_len};
-use crate::entity::{add_property_collector, MakeCollector};
-use crate::error::Result;
+use crate::entity::{add_property_collector, LruCache, MakeCollector};
+use crate::error::{Error, Result};
 use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -146,25 +146,50 @@ impl std::fmt::Display for StorageConfig {
 /// YB-TServer shares one LRU across its tablets (`--db_block_cache_size_bytes`). RocksDB's
 /// LRU inserts data blocks at low priority and promotes a block hit again (midpoint
 /// insertion: `high_pri_pool_ratio`, on by default through the C API), and whole-tablet
-/// walks do not fill it (`db/scan.rs`): a scan does not wipe out the hot set.
+/// walks do not fill it (`db/scan.rs`): a scan does not wipe out the hot set. A bench can
+/// turn midpoint insertion off ([`Rocks::without_midpoint_insertion`]) to measure it.
 #[derive(Clone)]
 pub struct Rocks {
     pub(crate) env: Option<rocksdb::Env>,
-    pub(crate) block_cache: Cache,
+    pub(crate) block_cache: BlockCache,
+}
+
+/// The block cache of a node's tablets.
+#[derive(Clone)]
+pub(crate) enum BlockCache {
+    /// RocksDB's default LRU (`Cache::new_lru_cache`: midpoint insertion).
+    Default(Cache),
+    /// An LRU without a high-priority pool (`high_pri_pool_ratio` 0), made by the shim.
+    NoMidpoint(LruCache),
 }
 
 impl Rocks {
     /// In memory (`in_memory`) or on the real file system, with a block cache of
     /// `block_cache_bytes`.
     pub fn new(in_memory: bool, block_cache_bytes: usize) -> Result<Rocks> {
-        let env = if in_memory { Some(rocksdb::Env::mem_env()?) } else { None };
-        Ok(Rocks { env, block_cache: Cache::new_lru_cache(block_cache_bytes) })
+        let block_cache = BlockCache::Default(Cache::new_lru_cache(block_cache_bytes));
+        Ok(Rocks { env: env(in_memory)?, block_cache })
+    }
+
+    /// [`Rocks::new`] with an LRU cache without midpoint insertion: new blocks and blocks
+    /// hit again share one LRU list, so a scan evicts a hot set as readily as its own
+    /// blocks. Everything else as RocksDB's default LRU; for benches (the simulator never
+    /// uses it).
+    pub fn without_midpoint_insertion(in_memory: bool, block_cache_bytes: usize) -> Result<Rocks> {
+        let cache = LruCache::without_midpoint_insertion(block_cache_bytes);
+        let block_cache = BlockCache::NoMidpoint(cache.map_err(Error::Storage)?);
+        Ok(Rocks { env: env(in_memory)?, block_cache })
     }
 
     /// The real file system, with RocksDB's default cache size (tests, tools).
     pub fn on_disk() -> Rocks {
-        Rocks { env: None, block_cache: Cache::new_lru_cache(8 << 20) }
+        Rocks { env: None, block_cache: BlockCache::Default(Cache::new_lru_cache(8 << 20)) }
     }
+}
+
+/// An in-memory environment, or none (the real file system).
+fn env(in_memory: bool) -> Result<Option<rocksdb::Env>> {
+    Ok(if in_memory { Some(rocksdb::Env::mem_env()?) } else { None })
 }
 
 /// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer
@@ -222,17 +247,12 @@ pub(super) fn options(
         transform,
         Some(in_bloom_domain),
     ));
-    let mut table = BlockBasedOptions::default();
-    table.set_block_cache(&rocks.block_cache);
-    table.set_cache_index_and_filter_blocks(true);
-    // Bloom filters over the partition prefix: reads of one partition skip files.
-    if storage.bloom_filter {
-        table.set_bloom_filter(10.0, false);
-    }
-    table.set_whole_key_filtering(false);
-    table.set_block_size(storage.block_bytes);
     opts.set_write_buffer_size(storage.memtable_mib << 20);
-    opts.set_block_based_table_factory(&table);
+    opts.set_block_based_table_factory(&table_options(&storage, rocks));
+    // A cache the shim made goes into the table factory just set.
+    if let BlockCache::NoMidpoint(cache) = &rocks.block_cache {
+        cache.install(&mut opts).map_err(Error::Storage)?;
+    }
     opts.set_compression_type(match storage.snappy {
         true => rocksdb::DBCompressionType::Snappy,
         false => rocksdb::DBCompressionType::None,
@@ -256,9 +276,14 @@ pub(super) fn options(
         opts.enable_statistics();
         opts.set_statistics_level(rocksdb::statistics::StatsLevel::ExceptHistogramOrTimers);
     }
-    // No info LOG file: every open would format hundreds of option lines into it. Header
-    // lines reach the callback whatever its level, hence the filter; fatal messages still
-    // reach stderr, and failures reach the caller as statuses regardless.
+    set_fatal_logger(&mut opts);
+    Ok(opts)
+}
+
+/// No info LOG file: every open would format hundreds of option lines into it. Header
+/// lines reach the callback whatever its level, hence the filter; fatal messages still
+/// reach stderr, and failures reach the caller as statuses regardless.
+fn set_fatal_logger(opts: &mut Options) {
     opts.set_info_logger(rocksdb::InfoLogger::new_callback_logger(
         rocksdb::LogLevel::Fatal,
         |level, message| {
@@ -267,7 +292,25 @@ pub(super) fn options(
             }
         },
     ));
-    Ok(opts)
+}
+
+/// The tablets' block-based table options: the node's block cache (unless the shim made
+/// it: it is installed after), holding index and filter blocks too.
+fn table_options(storage: &StorageConfig, rocks: &Rocks) -> BlockBasedOptions {
+    let mut table = BlockBasedOptions::default();
+    match &rocks.block_cache {
+        BlockCache::Default(cache) => table.set_block_cache(cache),
+        // No default cache made to be replaced.
+        BlockCache::NoMidpoint(_) => table.disable_cache(),
+    }
+    table.set_cache_index_and_filter_blocks(true);
+    // Bloom filters over the partition prefix: reads of one partition skip files.
+    if storage.bloom_filter {
+        table.set_bloom_filter(10.0, false);
+    }
+    table.set_whole_key_filtering(false);
+    table.set_block_size(storage.block_bytes);
+    table
 }
 
 fn bloom_prefix(key: &[u8]) -> &[u8] {
@@ -308,5 +351,31 @@ mod tests {
         ];
         assert_eq!(names, expected);
         assert_eq!(StorageConfig::SET[1].block_bytes, 1024);
+    }
+
+    /// A tablet reads through its node's cache, the default one or one without midpoint
+    /// insertion (installed on the options after their table factory).
+    #[test]
+    fn tablets_read_through_either_cache() {
+        use super::{BlockCache, Rocks};
+        use crate::{canary::Plants, db::DocDb, OpId};
+        let caches = [
+            ("default", Rocks::new(false, 1 << 20)),
+            ("no-midpoint", Rocks::without_midpoint_insertion(false, 1 << 20)),
+        ];
+        for (name, rocks) in caches {
+            let rocks = rocks.expect("rocks");
+            let dir = crate::tests::scratch_dir(&format!("rocks-cache-{name}"));
+            let db = DocDb::open_in(&dir, &rocks, Plants::NONE, StorageConfig::default());
+            let db = db.expect("open");
+            crate::tests::write_int(&db, 1, 1_000, Some(OpId::new(1, 1)));
+            db.flush().expect("flush");
+            assert!(db.db().get(super::super::FRONTIER_KEY).expect("read").is_some());
+            let usage = match &rocks.block_cache {
+                BlockCache::Default(cache) => cache.get_usage(),
+                BlockCache::NoMidpoint(cache) => cache.usage(),
+            };
+            assert!(usage > 0, "{name}: nothing in the node's cache");
+        }
     }
 }
