@@ -19,7 +19,7 @@ mod raw;
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};
 use docsim_engine::disk::{FaultConfig, SimDisk, Tear};
-use docsim_engine::{HybridTime, Layout, Node, NodeOptions, StorageConfig};
+use docsim_engine::{HybridTime, Layout, Node, NodeOptions, Rocks, StorageConfig};
 use rocksdb::perf::{set_perf_stats, PerfContext, PerfMetric, PerfStatsLevel};
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -135,10 +135,22 @@ pub(crate) fn table_node(
     (storage, in_memory): (StorageConfig, bool),
     schema: &str,
 ) -> Result<Node, String> {
+    let rocks = Rocks::new(in_memory, storage.block_cache_kib << 10).map_err(err)?;
+    table_node_with(dir, (storage, in_memory), rocks, schema)
+}
+
+/// [`table_node`] whose tablets share `rocks` (its environment, in memory if asked, and
+/// its block cache) rather than those `storage` makes.
+pub(crate) fn table_node_with(
+    dir: &Path,
+    (storage, in_memory): (StorageConfig, bool),
+    rocks: Rocks,
+    schema: &str,
+) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
     let options =
         NodeOptions { storage, ..NodeOptions::alone(disk, 8 << 20, Plants::NONE, in_memory) };
-    let mut node = Node::new(dir, options).map_err(err)?;
+    let mut node = Node::with_rocks(dir, options, rocks).map_err(err)?;
     node.create_table(CqlTable::parse(schema).map_err(err)?).map_err(err)?;
     Ok(node)
 }

@@ -115,6 +115,7 @@ fn raw_reads(node: &Node, hts: &[u64], dir: &Path) -> Result<BloomReads, String>
     let setup = RawSetup {
         block_bytes: StorageConfig::default().block_bytes,
         cache_bytes: 64 << 10,
+        midpoint_insertion: true,
         bloom: true,
         prefix_len: Some(prefix_len),
         write_buffer_bytes: StorageConfig::default().memtable_mib << 20,

@@ -9,19 +9,23 @@
 //! (midpoint insertion), so the hot set, hit twice, should survive the scans. (Whole-tablet
 //! walks — dumps, compaction planning — do not fill the cache at all: `Iter::walk`.)
 //!
-//! In the same run, raw RocksDB (`raw.rs`: the same block size, its own LRU cache of the
-//! same size, bloom filters over the partition prefix) holds the exact pairs the node
-//! stored, in one flush, and does the same reads: each hot row a seek to its document key
-//! in prefix mode, each scan a seek to the big partition's prefix and every pair under it,
-//! through one iterator in prefix mode kept for all. Not measured: the node with midpoint
-//! insertion off (RocksDB's C API, and so the Rust crate, cannot set
-//! `high_pri_pool_ratio`).
+//! In the same run, the feature off: a second node, written the same (it must store the
+//! same pairs), whose cache is an LRU without a high-priority pool
+//! (`Rocks::without_midpoint_insertion`: `high_pri_pool_ratio` 0, which RocksDB's C API
+//! cannot set; the engine's shim makes the cache), does the same reads. And raw RocksDB
+//! (`raw.rs`: the same block size, its own LRU cache of the same size, bloom filters over
+//! the partition prefix) holds the exact pairs the node stored, in one flush, and does the
+//! same reads, with RocksDB's default LRU and with the shim's cache without midpoint
+//! insertion: each hot row a seek to its document key in prefix mode, each scan a seek to
+//! the big partition's prefix and every pair under it, through one iterator in prefix mode
+//! kept for all. Each run measures the four in turn, each anew.
 
 use super::raw::{self, RawSetup};
-use super::{counted_reads, cql_at, err, median_of, pairs_by_write, table_node};
+use super::{counted_reads, cql_at, err, median_of, pairs_by_write, table_node_with, RowPairs};
 use docsim_engine::cql::{parse_statement, Outcome, Statement};
-use docsim_engine::{HybridTime, Layout, Node, StorageConfig};
+use docsim_engine::{HybridTime, Layout, Node, Rocks, StorageConfig};
 use rocksdb::perf::PerfMetric;
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The sizes of the benchmark.
@@ -81,11 +85,14 @@ impl CacheBench {
     }
 }
 
-/// One run: the node, and raw RocksDB doing the same reads.
+/// One run: the node, and raw RocksDB doing the same reads, each with midpoint insertion
+/// (RocksDB's default LRU) and without.
 #[derive(Debug, Clone, Copy)]
 pub struct CacheRun {
     pub docsim: CacheBench,
+    pub docsim_no_midpoint: CacheBench,
     pub raw: CacheBench,
+    pub raw_no_midpoint: CacheBench,
 }
 
 /// A read of the benchmark: the big partition's scan, or hot row `k`.
@@ -95,7 +102,7 @@ enum Read {
     Hot(usize),
 }
 
-/// Run the benchmark `runs` times, each on a new node and raw database under `dir`:
+/// Run the benchmark `runs` times, each on new nodes and raw databases under `dir`:
 /// `scans` scans of the big partition, each followed by the hot reads.
 pub fn bench_cache(
     shape: CacheShape,
@@ -103,29 +110,44 @@ pub fn bench_cache(
     runs: usize,
     dir: &Path,
 ) -> Result<Vec<CacheRun>, String> {
-    (0..runs)
-        .map(|run| {
-            let dir = dir.join(format!("run-{run}"));
-            let mut node = written_node(shape, &dir.join("docsim"))?;
-            let docsim = node_reads(&mut node, shape, scans)?;
-            let raw = raw_reads(&node, shape, scans, &dir.join("raw"))?;
-            Ok(CacheRun { docsim, raw })
-        })
-        .collect()
+    (0..runs).map(|run| cache_run(shape, scans, &dir.join(format!("run-{run}")))).collect()
 }
 
-/// The node with the hot rows (written first, `k` = 0, 1, ...) and the big partition, in
-/// one flush.
-fn written_node(shape: CacheShape, dir: &Path) -> Result<Node, String> {
+/// One run: the node with midpoint insertion, the node without, then raw RocksDB with
+/// and without, on the pairs the nodes stored (each node dropped after its reads).
+fn cache_run(shape: CacheShape, scans: usize, dir: &Path) -> Result<CacheRun, String> {
+    let mut node = written_node(shape, true, &dir.join("docsim"))?;
+    let docsim = node_reads(&mut node, shape, scans)?;
+    let writes = pairs_by_write(&node)?;
+    drop(node);
+    let mut node = written_node(shape, false, &dir.join("docsim-no-midpoint"))?;
+    let docsim_no_midpoint = node_reads(&mut node, shape, scans)?;
+    if pairs_by_write(&node)? != writes {
+        return Err("the node without midpoint insertion stored other pairs".into());
+    }
+    drop(node);
+    let raw = raw_reads(&writes, shape, scans, (true, &dir.join("raw")))?;
+    let raw_no_midpoint = raw_reads(&writes, shape, scans, (false, &dir.join("raw-no-midpoint")))?;
+    Ok(CacheRun { docsim, docsim_no_midpoint, raw, raw_no_midpoint })
+}
+
+/// The node, its cache with midpoint insertion or not, with the hot rows (written first,
+/// `k` = 0, 1, ...) and the big partition, in one flush.
+fn written_node(shape: CacheShape, midpoint: bool, dir: &Path) -> Result<Node, String> {
     let storage = StorageConfig {
         block_bytes: BLOCK_BYTES,
         block_cache_kib: shape.cache_kib,
         layout: Layout::Unpacked,
         ..StorageConfig::default()
     };
-    let mut node = table_node(
+    let rocks = match midpoint {
+        true => Rocks::new(false, shape.cache_kib << 10),
+        false => Rocks::without_midpoint_insertion(false, shape.cache_kib << 10),
+    };
+    let mut node = table_node_with(
         dir,
         (storage, false),
+        rocks.map_err(err)?,
         "CREATE TABLE c (k int, t int, v text, PRIMARY KEY ((k), t))",
     )?;
     let body = "x".repeat(90);
@@ -162,19 +184,20 @@ fn node_reads(node: &mut Node, shape: CacheShape, scans: usize) -> Result<CacheB
     })
 }
 
-/// The same reads by raw RocksDB holding the pairs `node` stored.
+/// The same reads by raw RocksDB holding the pairs the node stored (`writes`), its cache
+/// with midpoint insertion or not.
 fn raw_reads(
-    node: &Node,
+    writes: &BTreeMap<u64, RowPairs>,
     shape: CacheShape,
     scans: usize,
-    dir: &Path,
+    (midpoint_insertion, dir): (bool, &Path),
 ) -> Result<CacheBench, String> {
-    let writes = pairs_by_write(node)?;
     let keys = writes.values().flat_map(|pairs| pairs.iter().map(|(k, _)| k.as_slice()));
     let prefix_len = raw::common_prefix_len(keys)?;
     let setup = RawSetup {
         block_bytes: BLOCK_BYTES,
         cache_bytes: shape.cache_kib << 10,
+        midpoint_insertion,
         bloom: true,
         prefix_len: Some(prefix_len),
         write_buffer_bytes: StorageConfig::default().memtable_mib << 20,
@@ -226,7 +249,18 @@ fn measure(
 /// Which setup's reads of a run.
 type Pick = fn(&CacheRun) -> &CacheBench;
 
-/// The report of `docsim bench cache`: per setup, the medians over the runs.
+/// A row of the report: its name, its setup, and raw RocksDB's with the same cache.
+type Setup = (&'static str, Pick, Pick);
+
+const SETUPS: [Setup; 4] = [
+    ("docsim", |r| &r.docsim, |r| &r.raw),
+    ("docsim, no midpoint insertion", |r| &r.docsim_no_midpoint, |r| &r.raw_no_midpoint),
+    ("raw RocksDB", |r| &r.raw, |r| &r.raw),
+    ("raw, no midpoint insertion", |r| &r.raw_no_midpoint, |r| &r.raw_no_midpoint),
+];
+
+/// The report of `docsim bench cache`: per setup, the medians over the runs, then each
+/// of the node and raw RocksDB with midpoint insertion off against on.
 pub fn format_report(shape: CacheShape, scans: usize, runs: &[CacheRun]) -> String {
     let mut out = format!(
         "a block cache of {} KiB: a hot set of {} single-row partitions read after each of \
@@ -237,7 +271,7 @@ pub fn format_report(shape: CacheShape, scans: usize, runs: &[CacheRun]) -> Stri
         runs.len()
     );
     out += &format!(
-        "{:<12} {:>9} {:>9} {:>11} {:>9} {:>11} {:>6} {:>8} {:>6}  {}\n",
+        "{:<29} {:>9} {:>9} {:>11} {:>9} {:>11} {:>6} {:>8} {:>6}  {}\n",
         "",
         "hit rate",
         "hot hits",
@@ -249,46 +283,85 @@ pub fn format_report(shape: CacheShape, scans: usize, runs: &[CacheRun]) -> Stri
         "vs raw",
         "scan block reads"
     );
-    let setups: [(&str, Pick); 2] = [("docsim", |r| &r.docsim), ("raw RocksDB", |r| &r.raw)];
-    let raw_us = median_of(runs.iter().map(|r| r.raw.us_per_hot_read()));
-    let raw_ms = median_of(runs.iter().map(|r| r.raw.ms_per_scan()));
-    for (name, of) in setups {
-        let med = |f: fn(&CacheBench) -> f64| median_of(runs.iter().map(|r| f(of(r))));
-        let (us, ms) = (med(CacheBench::us_per_hot_read), med(CacheBench::ms_per_scan));
-        out += &format!(
-            "{name:<12} {:>8.1}% {:>9.0} {:>11.0} {:>9.0} {us:>11.2} {:>5.2}x {ms:>8.2} {:>5.2}x  \
-             {:.0}\n",
-            med(CacheBench::hit_rate) * 100.0,
-            med(|b| b.hot_hits as f64),
-            med(|b| b.hot_misses as f64),
-            med(|b| b.hot_found as f64),
-            us / raw_us,
-            ms / raw_ms,
-            med(|b| b.scan_misses as f64),
-        );
-    }
-    out += "(raw RocksDB: the pairs the node stored, in one flush; the same block size and \
-            cache size, bloom filters over the partition prefix; hot reads seek the row, scans \
-            the partition, in prefix mode through one iterator kept for all)\n";
+    SETUPS.into_iter().for_each(|setup| out += &setup_line(setup, runs));
+    out += &off_against_on("docsim", runs, |r| &r.docsim, |r| &r.docsim_no_midpoint);
+    out += &off_against_on("raw RocksDB", runs, |r| &r.raw, |r| &r.raw_no_midpoint);
+    out += "(vs raw: against raw RocksDB with the same cache. raw RocksDB: the pairs the node \
+            stored, in one flush; the same block size and cache size, bloom filters over the \
+            partition prefix; hot reads seek the row, scans the partition, in prefix mode \
+            through one iterator kept for all. No midpoint insertion: an LRU cache with \
+            high_pri_pool_ratio 0, made by the engine's shim)\n";
     out
+}
+
+/// The median over the runs of `f` of a setup's reads.
+fn med(runs: &[CacheRun], of: Pick, f: impl Fn(&CacheBench) -> f64) -> f64 {
+    median_of(runs.iter().map(|r| f(of(r))))
+}
+
+/// One setup's row of the report.
+fn setup_line((name, of, raw): Setup, runs: &[CacheRun]) -> String {
+    let (us, ms) =
+        (med(runs, of, CacheBench::us_per_hot_read), med(runs, of, CacheBench::ms_per_scan));
+    let raw_us = med(runs, raw, CacheBench::us_per_hot_read);
+    let raw_ms = med(runs, raw, CacheBench::ms_per_scan);
+    format!(
+        "{name:<29} {:>8.1}% {:>9.0} {:>11.0} {:>9.0} {us:>11.2} {:>5.2}x {ms:>8.2} {:>5.2}x  \
+         {:.0}\n",
+        med(runs, of, CacheBench::hit_rate) * 100.0,
+        med(runs, of, |b| b.hot_hits as f64),
+        med(runs, of, |b| b.hot_misses as f64),
+        med(runs, of, |b| b.hot_found as f64),
+        us / raw_us,
+        ms / raw_ms,
+        med(runs, of, |b| b.scan_misses as f64),
+    )
+}
+
+/// What turning midpoint insertion off changes for `name` (`on`, `off`: its setups).
+fn off_against_on(name: &str, runs: &[CacheRun], on: Pick, off: Pick) -> String {
+    let both = |f: fn(&CacheBench) -> f64| (med(runs, off, f), med(runs, on, f));
+    let (rate_off, rate_on) = both(CacheBench::hit_rate);
+    let (misses_off, misses_on) = both(|b| b.hot_misses as f64);
+    let (us_off, us_on) = both(CacheBench::us_per_hot_read);
+    let (ms_off, ms_on) = both(CacheBench::ms_per_scan);
+    format!(
+        "{name}, midpoint insertion off against on: hit rate {:.1}% against {:.1}%, hot \
+         misses {misses_off:.0} against {misses_on:.0}, time per hot read {:.2}x, per scan \
+         {:.2}x\n",
+        rate_off * 100.0,
+        rate_on * 100.0,
+        us_off / us_on,
+        ms_off / ms_on,
+    )
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A tenth of the bench, two scans: the node and raw RocksDB both read the whole
-    /// partition and every hot row each time, and the hot set stays in the cache in both.
+    /// A tenth of the bench, two scans: the nodes and raw RocksDB, with midpoint insertion
+    /// and without, all read the whole partition and every hot row each time. With it the
+    /// hot set stays in the cache; without it the scans evict the hot set's blocks, and
+    /// its hit rate is clearly lower, in the node as in raw RocksDB.
     #[test]
-    fn bench_cache_small_run_reads_the_same_in_both_setups() {
+    fn bench_cache_small_run_keeps_the_hot_set_only_with_midpoint_insertion() {
         let scratch = crate::ScratchDir::new().expect("scratch dir");
         let shape = CacheShape { cache_kib: 128, hot_rows: 200, scan_rows: 9_000 };
         let run = bench_cache(shape, 2, 1, scratch.path()).expect("bench")[0];
-        for b in [run.docsim, run.raw] {
+        for b in [run.docsim, run.docsim_no_midpoint, run.raw, run.raw_no_midpoint] {
             assert_eq!((b.scans, b.whole_scans), (2, 2), "{b:?}");
             assert_eq!((b.hot_reads, b.hot_found), (400, 400), "{b:?}");
             assert!(b.scan_misses > 0 && b.hot_seconds > 0.0, "{b:?}");
-            assert!(b.hit_rate() > 0.9, "{b:?}");
         }
+        for (on, off) in [(run.docsim, run.docsim_no_midpoint), (run.raw, run.raw_no_midpoint)] {
+            assert!(on.hit_rate() > 0.9, "{on:?}");
+            // Each scan evicts the hot set's blocks (about ten here; the hot rows share
+            // them): a point of hit rate at least, and more misses than scans.
+            let fewer = on.hit_rate() - off.hit_rate();
+            assert!(fewer > 0.01 && off.hot_misses > on.hot_misses + 2, "{on:?} {off:?}");
+        }
+        let report = format_report(shape, 2, &[run]);
+        assert!(report.contains("docsim, no midpoint insertion"), "{report}");
     }
 }

@@ -268,6 +268,7 @@ fn raw_run(
     let setup = RawSetup {
         block_bytes: StorageConfig::default().block_bytes,
         cache_bytes: 8 << 20,
+        midpoint_insertion: true,
         bloom: true,
         prefix_len: Some(raw::common_prefix_len(keys)?),
         write_buffer_bytes: StorageConfig::default().memtable_mib << 20,

@@ -1,11 +1,13 @@
 //! Raw RocksDB for the feature benchmarks (`bloom`, `cache`, `memstore`): a plain
 //! `rocksdb::DB` in a scratch directory with a tablet's table options where the feature
 //! needs them (data block size, its own LRU block cache with filter and index blocks in
-//! it, bloom filters of 10 bits per key over a fixed-length key prefix, snappy, the
-//! memtable size, no automatic compactions), written with the exact key/value pairs a
-//! docsim node stored ([`super::pairs_by_write`]) and read with plain iterators.
+//! it, with or without midpoint insertion, bloom filters of 10 bits per key over a
+//! fixed-length key prefix, snappy, the memtable size, no automatic compactions), written
+//! with the exact key/value pairs a docsim node stored ([`super::pairs_by_write`]) and
+//! read with plain iterators.
 
 use super::err;
+use docsim_engine::entity::LruCache;
 use rocksdb::{BlockBasedOptions, Cache, DBRawIterator, Options, ReadOptions, SliceTransform, DB};
 use std::path::Path;
 
@@ -14,6 +16,9 @@ use std::path::Path;
 pub(crate) struct RawSetup {
     pub block_bytes: usize,
     pub cache_bytes: usize,
+    /// The cache's midpoint insertion (RocksDB's default LRU); off, an LRU without a
+    /// high-priority pool (the engine's shim: `LruCache`).
+    pub midpoint_insertion: bool,
     /// Bloom filters over the first `prefix_len` bytes of each key.
     pub bloom: bool,
     /// A fixed-length prefix extractor (`None`: none).
@@ -33,7 +38,10 @@ pub(crate) fn open(dir: &Path, setup: RawSetup) -> Result<DB, String> {
         opts.set_prefix_extractor(SliceTransform::create_fixed_prefix(len));
     }
     let mut table = BlockBasedOptions::default();
-    table.set_block_cache(&Cache::new_lru_cache(setup.cache_bytes));
+    match setup.midpoint_insertion {
+        true => table.set_block_cache(&Cache::new_lru_cache(setup.cache_bytes)),
+        false => table.disable_cache(), // the shim's cache is installed below
+    }
     table.set_cache_index_and_filter_blocks(true);
     if setup.bloom {
         table.set_bloom_filter(10.0, false);
@@ -41,6 +49,9 @@ pub(crate) fn open(dir: &Path, setup: RawSetup) -> Result<DB, String> {
     table.set_whole_key_filtering(false);
     table.set_block_size(setup.block_bytes);
     opts.set_block_based_table_factory(&table);
+    if !setup.midpoint_insertion {
+        LruCache::without_midpoint_insertion(setup.cache_bytes)?.install(&mut opts)?;
+    }
     DB::open(&opts, dir).map_err(err)
 }
 
