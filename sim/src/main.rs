@@ -130,8 +130,8 @@ enum Command {
         /// Run for this long instead (`90s`, `10m`, `1h`).
         #[arg(long, value_parser = parse_duration)]
         duration: Option<f64>,
-        /// Worker threads.
-        #[arg(long, default_value_t = 1)]
+        /// Worker threads (1 to 256).
+        #[arg(long, default_value_t = 1, value_parser = parse_jobs)]
         jobs: usize,
         /// Run shard `i/n`: the seeds with `seed % n == i`.
         #[arg(long, value_parser = parse_shard, default_value = "0/1")]
@@ -199,11 +199,17 @@ enum Command {
 
 fn parse_seed(text: &str) -> Result<u64, String> {
     let bad = || format!("`{text}` is not a seed (decimal, 0x-hex, or a git commit hash)");
+    let number = |e: std::num::ParseIntError| match e.kind() {
+        std::num::IntErrorKind::PosOverflow => {
+            format!("`{text}` is above {}, the largest seed (64 bits)", u64::MAX)
+        }
+        _ => bad(),
+    };
     if let Some(hex) = text.strip_prefix("0x") {
-        return u64::from_str_radix(hex, 16).map_err(|_| bad());
+        return u64::from_str_radix(hex, 16).map_err(number);
     }
     if text.chars().all(|c| c.is_ascii_digit()) {
-        return text.parse().map_err(|_| bad());
+        return text.parse().map_err(number);
     }
     if text.len() >= 7 && text.chars().all(|c| c.is_ascii_hexdigit()) {
         return u64::from_str_radix(&text[..text.len().min(16)], 16).map_err(|_| bad());
@@ -235,10 +241,18 @@ fn parse_replicas(text: &str) -> Result<usize, String> {
 fn parse_range(text: &str) -> Result<(u64, u64), String> {
     let (a, b) = text.split_once("..").ok_or_else(|| format!("`{text}` is not a range A..B"))?;
     let (a, b) = (parse_seed(a)?, parse_seed(b)?);
-    if a > b {
-        return Err(format!("empty seed range {text}"));
+    if a >= b {
+        return Err(format!("--seeds {text} holds no seed (B is excluded)"));
     }
     Ok((a, b))
+}
+
+/// Worker threads: 1 to 256 (a bound of docsim's: each runs one seed at a time).
+fn parse_jobs(text: &str) -> Result<usize, String> {
+    match text.parse() {
+        Ok(n @ 1..=256) => Ok(n),
+        _ => Err(format!("--jobs {text}: 1 to 256 worker threads")),
+    }
 }
 
 fn parse_shard(text: &str) -> Result<(u64, u64), String> {
@@ -299,7 +313,19 @@ fn check_plant(shape: &ShapeArgs) -> Result<(), String> {
 
 fn main() -> ExitCode {
     never_purge();
+    // A closed pipe (`docsim replay ... | head`) ends the process quietly, as it does any
+    // Unix filter, instead of a panic on the next print.
+    // SAFETY: restoring a signal's default action before any thread starts.
+    unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
     let cli = Cli::parse();
+    if let Command::Run { metamorphic: true, run, .. } = &cli.command {
+        if let Some(k) = run.shape.config {
+            eprintln!(
+                "error: --metamorphic runs every storage configuration; --config {k} picks one"
+            );
+            return ExitCode::from(2);
+        }
+    }
     let shape = match &cli.command {
         Command::Run { run, .. } | Command::Replay { run } => Some(&run.shape),
         Command::Torture { shape, .. } => Some(shape),
@@ -599,6 +625,11 @@ fn torture_command(
     shape: &ShapeArgs,
 ) -> ExitCode {
     let (first, end) = match (seeds, duration) {
+        (Some((a, b)), None) if (a..b).all(|s| s % shard.1 != shard.0) => {
+            let (i, n) = shard;
+            eprintln!("error: shard {i}/{n} of seeds {a}..{b} holds no seed");
+            return ExitCode::from(2);
+        }
         (Some((a, b)), None) => (a, Some(b)),
         (seeds, Some(_)) => (seeds.map_or(0, |(a, _)| a), None),
         (None, None) => {

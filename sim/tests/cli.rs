@@ -1,0 +1,71 @@
+//! The command line's edges (issue 44): each is a clear error naming what is wrong, with
+//! exit code 2 (bad usage), or documented behaviour — never a panic, never a silent run of
+//! nothing. Exit codes: 0 pass, 1 a failure found, 2 bad usage.
+
+use std::process::{Command, Output, Stdio};
+
+fn docsim(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_docsim")).args(args).output().expect("docsim runs")
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// Bad usage: exit 2, `needle` in the message, no panic.
+fn refused(args: &[&str], needle: &str) {
+    let out = docsim(args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(err.contains(needle), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{args:?}: {err}");
+}
+
+#[test]
+fn a_campaign_of_no_seed_is_refused() {
+    let dir = std::env::temp_dir().join(format!("docsim-cli-empty-{}", std::process::id()));
+    let reports = dir.to_str().expect("utf-8");
+    refused(&["torture", "--seeds", "5..5", "--reports", reports], "--seeds 5..5 holds no seed");
+    refused(
+        &["torture", "--seeds", "0..1", "--shard", "1/2", "--reports", reports],
+        "shard 1/2 of seeds 0..1 holds no seed",
+    );
+}
+
+#[test]
+fn worker_counts_outside_their_bound_are_refused() {
+    refused(&["torture", "--seeds", "0..1", "--jobs", "0"], "--jobs 0: 1 to 256 worker threads");
+    refused(
+        &["torture", "--seeds", "0..1", "--jobs", "100000"],
+        "--jobs 100000: 1 to 256 worker threads",
+    );
+}
+
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_docsim"))
+        .args(["replay", "--seed", "42", "--ops", "200"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("docsim runs");
+    drop(child.stdout.take()); // the reader goes away at once, as `| head -0` does
+    let out = child.wait_with_output().expect("docsim ends");
+    let err = stderr(&out);
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.status.code().is_none_or(|c| c == 0 || c == 141), "{:?}: {err}", out.status);
+}
+
+#[test]
+fn metamorphic_runs_refuse_a_single_configuration() {
+    refused(
+        &["run", "--seed", "1", "--metamorphic", "--config", "3"],
+        "--metamorphic runs every storage configuration",
+    );
+}
+
+#[test]
+fn a_seed_too_large_says_why() {
+    refused(&["run", "--seed", "18446744073709551616"], "above 18446744073709551615");
+    refused(&["run", "--seed", "0x10000000000000000"], "above 18446744073709551615");
+}
