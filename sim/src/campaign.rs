@@ -29,12 +29,31 @@ pub struct Campaign {
     pub reports_dir: std::path::PathBuf,
 }
 
+/// How many seeds of `first..end` shard `i/n` holds (those with `seed % n == i`).
+pub fn seeds_in_shard(first: u64, end: u64, (i, n): (u64, u64)) -> u64 {
+    let below = |x: u64| if x > i { (x - i).div_ceil(n) } else { 0 };
+    below(end) - below(first)
+}
+
+/// What is left of a campaign: `done/total` and the time left at the pace so far, or the
+/// time left of its budget.
+fn left(campaign: &Campaign, done: usize, elapsed_s: f64) -> String {
+    match (campaign.end, campaign.duration_s) {
+        (Some(end), _) => {
+            let total = seeds_in_shard(campaign.first, end, campaign.shard);
+            let pace = elapsed_s / done.max(1) as f64;
+            let eta = (total.saturating_sub(done as u64) as f64 * pace).round();
+            format!("{done}/{total}  ETA {}m{:02}s", eta as u64 / 60, eta as u64 % 60)
+        }
+        (None, d) => format!("{done}  left {:.0}s", (d.unwrap_or(0.0) - elapsed_s).max(0.0)),
+    }
+}
+
 /// Print a progress line to stderr every second until the workers finish; stop them when
 /// the time budget runs out.
 fn watch_progress(
     workers: &[std::thread::JoinHandle<()>],
-    watch: &Stopwatch,
-    duration_s: Option<f64>,
+    (campaign, watch): (&Campaign, &Stopwatch),
     stop: &std::sync::atomic::AtomicBool,
     done: &AtomicUsize,
     results: &Mutex<Vec<RunOutcome>>,
@@ -47,7 +66,7 @@ fn watch_progress(
     while workers.iter().any(|w| !w.is_finished()) {
         std::thread::sleep(std::time::Duration::from_millis(100));
         let elapsed = watch.seconds();
-        if duration_s.is_some_and(|d| elapsed >= d) {
+        if campaign.duration_s.is_some_and(|d| elapsed >= d) {
             stop.store(true, Ordering::Relaxed);
         }
         if elapsed - last_print >= every_s {
@@ -60,8 +79,8 @@ fn watch_progress(
                 )
             };
             let line = format!(
-                "seeds {:>6}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
-                done.load(Ordering::Relaxed),
+                "seeds {}  ops {:>9}  failures {:>3}  {:>8.0} ops/s  {:>6.1}s",
+                left(campaign, done.load(Ordering::Relaxed), elapsed),
                 ops,
                 failures,
                 ops as f64 / elapsed,
@@ -113,7 +132,7 @@ pub fn torture(campaign: &Campaign) -> docsim_reports::CampaignReport {
             })
         })
         .collect();
-    watch_progress(&workers, &watch, campaign.duration_s, &stop, &done, &results);
+    watch_progress(&workers, (campaign, &watch), &stop, &done, &results);
     workers.into_iter().for_each(|w| w.join().expect("worker thread"));
     eprintln!();
     let mut outcomes = Arc::try_unwrap(results).expect("workers done").into_inner().expect("lock");
@@ -125,5 +144,23 @@ pub fn torture(campaign: &Campaign) -> docsim_reports::CampaignReport {
         known_probes: docsim_engine::probe::KNOWN.iter().map(|p| p.to_string()).collect(),
         seconds: watch.seconds(),
         runs: outcomes.iter().map(|o| report::run_report(o, Some(&campaign.reports_dir))).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::seeds_in_shard;
+
+    /// A shard's seeds are counted exactly (the progress line's total, and the refusal of
+    /// a shard holding none).
+    #[test]
+    fn a_shard_holds_the_seeds_of_its_residue() {
+        for (first, end, n) in [(0, 10, 3), (5, 6, 2), (7, 100, 7), (0, 1, 1), (3, 3, 2)] {
+            for i in 0..n {
+                let want = (first..end).filter(|s| s % n == i).count() as u64;
+                assert_eq!(seeds_in_shard(first, end, (i, n)), want, "{first}..{end} {i}/{n}");
+            }
+        }
+        assert_eq!(seeds_in_shard(0, u64::MAX, (0, 1)), u64::MAX);
     }
 }

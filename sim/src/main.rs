@@ -99,6 +99,13 @@ enum Command {
         /// Switch on a planted bug (to replay a canary's reproducer).
         #[arg(long, value_parser = parse_plant)]
         plant: Option<Plant>,
+        /// Write the script's output to FILE.out (its snapshot) instead of printing it.
+        #[arg(long, conflicts_with = "check")]
+        bless: bool,
+        /// Compare the script's output with FILE.out: exit 1 and the first difference if
+        /// they differ.
+        #[arg(long)]
+        check: bool,
     },
     /// Run one seed: a banner, then PASS or a failure block and a reproducer on disk.
     Run {
@@ -336,7 +343,8 @@ fn main() -> ExitCode {
         return ExitCode::from(2);
     }
     match cli.command {
-        Command::Script { file, plant } => script(&file, plant),
+        Command::Script { file, plant, bless: false, check: false } => script(&file, plant),
+        Command::Script { file, plant, bless, .. } => snapshot(&file, plant, bless),
         Command::Run { run: args, check_determinism: true, .. } => check_determinism(&args),
         Command::Run { run: args, metamorphic: true, .. } => metamorphic(&args),
         Command::Run { run: args, emit_trace, .. } => run_seed(&args, emit_trace, false),
@@ -469,6 +477,53 @@ fn script(file: &Path, plant: Option<Plant>) -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// `script --bless` (write FILE.out) or `script --check` (compare with it).
+fn snapshot(file: &Path, plant: Option<Plant>, bless: bool) -> ExitCode {
+    let text = match std::fs::read_to_string(file) {
+        Ok(text) => text,
+        Err(e) => {
+            eprintln!("docsim: cannot read {}: {e}", file.display());
+            return ExitCode::from(2);
+        }
+    };
+    let plants = docsim_engine::canary::Plants::of(plant);
+    let run = docsim::script::run_script(&text, plants, docsim_engine::StorageConfig::default());
+    let out_file = file.with_extension("out");
+    if bless {
+        return match std::fs::write(&out_file, &run.output) {
+            Ok(()) => {
+                println!("wrote {}", out_file.display());
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("docsim: cannot write {}: {e}", out_file.display());
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let Ok(want) = std::fs::read_to_string(&out_file) else {
+        let (out, f) = (out_file.display(), file.display());
+        eprintln!("docsim: no {out} to check against (`docsim script --bless {f}` writes it)");
+        return ExitCode::from(2);
+    };
+    match first_difference(&want, &run.output) {
+        None => ExitCode::SUCCESS,
+        Some(i) => {
+            let line = |text: &str| text.lines().nth(i).unwrap_or("(no line)").to_owned();
+            println!("{}:{}: differs from its snapshot", out_file.display(), i + 1);
+            println!("- {}\n+ {}", line(&want), line(&run.output));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The first line (from 0) where two texts differ, a missing line counting.
+fn first_difference(a: &str, b: &str) -> Option<usize> {
+    let (a, b): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    let common = a.iter().zip(&b).position(|(x, y)| x != y);
+    common.or((a.len() != b.len()).then_some(a.len().min(b.len())))
 }
 
 /// What a torture campaign reports beyond its summary: the report files, and whether a
@@ -625,7 +680,7 @@ fn torture_command(
     shape: &ShapeArgs,
 ) -> ExitCode {
     let (first, end) = match (seeds, duration) {
-        (Some((a, b)), None) if (a..b).all(|s| s % shard.1 != shard.0) => {
+        (Some((a, b)), None) if docsim::campaign::seeds_in_shard(a, b, shard) == 0 => {
             let (i, n) = shard;
             eprintln!("error: shard {i}/{n} of seeds {a}..{b} holds no seed");
             return ExitCode::from(2);
@@ -657,7 +712,6 @@ fn torture_command(
     );
     let campaign_report = torture(&campaign);
     print_totals(&campaign_report, jobs);
-    let t = campaign_report.totals();
     if let Some(dir) = coverage.report_dir {
         match report::write_campaign(dir, &campaign_report) {
             Ok(()) => println!("report: {}", dir.join("campaign.html").display()),
@@ -672,19 +726,26 @@ fn torture_command(
     if uncovered {
         println!("FAIL coverage: {} probes never hit (--require-all-probes)", never.len());
     }
-    let failed = campaign_report.runs.iter().filter(|r| r.failure.is_some()).map(|r| r.seed);
-    if t.failures == 0 && !uncovered {
+    let failed: Vec<u64> =
+        campaign_report.runs.iter().filter(|r| r.failure.is_some()).map(|r| r.seed).collect();
+    verdict(&failed, uncovered, &shape.reports)
+}
+
+/// PASS, or the first failure's block whole (op, expected, actual, how to reproduce) and
+/// one line per failed seed.
+fn verdict(failed: &[u64], uncovered: bool, reports: &Path) -> ExitCode {
+    if failed.is_empty() && !uncovered {
         println!("PASS");
-        ExitCode::SUCCESS
-    } else {
-        for seed in failed {
-            println!(
-                "FAIL seed {seed}: {}",
-                shape.reports.join(seed.to_string()).join("failure.txt").display()
-            );
-        }
-        ExitCode::FAILURE
+        return ExitCode::SUCCESS;
     }
+    let failure_txt = |seed: u64| reports.join(seed.to_string()).join("failure.txt");
+    if let Some(text) = failed.first().and_then(|s| std::fs::read_to_string(failure_txt(*s)).ok()) {
+        print!("\n{text}\n");
+    }
+    for seed in failed {
+        println!("FAIL seed {seed}: {}", failure_txt(*seed).display());
+    }
+    ExitCode::FAILURE
 }
 
 fn report_command(action: &str, files: &[PathBuf], out: &Path) -> ExitCode {

@@ -69,3 +69,26 @@ fn a_seed_too_large_says_why() {
     refused(&["run", "--seed", "18446744073709551616"], "above 18446744073709551615");
     refused(&["run", "--seed", "0x10000000000000000"], "above 18446744073709551615");
 }
+
+/// `script --bless` writes a script's output beside it; `script --check` passes on it
+/// and fails, naming the line, once the script's output changes.
+#[test]
+fn a_script_snapshot_is_blessed_then_checked() {
+    let dir = std::env::temp_dir().join(format!("docsim-cli-bless-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    let script = dir.join("mine.ds");
+    std::fs::write(&script, "set doc(; \"k\").\"a\" = 1 @T10\nget doc(; \"k\") @T20\n").expect("w");
+    let path = script.to_str().expect("utf-8");
+    refused(&["script", "--check", path], "script --bless");
+    let blessed = docsim(&["script", "--bless", path]);
+    assert_eq!(blessed.status.code(), Some(0), "{}", stderr(&blessed));
+    let out = std::fs::read_to_string(dir.join("mine.out")).expect("the snapshot");
+    assert!(out.contains("\"a\": 1"), "the snapshot holds the read: {out}");
+    assert_eq!(docsim(&["script", "--check", path]).status.code(), Some(0));
+    std::fs::write(&script, "set doc(; \"k\").\"a\" = 2 @T10\nget doc(; \"k\") @T20\n").expect("w");
+    let changed = docsim(&["script", "--check", path]);
+    let said = String::from_utf8_lossy(&changed.stdout);
+    assert_eq!(changed.status.code(), Some(1), "{said}");
+    assert!(said.contains("mine.out:1: differs from its snapshot"), "{said}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

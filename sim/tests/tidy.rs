@@ -207,3 +207,16 @@ fn modules_use_only_lower_layers() {
     let text = "use crate::{db::DocDb, log};\nfn f() { crate::node::Node::new(); }";
     assert_eq!(crate_references(text), ["db", "log", "node"]);
 }
+
+/// The docscript contract travels with the code: `docs/docscript.md` is a copy of the
+/// workplace's `../shared/docscript.md`, kept equal wherever the workplace's copy exists
+/// (a fresh clone elsewhere has only the repository's).
+#[test]
+fn the_docscript_contract_copy_is_the_contract() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let copy = std::fs::read_to_string(root.join("docs/docscript.md")).expect("the copy");
+    let Ok(contract) = std::fs::read_to_string(root.join("../shared/docscript.md")) else {
+        return; // no workplace here: the copy is the contract
+    };
+    assert!(copy == contract, "docs/docscript.md differs from ../shared/docscript.md: copy it");
+}

@@ -1,4 +1,4 @@
-//! docscript: the project's text language (`../shared/docscript.md` is the contract).
+//! docscript: the project's text language (`docs/docscript.md` is the contract).
 //!
 //! [`run_script`] executes a script line by line against real tablets in a directory and
 //! writes the contract's output. A line that does not parse stops the run; a command that
