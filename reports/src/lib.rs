@@ -5,12 +5,16 @@
 //! runs — one shard of a nightly matrix, or all of them after [`CampaignReport::merge`].
 //! Renderers turn a campaign into JSON (the interchange format: shards are merged from
 //! it), Markdown (a CI summary), a self-contained HTML page with inline SVG charts, and
-//! JUnit XML (one test case per seed) for CI dashboards. Nothing here knows the engine:
+//! JUnit XML (one test case per seed) for CI dashboards; `diff` compares a campaign with the
+//! last one (new and fixed failure signatures, throughput, probes, faults). Nothing here
+//! knows the engine:
 //! reports are plain data.
 
+mod diff;
 mod html;
 mod render;
 
+pub use diff::{diff, has_new_failures, signature, signatures};
 pub use html::to_html;
 pub use render::{to_junit, to_markdown};
 

@@ -129,3 +129,34 @@ fn the_summary_counts_profiles_and_replication_and_compares_only_lone_replays() 
     assert!(md.contains("Runs by profile: cql 2, redis 1."), "{md}");
     assert!(md.contains("Replication: snapshots_installed 4."), "{md}");
 }
+
+/// The morning-after diff: a failure signature only the new campaign has is new, one only
+/// the old had is fixed; probes that went to zero show.
+#[test]
+fn a_diff_names_new_and_fixed_failure_signatures() {
+    let mut base = shard(0, &[1, 3]);
+    base.runs[1].knobs = "profile=cql".into();
+    let mut new = shard(0, &[1, 3, 5]);
+    new.commit = "def".into();
+    new.runs[1].failure = None; // seed 3 fixed
+    new.runs[2].failure = Some(FailureReport {
+        kind: "select".into(),
+        op: "cql @T5 SELECT * FROM t".into(),
+        ..Default::default()
+    });
+    new.runs[2].knobs = "replicas=3 profile=cql".into();
+    new.runs.iter_mut().for_each(|r| r.probes.clear());
+    let text = diff(&base, &new);
+    assert!(text.starts_with("docsim report diff: abc (2 seeds) -> def (3 seeds)"), "{text}");
+    assert!(
+        text.contains("new failure signatures: 1\n  select · cql SELECT · profile=cql: seeds 5"),
+        "{text}"
+    );
+    assert!(
+        text.contains("fixed failure signatures: 1\n  Get · get · profile=cql: seeds 3"),
+        "{text}"
+    );
+    assert!(text.contains("still failing failure signatures: 0"), "{text}");
+    assert!(text.contains("  gc.dropped: "), "a probe gone to zero shows: {text}");
+    assert!(has_new_failures(&base, &new) && !has_new_failures(&new, &new));
+}

@@ -153,9 +153,11 @@ enum Command {
         #[command(flatten)]
         shape: ShapeArgs,
     },
-    /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`.
+    /// Campaign reports: `docsim report merge A.json B.json ... --out DIR`, or
+    /// `docsim report diff BASE.json NEW.json` (exit 1 if NEW has a failure signature BASE
+    /// has not).
     Report {
-        /// `merge`.
+        /// `merge` or `diff`.
         action: String,
         /// Shard reports (`campaign.json`).
         files: Vec<PathBuf>,
@@ -748,9 +750,38 @@ fn verdict(failed: &[u64], uncovered: bool, reports: &Path) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// `report diff BASE NEW`: exit 1 when NEW fails in a way BASE did not.
+fn report_diff(base: &Path, new: &Path) -> ExitCode {
+    let read = |file: &Path| {
+        std::fs::read_to_string(file)
+            .map_err(|e| e.to_string())
+            .and_then(|text| docsim_reports::CampaignReport::from_json(&text))
+            .map_err(|e| format!("{}: {e}", file.display()))
+    };
+    match (read(base), read(new)) {
+        (Ok(base), Ok(new)) => {
+            print!("{}", docsim_reports::diff(&base, &new));
+            match docsim_reports::has_new_failures(&base, &new) {
+                true => ExitCode::FAILURE,
+                false => ExitCode::SUCCESS,
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => {
+            eprintln!("docsim: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
 fn report_command(action: &str, files: &[PathBuf], out: &Path) -> ExitCode {
+    if action == "diff" && files.len() == 2 {
+        return report_diff(&files[0], &files[1]);
+    }
     if action != "merge" || files.is_empty() {
-        eprintln!("docsim: usage: docsim report merge A.json B.json ... [--out DIR]");
+        eprintln!(
+            "docsim: usage: docsim report merge A.json B.json ... [--out DIR] | \
+             docsim report diff BASE.json NEW.json"
+        );
         return ExitCode::from(2);
     }
     let mut shards = Vec::new();
