@@ -310,22 +310,24 @@ fn evaluate(view: &mut CommandView, command: &Command) -> Result<Reply> {
         }
         Command::Expire { key, secs } => expire(view, key, *secs),
         Command::HSet { key, fields, multi } => hset(view, key, fields, *multi),
-        Command::HGet { key, field } => match view.object(key)?.get(&member(field)) {
-            Some(Document::Primitive(p)) => Ok(Reply::Bulk(Some(text(p)))),
-            _ => Ok(Reply::Bulk(None)),
-        },
-        Command::HDel { key, fields: members } | Command::SRem { key, members } => {
-            remove_members(view, key, members)
+        Command::HGet { key, field } => {
+            match view.object(key, Aggregate::Hash)?.get(&member(field)) {
+                Some(Document::Primitive(p)) => Ok(Reply::Bulk(Some(text(p)))),
+                _ => Ok(Reply::Bulk(None)),
+            }
         }
+        Command::HDel { key, fields } => remove_members(view, key, fields, Aggregate::Hash),
+        Command::SRem { key, members } => remove_members(view, key, members, Aggregate::Set),
         Command::HGetAll { key } => {
-            let map = view.object(key)?;
+            let map = view.object(key, Aggregate::Hash)?;
             Ok(Reply::Array(
                 map.iter().flat_map(|(k, v)| [text(&k.value), document_text(v)]).collect(),
             ))
         }
         Command::SAdd { key, members } => sadd(view, key, members),
         Command::SMembers { key } => {
-            Ok(Reply::Array(view.object(key)?.keys().map(|k| text(&k.value)).collect()))
+            let map = view.object(key, Aggregate::Set)?;
+            Ok(Reply::Array(map.keys().map(|k| text(&k.value)).collect()))
         }
     }
 }
@@ -336,7 +338,7 @@ fn hset(
     fields: &[(String, String)],
     multi: bool,
 ) -> Result<Reply> {
-    let existing = view.object(key)?;
+    let existing = view.object(key, Aggregate::Hash)?;
     let added: std::collections::BTreeSet<&String> =
         fields.iter().map(|(f, _)| f).filter(|f| !existing.contains_key(&member(f))).collect();
     let added = added.len();
@@ -349,8 +351,13 @@ fn hset(
 }
 
 /// HDEL and SREM: a tombstone for each field or member that exists.
-fn remove_members(view: &mut CommandView, key: &str, members: &[String]) -> Result<Reply> {
-    let existing = view.object(key)?;
+fn remove_members(
+    view: &mut CommandView,
+    key: &str,
+    members: &[String],
+    want: Aggregate,
+) -> Result<Reply> {
+    let existing = view.object(key, want)?;
     let writes: Vec<DocWrite> = members
         .iter()
         .filter(|m| existing.contains_key(&member(m)))
@@ -362,7 +369,7 @@ fn remove_members(view: &mut CommandView, key: &str, members: &[String]) -> Resu
 }
 
 fn sadd(view: &mut CommandView, key: &str, members: &[String]) -> Result<Reply> {
-    let existing = view.object(key)?;
+    let existing = view.object(key, Aggregate::Set)?;
     let fresh: std::collections::BTreeSet<&String> =
         members.iter().filter(|m| !existing.contains_key(&member(m))).collect();
     let writes = members
@@ -401,6 +408,25 @@ fn set_value(v: &str) -> WriteKind {
     WriteKind::Set(Document::Primitive(Primitive::String(v.to_owned())))
 }
 
+/// A Redis aggregate type. A rule of docsim's own: YugabyteDB keeps the type in the root's
+/// value type (`kRedisSet` for a set, `kObject` for a hash; `RedisWriteOperation` checks
+/// it, `docdb/redis_operation.cc`); docsim's root is an init marker for both, so the type
+/// is what the visible members hold: a set's map to null, a hash's to strings. An emptied
+/// one holds nothing and has no type (Redis deletes an emptied aggregate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Aggregate {
+    Hash,
+    Set,
+}
+
+impl Aggregate {
+    /// The type of an aggregate's visible members (`None`: none visible).
+    fn of(members: &BTreeMap<KeyEntry, Document>) -> Option<Aggregate> {
+        let set = |d: &Document| *d == Document::Primitive(Primitive::Null);
+        members.values().next().map(|d| if set(d) { Aggregate::Set } else { Aggregate::Hash })
+    }
+}
+
 /// The keyspace as one command sees it: its reads and the write that follows them are
 /// all at `ht`, so each key is scanned once and the write's marker lookups reuse the scan.
 struct CommandView<'a> {
@@ -418,12 +444,13 @@ impl CommandView<'_> {
         self.scanned.get(self.db, &root(key), self.ht, self.table_ttl_ms)
     }
 
-    /// The fields or members of a hash or set key (empty if the key does not exist).
-    fn object(&mut self, key: &str) -> Result<BTreeMap<KeyEntry, Document>> {
+    /// The fields or members of a hash or set key (empty if the key does not exist);
+    /// `WRONGTYPE` if it holds a string or the other aggregate ([`Aggregate::of`]).
+    fn object(&mut self, key: &str, want: Aggregate) -> Result<BTreeMap<KeyEntry, Document>> {
         match self.get(key)? {
             None => Ok(BTreeMap::new()),
-            Some(Document::Object(map)) => Ok(map),
-            Some(Document::Primitive(_)) => Err(Error::WrongType),
+            Some(Document::Object(map)) if Aggregate::of(&map).is_none_or(|a| a == want) => Ok(map),
+            Some(_) => Err(Error::WrongType),
         }
     }
 

@@ -116,15 +116,16 @@ impl Model {
             RedisOp::Del { keys } => self.del(time, keys),
             RedisOp::Expire { key, secs } => self.expire(time, key, *secs),
             RedisOp::HSet { key, fields } => self.hset(time, key, fields),
-            RedisOp::HGet { key, field: f } => match self.object(key, time)?.get(&field(f)) {
-                Some(Doc::Leaf(s)) => Ok(Reply::Bulk(Some(text(s)))),
-                _ => Ok(Reply::Bulk(None)),
-            },
-            RedisOp::HDel { key, fields: members } | RedisOp::SRem { key, members } => {
-                self.remove_members(time, key, members)
+            RedisOp::HGet { key, field: f } => {
+                match self.object(key, time, Kind::Hash)?.get(&field(f)) {
+                    Some(Doc::Leaf(s)) => Ok(Reply::Bulk(Some(text(s)))),
+                    _ => Ok(Reply::Bulk(None)),
+                }
             }
+            RedisOp::HDel { key, fields } => self.remove_members(time, key, fields, Kind::Hash),
+            RedisOp::SRem { key, members } => self.remove_members(time, key, members, Kind::Set),
             RedisOp::HGetAll { key } => {
-                let map = self.object(key, time)?;
+                let map = self.object(key, time, Kind::Hash)?;
                 let mut items = Vec::new();
                 for (k, v) in map {
                     items.push(text(&k.scalar));
@@ -137,7 +138,7 @@ impl Model {
             }
             RedisOp::SAdd { key, members } => self.sadd(time, key, members),
             RedisOp::SMembers { key } => {
-                let map = self.object(key, time)?;
+                let map = self.object(key, time, Kind::Set)?;
                 Ok(Reply::Array(map.keys().map(|k| text(&k.scalar)).collect()))
             }
         }
@@ -177,7 +178,7 @@ impl Model {
         key: &str,
         fields: &[(String, String)],
     ) -> Result<Reply, ModelError> {
-        let existing = self.object(key, time)?;
+        let existing = self.object(key, time, Kind::Hash)?;
         let added: std::collections::BTreeSet<&String> =
             fields.iter().map(|(f, _)| f).filter(|f| !existing.contains_key(&field(f))).collect();
         let added = added.len();
@@ -198,8 +199,9 @@ impl Model {
         time: Time,
         key: &str,
         members: &[String],
+        kind: Kind,
     ) -> Result<Reply, ModelError> {
-        let existing = self.object(key, time)?;
+        let existing = self.object(key, time, kind)?;
         let writes: Vec<_> = members
             .iter()
             .filter(|m| existing.contains_key(&field(m)))
@@ -211,7 +213,7 @@ impl Model {
 
     /// SADD: each member set (to null); the reply counts the new members.
     fn sadd(&mut self, time: Time, key: &str, members: &[String]) -> Result<Reply, ModelError> {
-        let existing = self.object(key, time)?;
+        let existing = self.object(key, time, Kind::Set)?;
         let mut fresh: Vec<&String> =
             members.iter().filter(|m| !existing.contains_key(&field(m))).collect();
         fresh.sort();
@@ -226,11 +228,30 @@ impl Model {
         Ok(Reply::Integer(fresh.len() as i64))
     }
 
-    fn object(&self, key: &str, time: Time) -> Result<BTreeMap<Key, Doc>, ModelError> {
-        match self.read(&doc_id(key), &[], time)? {
-            None => Ok(BTreeMap::new()),
-            Some(Doc::Object(map)) => Ok(map),
-            Some(Doc::Leaf(_)) => Err(ModelError::WrongType),
+    /// A hash's or set's members at `time` (none if the key does not exist); WRONGTYPE if
+    /// it holds a string or the other kind. docsim's rule (YugabyteDB keeps the kind in
+    /// the root's value type, `kRedisSet` or `kObject`): the kind is what the visible
+    /// members hold — a set's are null, a hash's strings; with none visible, no kind.
+    fn object(&self, key: &str, time: Time, kind: Kind) -> Result<BTreeMap<Key, Doc>, ModelError> {
+        let map = match self.read(&doc_id(key), &[], time)? {
+            None => return Ok(BTreeMap::new()),
+            Some(Doc::Object(map)) => map,
+            Some(Doc::Leaf(_)) => return Err(ModelError::WrongType),
+        };
+        let held = map.values().next().map(|v| match v {
+            Doc::Leaf(Scalar::Null) => Kind::Set,
+            _ => Kind::Hash,
+        });
+        match held {
+            Some(held) if held != kind => Err(ModelError::WrongType),
+            _ => Ok(map),
         }
     }
+}
+
+/// The kind of a Redis aggregate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Hash,
+    Set,
 }
