@@ -29,6 +29,28 @@ pub struct Campaign {
     pub reports_dir: std::path::PathBuf,
 }
 
+/// Set by Ctrl-C during a campaign ([`interrupt_on_ctrl_c`]).
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+extern "C" fn on_sigint(_: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::Relaxed);
+    // A second Ctrl-C kills as usual. SAFETY: signal() is async-signal-safe.
+    unsafe { libc::signal(libc::SIGINT, libc::SIG_DFL) };
+}
+
+/// From now on, Ctrl-C stops the campaign: the workers finish the seeds they run and take
+/// no more, and the campaign reports the seeds finished. A second Ctrl-C kills it.
+pub fn interrupt_on_ctrl_c() {
+    let handler = on_sigint as extern "C" fn(libc::c_int);
+    // SAFETY: the handler only stores an atomic and restores the default action.
+    unsafe { libc::signal(libc::SIGINT, handler as libc::sighandler_t) };
+}
+
+/// Whether Ctrl-C stopped the campaign.
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::Relaxed)
+}
+
 /// How many seeds of `first..end` shard `i/n` holds (those with `seed % n == i`).
 pub fn seeds_in_shard(first: u64, end: u64, (i, n): (u64, u64)) -> u64 {
     let below = |x: u64| if x > i { (x - i).div_ceil(n) } else { 0 };
@@ -66,7 +88,7 @@ fn watch_progress(
     while workers.iter().any(|w| !w.is_finished()) {
         std::thread::sleep(std::time::Duration::from_millis(100));
         let elapsed = watch.seconds();
-        if campaign.duration_s.is_some_and(|d| elapsed >= d) {
+        if campaign.duration_s.is_some_and(|d| elapsed >= d) || interrupted() {
             stop.store(true, Ordering::Relaxed);
         }
         if elapsed - last_print >= every_s {

@@ -712,7 +712,11 @@ fn torture_command(
         shape.ops,
         shape.plant.map(|p| format!(" plant={}", p.name())).unwrap_or_default()
     );
+    docsim::campaign::interrupt_on_ctrl_c();
     let campaign_report = torture(&campaign);
+    if docsim::campaign::interrupted() {
+        println!("interrupted (Ctrl-C): the report holds the seeds finished");
+    }
     print_totals(&campaign_report, jobs);
     if let Some(dir) = coverage.report_dir {
         match report::write_campaign(dir, &campaign_report) {
@@ -730,6 +734,10 @@ fn torture_command(
     }
     let failed: Vec<u64> =
         campaign_report.runs.iter().filter(|r| r.failure.is_some()).map(|r| r.seed).collect();
+    if docsim::campaign::interrupted() && failed.is_empty() {
+        println!("INTERRUPTED: no failure in the seeds finished");
+        return ExitCode::from(130);
+    }
     verdict(&failed, uncovered, &shape.reports)
 }
 

@@ -92,3 +92,31 @@ fn a_script_snapshot_is_blessed_then_checked() {
     assert!(said.contains("mine.out:1: differs from its snapshot"), "{said}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Ctrl-C ends a campaign with its summary and the report of the seeds finished (exit
+/// 130 when none of them failed).
+#[test]
+fn ctrl_c_ends_a_campaign_with_its_summary_and_report() {
+    let dir = std::env::temp_dir().join(format!("docsim-cli-ctrl-c-{}", std::process::id()));
+    let report = dir.join("report");
+    let child = Command::new(env!("CARGO_BIN_EXE_docsim"))
+        .args(["torture", "--duration", "1h", "--ops", "200", "--report"])
+        .arg(&report)
+        .arg("--reports")
+        .arg(dir.join("runs"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("docsim runs");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // SAFETY: sending a signal to our own child by its pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().expect("docsim ends");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(130), "{said}{}", stderr(&out));
+    assert!(said.contains("interrupted (Ctrl-C)") && said.contains("INTERRUPTED"), "{said}");
+    assert!(said.contains("checked reads"), "the summary: {said}");
+    let json = std::fs::read_to_string(report.join("campaign.json")).expect("the report");
+    assert!(json.contains("\"seed\""), "seeds finished are in the report");
+    let _ = std::fs::remove_dir_all(&dir);
+}
