@@ -112,8 +112,9 @@ pub fn to_html(report: &CampaignReport) -> String {
     let body = [summary(report), charts(report), failures(report)].concat();
     format!(
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">\
-         <title>docsim torture {}</title><style>{STYLE}</style></head>\
+         <title>{} {}</title><style>{STYLE}</style></head>\
          <body>{body}</body></html>\n",
+        esc(&report.title()),
         esc(&report.commit)
     )
 }
@@ -125,10 +126,11 @@ const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:60em}\
 fn summary(report: &CampaignReport) -> String {
     let t = report.totals();
     let mut out = format!(
-        "<h1>docsim torture — commit <code>{}</code></h1>\
+        "<h1>{} — commit <code>{}</code></h1>\
          <table><tr><th>seeds</th><th>ops</th><th>checked reads</th><th>compactions</th>\
          <th>failures</th><th>ops/s</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
          <td class=\"{}\">{}</td><td>{:.0}</td></tr></table>",
+        esc(&report.title()),
         esc(&report.commit),
         t.seeds,
         t.ops,

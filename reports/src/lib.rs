@@ -286,6 +286,24 @@ impl CampaignReport {
         counts
     }
 
+    /// The campaign's name: `docsim torture`, with its runs' group sizes (from their
+    /// knobs) — `docsim torture, 3 replicas`, or `1 and 3 replicas` after a merge.
+    pub fn title(&self) -> String {
+        let sizes: std::collections::BTreeSet<u64> = self
+            .runs
+            .iter()
+            .filter_map(|r| r.knobs.split_whitespace().find_map(|k| k.strip_prefix("replicas=")))
+            .filter_map(|n| n.parse().ok())
+            .collect();
+        let sizes: Vec<String> = sizes.iter().map(u64::to_string).collect();
+        match sizes.as_slice() {
+            [] => "docsim torture".into(),
+            [one] if one == "1" => "docsim torture, 1 replica".into(),
+            [one] => format!("docsim torture, {one} replicas"),
+            [init @ .., last] => format!("docsim torture, {} and {last} replicas", init.join(", ")),
+        }
+    }
+
     /// Faults injected, summed by kind.
     pub fn fault_totals(&self) -> BTreeMap<String, u64> {
         let mut totals = BTreeMap::new();

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 /// A Markdown summary (for CI job summaries).
 pub fn to_markdown(report: &CampaignReport) -> String {
     let t = report.totals();
-    let mut out = format!("# docsim torture — commit `{}`\n\n", report.commit);
+    let mut out = format!("# {} — commit `{}`\n\n", report.title(), report.commit);
     if let Some(plant) = &report.plant {
         let _ = writeln!(out, "Planted bug: `{plant}` (this campaign must fail).\n");
     }
@@ -83,8 +83,11 @@ pub fn to_junit(report: &CampaignReport) -> String {
     let mut out = String::from("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n");
     let _ = writeln!(
         out,
-        "<testsuite name=\"docsim torture\" tests=\"{}\" failures=\"{}\" time=\"{:.3}\">",
-        t.seeds, t.failures, report.seconds
+        "<testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" time=\"{:.3}\">",
+        report.title(),
+        t.seeds,
+        t.failures,
+        report.seconds
     );
     for run in &report.runs {
         let _ = write!(

@@ -160,3 +160,19 @@ fn a_diff_names_new_and_fixed_failure_signatures() {
     assert!(text.contains("  gc.dropped: "), "a probe gone to zero shows: {text}");
     assert!(has_new_failures(&base, &new) && !has_new_failures(&new, &new));
 }
+
+/// A campaign names its group sizes, so a replicated report and a merged one say what
+/// they hold (they were all "docsim torture").
+#[test]
+fn a_campaign_is_titled_by_its_group_sizes() {
+    let mut report = shard(0, &[1, 2]);
+    assert_eq!(report.title(), "docsim torture");
+    report.runs[0].knobs = "replicas=3 profile=cql".into();
+    report.runs[1].knobs = "replicas=3 profile=nested".into();
+    assert_eq!(report.title(), "docsim torture, 3 replicas");
+    report.runs[1].knobs = "replicas=1 profile=nested".into();
+    assert_eq!(report.title(), "docsim torture, 1 and 3 replicas");
+    assert!(to_junit(&report).contains("<testsuite name=\"docsim torture, 1 and 3 replicas\""));
+    assert!(to_markdown(&report).starts_with("# docsim torture, 1 and 3 replicas — commit"));
+    assert!(to_html(&report).contains("<h1>docsim torture, 1 and 3 replicas — commit"));
+}
