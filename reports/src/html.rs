@@ -109,7 +109,11 @@ fn hbar_chart(id: &str, title: &str, items: &[(String, f64)], color: &str, empty
 
 /// The whole page.
 pub fn to_html(report: &CampaignReport) -> String {
-    let body = [summary(report), charts(report), failures(report)].concat();
+    // The first screen: pass or fail, then the failures grouped; the charts after them.
+    let heading =
+        format!("<h1>{} — commit <code>{}</code></h1>", esc(&report.title()), esc(&report.commit));
+    let body =
+        [heading, verdict(report), summary(report), charts(report), failures(report)].concat();
     format!(
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\">\
          <title>{} {}</title><style>{STYLE}</style></head>\
@@ -120,18 +124,59 @@ pub fn to_html(report: &CampaignReport) -> String {
 }
 
 const STYLE: &str = "body{font-family:sans-serif;margin:2em;max-width:60em}\
-    table{border-collapse:collapse}td,th{border:1px solid #ccc;padding:.3em .8em}\
-    .bad{color:#b00}.good{color:#070}figure{margin:1.5em 0}figcaption{font-weight:bold}";
+    table{border-collapse:collapse;margin-bottom:1em}td,th{border:1px solid #ccc;padding:.3em .8em}\
+    .bad{color:#b00}.good{color:#070}figure{margin:1.5em 0}figcaption{font-weight:bold}\
+    .verdict{font-size:1.6em;font-weight:bold}";
+
+/// PASS, or FAIL with one row per failure signature: its seeds, the command that
+/// reproduces its first seed alone, the one that shrinks it, and a link to its reproducer.
+fn verdict(report: &CampaignReport) -> String {
+    let (seeds, signatures) = (report.runs.len(), crate::signatures(report));
+    if signatures.is_empty() {
+        return format!("<p class=\"good verdict\">PASS — {seeds} seeds, no failure</p>");
+    }
+    let failed: usize = signatures.values().map(Vec::len).sum();
+    let kinds = match signatures.len() {
+        1 => "1 failure signature".to_owned(),
+        n => format!("{n} failure signatures"),
+    };
+    let mut out = format!(
+        "<p class=\"bad verdict\">FAIL — {failed} of {seeds} seeds, {kinds}</p>\
+         <table><tr><th>failure signature</th><th>seeds</th><th>reproduce</th><th>shrink</th>\
+         </tr>"
+    );
+    let plant = report.plant.as_deref().map(|p| format!("--plant {p} ")).unwrap_or_default();
+    for (signature, seeds) in &signatures {
+        let first = report.runs.iter().find(|r| r.seed == seeds[0]);
+        let repro = first.and_then(|r| r.failure.as_ref()?.reproducer.clone());
+        let list: Vec<String> = seeds.iter().map(u64::to_string).collect();
+        let (reproduce, shrink) = match &repro {
+            Some(path) => {
+                let dir = path.strip_suffix("/repro.ds").unwrap_or(path);
+                let link = format!("<a href=\"{0}\">{0}</a>", esc(path));
+                (
+                    format!("<code>docsim script {plant}</code>{link}"),
+                    format!("<code>docsim shrink {}</code>", esc(dir)),
+                )
+            }
+            None => ("-".into(), "-".into()),
+        };
+        let _ = write!(
+            out,
+            "<tr><td>{}</td><td>{}</td><td>{reproduce}</td><td>{shrink}</td></tr>",
+            esc(signature),
+            list.join(", ")
+        );
+    }
+    out + "</table>"
+}
 
 fn summary(report: &CampaignReport) -> String {
     let t = report.totals();
     let mut out = format!(
-        "<h1>{} — commit <code>{}</code></h1>\
-         <table><tr><th>seeds</th><th>ops</th><th>checked reads</th><th>compactions</th>\
+        "<table><tr><th>seeds</th><th>ops</th><th>checked reads</th><th>compactions</th>\
          <th>failures</th><th>ops/s</th></tr><tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td>\
          <td class=\"{}\">{}</td><td>{:.0}</td></tr></table>",
-        esc(&report.title()),
-        esc(&report.commit),
         t.seeds,
         t.ops,
         t.checked_reads,

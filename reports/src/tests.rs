@@ -176,3 +176,32 @@ fn a_campaign_is_titled_by_its_group_sizes() {
     assert!(to_markdown(&report).starts_with("# docsim torture, 1 and 3 replicas — commit"));
     assert!(to_html(&report).contains("<h1>docsim torture, 1 and 3 replicas — commit"));
 }
+
+/// The HTML report's first screen says pass or fail, then the failures grouped by
+/// signature with their seeds, the reproduce and shrink commands and a link to the
+/// reproducer, before any chart.
+#[test]
+fn the_html_report_leads_with_its_failures_grouped() {
+    let mut report = shard(0, &[1, 3, 4]);
+    for run in report.runs.iter_mut().filter(|r| r.seed != 1) {
+        run.failure = Some(FailureReport {
+            kind: "select".into(),
+            op: "cql SELECT * FROM t".into(),
+            reproducer: Some(format!("runs/{}/repro.ds", run.seed)),
+            ..Default::default()
+        });
+    }
+    report.plant = Some("ttl-off-by-one".into());
+    let html = to_html(&report);
+    let verdict = html.find("FAIL — 2 of 3 seeds, 1 failure signature<").expect("a verdict");
+    let first_chart = html.find("<svg").expect("charts");
+    assert!(verdict < first_chart, "the verdict comes before the charts");
+    let row = "<tr><td>select · cql SELECT · profile=? · plant=ttl-off-by-one</td><td>3, 4</td>";
+    assert!(html.contains(row), "{html}");
+    assert!(
+        html.contains("docsim script --plant ttl-off-by-one </code><a href=\"runs/3/repro.ds\">")
+    );
+    assert!(html.contains("<code>docsim shrink runs/3</code>"));
+    let passing = to_html(&shard(0, &[1, 2]));
+    assert!(passing.contains("PASS — 2 seeds, no failure"));
+}
