@@ -7,13 +7,14 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
 }
 
-/// A bar chart: one bar per item (colors cycle), labels under the bars when there are few;
-/// `empty` says why there is nothing to draw.
+/// A bar chart: one bar per item (colors cycle: one color per item marks each), labels
+/// under the bars when there are few, the axes named by `(x, y)`; `empty` says why there
+/// is nothing to draw.
 fn bar_chart(
-    id: &str,
-    title: &str,
+    (id, title): (&str, &str),
     items: &[(String, f64)],
     colors: &[&str],
+    (x_axis, y_axis): (&str, &str),
     empty: &str,
 ) -> String {
     let (width, height, pad) = (720.0, 220.0, 30.0);
@@ -39,11 +40,16 @@ fn bar_chart(
     let _ = write!(
         svg,
         "<line x1=\"{pad}\" y1=\"{}\" x2=\"{}\" y2=\"{}\" stroke=\"#555\"/>\
-         <text x=\"{pad}\" y=\"{}\" font-size=\"11\">{max:.0}</text>",
+         <text x=\"{pad}\" y=\"{}\" font-size=\"11\">{max:.0} {}</text>\
+         <text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{}</text>",
         pad + height,
         width - pad,
         pad + height,
-        pad - 6.0
+        pad - 6.0,
+        esc(y_axis),
+        width - pad,
+        pad + height + 26.0,
+        esc(x_axis)
     );
     for (i, (label, value)) in items.iter().enumerate() {
         let color = colors[i % colors.len()];
@@ -207,13 +213,30 @@ fn charts(report: &CampaignReport) -> String {
         m.into_iter().map(|(k, v)| (k, v as f64)).collect()
     };
     let throughput = per_seed(&|r| if r.seconds > 0.0 { r.ops as f64 / r.seconds } else { 0.0 });
+    // Per-seed bars: a failed seed's in red.
+    let marked = |color: &'static str| -> Vec<&'static str> {
+        let failed = |r: &crate::RunReport| r.failure.is_some();
+        report.runs.iter().map(|r| if failed(r) { OUTCOME_COLORS[1] } else { color }).collect()
+    };
     let outcome = vec![
         ("passed".to_string(), (t.seeds - t.failures) as f64),
         ("failed".to_string(), t.failures as f64),
     ];
     let mut out = [
-        bar_chart("ops", "Operations per second, by seed", &throughput, &["#4a7bd0"], "no runs"),
-        bar_chart("failures", "Seeds passed and failed", &outcome, &OUTCOME_COLORS, "no runs"),
+        bar_chart(
+            ("ops", "Operations per second, by seed (failed seeds in red)"),
+            &throughput,
+            &marked("#4a7bd0"),
+            ("seeds, in order", "ops/s"),
+            "no runs",
+        ),
+        bar_chart(
+            ("failures", "Seeds passed and failed"),
+            &outcome,
+            &OUTCOME_COLORS,
+            ("outcome", "seeds"),
+            "no runs",
+        ),
         hbar_chart(
             "faults",
             "Faults injected, by kind",
@@ -222,10 +245,10 @@ fn charts(report: &CampaignReport) -> String {
             "no faults injected",
         ),
         bar_chart(
-            "replays",
-            "Log entries replayed at restarts, by seed",
+            ("replays", "Log entries replayed at restarts, by seed (failed seeds in red)"),
             &per_seed(&|r| r.replayed as f64),
-            &["#8064a2"],
+            &marked("#8064a2"),
+            ("seeds, in order", "entries"),
             "no restarts in these runs",
         ),
         hbar_chart(
@@ -265,17 +288,21 @@ fn replication_charts(report: &CampaignReport) -> String {
     let events: Vec<(String, f64)> = events.into_iter().map(|(k, v)| (k, v as f64)).collect();
     [
         bar_chart(
-            "leaders",
-            "Leader changes, by seed",
+            ("leaders", "Leader changes, by seed"),
             &per_seed("leader_changes"),
-            &["#c0504d"],
+            &["#7f6084"],
+            ("seeds, in order", "leader changes"),
             "no leader changes",
         ),
         bar_chart(
-            "lag",
-            "Largest lag, by seed (entries a member's applied index trailed the leader's commit)",
+            (
+                "lag",
+                "Largest lag, by seed (entries a member's applied index trailed the leader's \
+                 commit)",
+            ),
             &per_seed("max_lag"),
             &["#4bacc6"],
+            ("seeds, in order", "entries"),
             "no lag",
         ),
         hbar_chart(

@@ -205,3 +205,14 @@ fn the_html_report_leads_with_its_failures_grouped() {
     let passing = to_html(&shard(0, &[1, 2]));
     assert!(passing.contains("PASS — 2 seeds, no failure"));
 }
+
+/// Per-seed bars mark failed seeds in red, and every bar chart names its axes.
+#[test]
+fn per_seed_bars_mark_failed_seeds_and_axes_are_named() {
+    let html = to_html(&shard(0, &[1, 3])); // seed 3 fails
+    let ops = &html[html.find("<figure id=\"ops\"").expect("ops chart")..];
+    let ops = &ops[..ops.find("</figure>").expect("its end")];
+    assert!(ops.contains("fill=\"#c0504d\"><title>seed 3:"), "{ops}");
+    assert!(ops.contains("fill=\"#4a7bd0\"><title>seed 1:"), "{ops}");
+    assert!(ops.contains(">seeds, in order</text>") && ops.contains(" ops/s</text>"), "{ops}");
+}
