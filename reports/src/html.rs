@@ -251,6 +251,8 @@ fn charts(report: &CampaignReport) -> String {
             ("seeds, in order", "entries"),
             "no restarts in these runs",
         ),
+        by_knob(report, "profile", "Seeds by profile (failed ones in brackets)"),
+        by_knob(report, "storage", "Seeds by storage configuration (failed ones in brackets)"),
         hbar_chart(
             "probes",
             "Coverage probes hit (log scale)",
@@ -314,6 +316,19 @@ fn replication_charts(report: &CampaignReport) -> String {
         ),
     ]
     .concat()
+}
+
+/// Seeds by one knob's value, each labelled with how many of them failed.
+fn by_knob(report: &CampaignReport, knob: &str, title: &str) -> String {
+    let items: Vec<(String, f64)> = report
+        .by_knob(knob)
+        .into_iter()
+        .map(|(value, (runs, failed))| match failed {
+            0 => (value, runs as f64),
+            n => (format!("{value} [{n} failed]"), runs as f64),
+        })
+        .collect();
+    hbar_chart(&format!("by-{knob}"), title, &items, "#4a7bd0", "no runs")
 }
 
 fn failures(report: &CampaignReport) -> String {

@@ -114,6 +114,22 @@ pub struct CampaignReport {
     pub runs: Vec<RunReport>,
 }
 
+/// The value of knob `name` in a run's knobs: `name=value`, or `name=[a b c]` whole.
+fn knob<'a>(knobs: &'a str, name: &str) -> Option<&'a str> {
+    let at = knobs
+        .match_indices(&format!("{name}="))
+        .find(|(i, _)| *i == 0 || knobs.as_bytes()[i - 1] == b' ')?
+        .0
+        + name.len()
+        + 1;
+    let rest = &knobs[at..];
+    let end = match rest.starts_with('[') {
+        true => rest.find(']').map_or(rest.len(), |e| e + 1),
+        false => rest.find(' ').unwrap_or(rest.len()),
+    };
+    Some(&rest[..end])
+}
+
 /// Totals of a campaign.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Totals {
@@ -274,6 +290,19 @@ impl CampaignReport {
             }
         }
         totals
+    }
+
+    /// Runs and failed runs by the value of one of their knobs (`profile`, `storage`, ...;
+    /// `?` when a run's knobs lack it).
+    pub fn by_knob(&self, name: &str) -> BTreeMap<String, (u64, u64)> {
+        let mut out: BTreeMap<String, (u64, u64)> = BTreeMap::new();
+        for run in &self.runs {
+            let value = knob(&run.knobs, name).unwrap_or("?").to_owned();
+            let counts = out.entry(value).or_default();
+            counts.0 += 1;
+            counts.1 += u64::from(run.failure.is_some());
+        }
+        out
     }
 
     /// Runs by the profile their knobs name (`profile=<name>`).

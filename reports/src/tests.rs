@@ -60,7 +60,7 @@ fn renderers_show_the_essentials() {
     assert!(md.contains("| 2 | 200 | 60 |") && md.contains("seed **3**"), "{md}");
     assert!(md.contains("Time by kind of step: flush 87% (2.0 ms)  read 13% (30 µs)."), "{md}");
     let html = to_html(&report);
-    assert_eq!(html.matches("<svg").count(), 5);
+    assert_eq!(html.matches("<svg").count(), 7);
     assert!(html.contains("no faults injected") && html.contains("no restarts"), "{html}");
     assert!(html.contains("Probes never hit") && html.contains("class=\"bar\""));
     assert!(html.contains("Where the time goes: flush 87% (2.0 ms)"), "{html}");
@@ -215,4 +215,21 @@ fn per_seed_bars_mark_failed_seeds_and_axes_are_named() {
     assert!(ops.contains("fill=\"#c0504d\"><title>seed 3:"), "{ops}");
     assert!(ops.contains("fill=\"#4a7bd0\"><title>seed 1:"), "{ops}");
     assert!(ops.contains(">seeds, in order</text>") && ops.contains(" ops/s</text>"), "{ops}");
+}
+
+/// Seeds by profile and by storage configuration, with their failures, in the HTML.
+#[test]
+fn seeds_are_counted_by_profile_and_storage_configuration() {
+    let mut report = shard(0, &[1, 2, 3]); // seed 3 fails
+    report.runs[0].knobs = "replicas=1 profile=cql memstore=off storage=[block=32KiB bloom]".into();
+    report.runs[1].knobs = "replicas=1 profile=cql storage=[block=4KiB no-bloom] x=1".into();
+    report.runs[2].knobs = "replicas=1 profile=redis storage=[block=32KiB bloom]".into();
+    let storage = report.by_knob("storage");
+    assert_eq!(storage["[block=32KiB bloom]"], (2, 1));
+    assert_eq!(storage["[block=4KiB no-bloom]"], (1, 0));
+    assert_eq!(report.by_knob("profile")["redis"], (1, 1));
+    assert_eq!(report.by_knob("nothing")["?"], (3, 1));
+    let html = to_html(&report);
+    assert!(html.contains(">redis [1 failed]</text>"), "{html}");
+    assert!(html.contains(">[block=32KiB bloom] [1 failed]</text>"), "{html}");
 }
