@@ -72,6 +72,17 @@ impl fmt::Display for TabletId {
     }
 }
 
+impl TabletId {
+    /// How a line of a tablet's own (`files`, `log`, `stats`) opens: nothing for the
+    /// document tablet, `table=t ` or `table=t/2 ` for a table's.
+    pub fn line_prefix(&self) -> String {
+        match self {
+            TabletId::Docs => String::new(),
+            TabletId::Table(..) => format!("{self} "),
+        }
+    }
+}
+
 /// YugabyteDB's largest partition hash (`kMaxPartitionKey`, src/yb/dockv/partition.h).
 pub const MAX_HASH: u32 = 0xffff;
 

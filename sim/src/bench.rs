@@ -363,17 +363,7 @@ const CHUNK_ROWS: usize = 2_000;
 fn raw_scan(it: &mut rocksdb::DBRawIterator<'_>, first_key: &[u8]) -> usize {
     let doc_len = docsim_engine::encoding::doc_key_len(first_key).expect("doc key");
     let prefix = &first_key[..doc_len];
-    it.seek(prefix);
-    let mut row_kvs = Vec::new();
-    while let (Some(k), Some(v)) = (it.key(), it.value()) {
-        if !k.starts_with(prefix) {
-            break;
-        }
-        row_kvs.push((k.to_vec(), v.to_vec()));
-        it.next();
-    }
-    it.status().expect("raw RocksDB's scan");
-    row_kvs.len()
+    raw::scan(it, prefix, prefix)
 }
 
 fn raw_db(path: &Path) -> Result<rocksdb::DB, String> {

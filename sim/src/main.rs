@@ -758,15 +758,17 @@ fn verdict(failed: &[u64], uncovered: bool, reports: &Path) -> ExitCode {
     ExitCode::FAILURE
 }
 
+/// A campaign report (`campaign.json`), or what is wrong with it, naming the file.
+fn read_campaign(file: &Path) -> Result<docsim_reports::CampaignReport, String> {
+    std::fs::read_to_string(file)
+        .map_err(|e| e.to_string())
+        .and_then(|text| docsim_reports::CampaignReport::from_json(&text))
+        .map_err(|e| format!("{}: {e}", file.display()))
+}
+
 /// `report diff BASE NEW`: exit 1 when NEW fails in a way BASE did not.
 fn report_diff(base: &Path, new: &Path) -> ExitCode {
-    let read = |file: &Path| {
-        std::fs::read_to_string(file)
-            .map_err(|e| e.to_string())
-            .and_then(|text| docsim_reports::CampaignReport::from_json(&text))
-            .map_err(|e| format!("{}: {e}", file.display()))
-    };
-    match (read(base), read(new)) {
+    match (read_campaign(base), read_campaign(new)) {
         (Ok(base), Ok(new)) => {
             print!("{}", docsim_reports::diff(&base, &new));
             match docsim_reports::has_new_failures(&base, &new) {
@@ -794,13 +796,10 @@ fn report_command(action: &str, files: &[PathBuf], out: &Path) -> ExitCode {
     }
     let mut shards = Vec::new();
     for file in files {
-        let parsed = std::fs::read_to_string(file)
-            .map_err(|e| e.to_string())
-            .and_then(|text| docsim_reports::CampaignReport::from_json(&text));
-        match parsed {
+        match read_campaign(file) {
             Ok(shard) => shards.push(shard),
             Err(e) => {
-                eprintln!("docsim: {}: {e}", file.display());
+                eprintln!("docsim: {e}");
                 return ExitCode::from(2);
             }
         }

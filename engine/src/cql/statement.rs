@@ -536,7 +536,7 @@ fn full_key(table: &CqlTable, conditions: &[Condition]) -> Result<DocKey> {
 /// The key prefix a SELECT scans (its hash key and the clustering components its `=`
 /// conditions fix from the first on; none when it names no hash key: every partition),
 /// and its conditions on clustering columns (by column index).
-type Selection = (Option<DocKey>, Vec<(usize, CmpOp, Primitive)>);
+type Selection = (Option<DocKey>, Vec<RangeCondition>);
 
 fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
     let mut hash = DocKey::default();
@@ -568,7 +568,8 @@ fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
             }
             ColumnKind::Range(_) => {
                 let index = table.range_key.iter().position(|n| *n == col.name).expect("range");
-                ranges.push((index, cond.op, primitive(&col.ty, &cond.value, &col.name)?));
+                let value = primitive(&col.ty, &cond.value, &col.name)?;
+                ranges.push(RangeCondition { index, op: cond.op, value });
             }
             ColumnKind::Regular(_) => {
                 return errinput!("cannot filter on regular column {} (only key columns)", col.name)
@@ -585,10 +586,11 @@ fn selection(table: &CqlTable, conditions: &[Condition]) -> Result<Selection> {
 /// The clustering components fixed by `=` conditions from the first clustering column on:
 /// rows outside them cannot match, so the scan is narrowed to their prefix (a full primary
 /// key reads one row). The conditions themselves are still applied to every row read.
-fn leading_equalities(table: &CqlTable, ranges: &[(usize, CmpOp, Primitive)]) -> Vec<KeyEntry> {
+fn leading_equalities(table: &CqlTable, ranges: &[RangeCondition]) -> Vec<KeyEntry> {
     let mut fixed = Vec::new();
     for (index, col) in table.range_columns().enumerate() {
-        let Some((_, _, value)) = ranges.iter().find(|(i, op, _)| *i == index && *op == CmpOp::Eq)
+        let Some(RangeCondition { value, .. }) =
+            ranges.iter().find(|c| c.index == index && c.op == CmpOp::Eq)
         else {
             break;
         };
@@ -610,14 +612,11 @@ fn select(
         Some(names) => names.iter().map(|n| column(table, n)).collect::<Result<_>>()?,
     };
     let (hash, ranges) = selection(table, conditions)?;
-    let pruning: Vec<RangeCondition> = ranges
-        .iter()
-        .map(|(index, op, value)| RangeCondition { index: *index, op: *op, value: value.clone() })
-        .collect();
     let mut out = Vec::new();
-    for (doc, row) in read_rows(table, db, hash.as_ref(), (ht, &pruning))? {
-        let in_range =
-            ranges.iter().all(|(i, op, v)| op.holds(compare_components(&doc.range[*i].value, v)));
+    for (doc, row) in read_rows(table, db, hash.as_ref(), (ht, &ranges))? {
+        let in_range = ranges
+            .iter()
+            .all(|c| c.op.holds(compare_components(&doc.range[c.index].value, &c.value)));
         if in_range && row_exists(table, &row) {
             out.push(project_row(table, &projected, &doc, &row));
         }
@@ -753,7 +752,7 @@ mod tests {
         let (doc, ranges) = selection(&table, &conditions).unwrap();
         let doc = doc.expect("a partition's scan");
         assert_eq!(doc.hashed, [KeyEntry::asc(Primitive::String("d1".into()))], "{select}");
-        (doc.range, ranges)
+        (doc.range, ranges.into_iter().map(|c| (c.index, c.op, c.value)).collect())
     }
 
     /// A SELECT scans only the rows its `=` conditions on clustering columns fix, from the

@@ -105,7 +105,7 @@ pub struct RangeCondition {
 /// The order of two component values as a scan compares them (ascending, whatever the
 /// column's stored order).
 pub fn compare_components(a: &Primitive, b: &Primitive) -> Ordering {
-    KeyEntry::asc(a.clone()).cmp(&KeyEntry::asc(b.clone()))
+    a.cmp_ascending(b)
 }
 
 /// What one file's keys hold of each range component: `bounded[i]` is the smallest and

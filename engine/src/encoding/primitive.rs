@@ -75,6 +75,15 @@ impl Primitive {
     }
 }
 
+impl Primitive {
+    /// The order of two values as ascending key components: type byte, then payload
+    /// (`KeyEntry`'s order in `SortOrder::Ascending`, without building the entries).
+    pub fn cmp_ascending(&self, other: &Primitive) -> Ordering {
+        let type_byte = |v: &Primitive| key_type_byte(v, SortOrder::Ascending);
+        type_byte(self).cmp(&type_byte(other)).then_with(|| self.cmp_payload(other))
+    }
+}
+
 impl PartialEq for Primitive {
     fn eq(&self, other: &Self) -> bool {
         std::mem::discriminant(self) == std::mem::discriminant(other)

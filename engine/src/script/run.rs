@@ -419,10 +419,7 @@ pub fn memory_flush_line(
 /// A `files` line for SST file `index` (oldest first) of a tablet: its entry count and
 /// its smallest and largest key in notation.
 pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String {
-    let tablet = match id {
-        TabletId::Docs => String::new(),
-        TabletId::Table(..) => format!("{id} "),
-    };
+    let tablet = id.line_prefix();
     let (smallest, largest) = (format_raw_key(&file.smallest), format_raw_key(&file.largest));
     format!("files: {tablet}{index} entries={} {smallest} .. {largest}", file.entries)
 }
@@ -430,10 +427,7 @@ pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String
 /// `stats: [<tablet> ]bloom_filtered=<n> bloom_passed=<n> pruned=<n> pruning_read=<n>`
 /// (`-` for the bloom counts without RocksDB statistics).
 pub fn format_stats(id: &TabletId, stats: &crate::ReadStats) -> String {
-    let tablet = match id {
-        TabletId::Docs => String::new(),
-        TabletId::Table(..) => format!("{id} "),
-    };
+    let tablet = id.line_prefix();
     let crate::ReadStats { bloom, pruned, pruning_read } = stats;
     let (bloom_filtered, bloom_passed) = match bloom {
         Some((filtered, passed)) => (filtered.to_string(), passed.to_string()),
@@ -461,10 +455,7 @@ fn format_raw_key(key: &[u8]) -> String {
 
 /// A `log` line for one segment of a tablet.
 pub fn format_segment(id: &TabletId, s: &SegmentInfo) -> String {
-    let tablet = match id {
-        TabletId::Docs => String::new(),
-        TabletId::Table(..) => format!("{id} "),
-    };
+    let tablet = id.line_prefix();
     format!("log: {tablet}segment={} after={} last={} bytes={}", s.seq, s.prev, s.last, s.bytes)
 }
 

@@ -157,10 +157,7 @@ impl Book {
     pub fn log_gc_leftovers(&self, tablet: &TabletId, files: &[(String, Vec<u8>)]) -> Vec<String> {
         let flushed = self.tablets.get(tablet).map_or(0, |book| book.flushed.index);
         let Some((_newest, older)) = files.split_last() else { return Vec::new() };
-        let prefix = match tablet {
-            TabletId::Docs => String::new(),
-            TabletId::Table(..) => format!("{tablet} "),
-        };
+        let prefix = tablet.line_prefix();
         let mut leftovers = Vec::new();
         for (_, bytes) in older {
             let Some((seq, (prev_term, prev_index))) = segment_header(bytes) else { continue };
