@@ -1,4 +1,5 @@
-//! Builds the RocksDB wide-column shim (`src/entity/shim.cc`) against the headers of the
+//! Builds the RocksDB wide-column shim (`src/entity/shim.cc`) and docsim's RocksDB file
+//! system on the simulated disk (`src/simfs/fs.cc`) against the headers of the
 //! RocksDB that librocksdb-sys compiles: it exports its manifest directory
 //! (`DEP_ROCKSDB_CARGO_MANIFEST_DIR`), under which `rocksdb/include` is. Only the shim is
 //! compiled here, never RocksDB itself, with the C++ standard librocksdb-sys builds it
@@ -14,9 +15,11 @@ fn main() {
         .expect("librocksdb-sys exports its manifest directory (links = \"rocksdb\")");
     let include = std::path::Path::new(&rocksdb).join("rocksdb").join("include");
     println!("cargo:rerun-if-changed=src/entity/shim.cc");
+    println!("cargo:rerun-if-changed=src/simfs/fs.cc");
     cc::Build::new()
         .cpp(true)
         .file("src/entity/shim.cc")
+        .file("src/simfs/fs.cc")
         .include(include)
         .flag("-std=c++20")
         .flag("-include")

@@ -93,6 +93,15 @@ pub enum Plant {
     /// The server-wide memstore limit flushes the tablet whose memtable holds the newest
     /// write instead of the oldest: the log of the tablet written least keeps growing.
     MemstoreFlushesNewest,
+    /// RocksDB's file system returns from a sync of an SST file without making it
+    /// durable (`simfs.rs`): a flush's MANIFEST edit names a file whose data a power cut
+    /// then drops, and the tablet cannot open. Only RocksDB's files on the simulated disk
+    /// show it.
+    SstSyncSkipped,
+    /// Bootstrap trusts a flushed frontier of 0.0 though the log starts above entry 1:
+    /// a tablet whose RocksDB files were lost opens empty and replays only the log's
+    /// tail, its older data silently missing (YugabyteDB #19449).
+    FrontierZeroTrusted,
     /// YugabyteDB's older range-component file filter (`QLRangeBasedFileFilter::Filter`,
     /// `docdb/doc_ql_filefilter.cc` before the fix): each bound of a scan is compared with
     /// the file's bounds under the *other* bound's inclusivity, so `c >= 20 AND c < 30`
@@ -147,7 +156,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 38] = [
+    pub const ALL: [Plant; 40] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -175,6 +184,8 @@ impl Plant {
         Plant::RouteFirstHashColumn,
         Plant::MemstoreFlushesNewest,
         Plant::YbPruneSwappedInclusivity,
+        Plant::SstSyncSkipped,
+        Plant::FrontierZeroTrusted,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
         Plant::RepackDropsNewerUpdate,
@@ -203,7 +214,7 @@ impl Plant {
             | Plant::ApplyBeforeCommit
             | Plant::VoteNotSynced
             | Plant::NonVoterCounted => &[3, 5],
-            Plant::SkippedSegmentsUnchecked => &[1],
+            Plant::SkippedSegmentsUnchecked | Plant::FrontierZeroTrusted => &[1],
             _ => &[1, 3, 5],
         }
     }
@@ -275,6 +286,8 @@ impl Plant {
             Plant::RouteFirstHashColumn => "route-first-hash-column",
             Plant::MemstoreFlushesNewest => "memstore-flushes-newest",
             Plant::YbPruneSwappedInclusivity => "yb-prune-swapped-inclusivity",
+            Plant::SstSyncSkipped => "sst-sync-skipped",
+            Plant::FrontierZeroTrusted => "frontier-zero-trusted",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",
             Plant::RepackDropsNewerUpdate => "repack-drops-newer-update",

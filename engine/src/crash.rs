@@ -22,6 +22,14 @@ pub enum CrashPoint {
     AfterSnapshot,
     /// The node's next flush (or compaction) is durable, its log GC not done.
     AfterFlush,
+    /// Inside the node's next flush, right after the `k`-th mutating operation RocksDB
+    /// (or the engine) makes on the disk (`disk::OpKind`: creating, appending to or
+    /// syncing an SST file, a MANIFEST edit, a directory sync...). A flush with fewer
+    /// operations ends first: the cut falls after it, before its log GC.
+    InFlush(u32),
+    /// The same inside the node's next compaction (its own flush first, then RocksDB's
+    /// compaction: output files, the MANIFEST edit, the inputs' deletion).
+    InCompaction(u32),
 }
 
 impl CrashPoint {
@@ -56,17 +64,50 @@ impl CrashPoint {
             CrashPoint::AfterVote => "after-vote",
             CrashPoint::AfterSnapshot => "after-snapshot",
             CrashPoint::AfterFlush => "after-flush",
+            CrashPoint::InFlush(_) => "in-flush",
+            CrashPoint::InCompaction(_) => "in-compaction",
         }
     }
 
-    /// The point with this docscript name.
-    pub fn from_name(name: &str) -> Option<CrashPoint> {
-        CrashPoint::ALL.into_iter().find(|c| c.name() == name)
+    /// The `k` of a point inside a flush or a compaction.
+    pub fn op(self) -> Option<u32> {
+        match self {
+            CrashPoint::InFlush(k) | CrashPoint::InCompaction(k) => Some(k),
+            _ => None,
+        }
+    }
+
+    /// Whether the point lies inside the node's flushes or compactions (the node, not a
+    /// replica, fires it).
+    pub fn in_job(self) -> bool {
+        self.op().is_some() || self == CrashPoint::AfterFlush
+    }
+
+    /// The point with this docscript name (`op`: the `k` of `in-flush op=<k>`, which
+    /// only the points inside a job take, and need).
+    pub fn from_name(name: &str, op: Option<u32>) -> Option<CrashPoint> {
+        match (name, op) {
+            ("in-flush", Some(k)) => Some(CrashPoint::InFlush(k)),
+            ("in-compaction", Some(k)) => Some(CrashPoint::InCompaction(k)),
+            (_, Some(_)) => None,
+            (_, None) => CrashPoint::ALL.into_iter().find(|c| c.name() == name),
+        }
+    }
+
+    /// The names of every point, as docscript spells them.
+    pub fn names() -> Vec<&'static str> {
+        let mut names: Vec<&str> = CrashPoint::ALL.iter().map(|c| c.name()).collect();
+        names.extend(["in-flush op=<k>", "in-compaction op=<k>"]);
+        names
     }
 }
 
 impl std::fmt::Display for CrashPoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
+        f.write_str(self.name())?;
+        match self.op() {
+            Some(k) => write!(f, " op={k}"),
+            None => Ok(()),
+        }
     }
 }

@@ -26,9 +26,7 @@ use crate::gc::{CompactionKind, GcParams, Verdict};
 use crate::hybrid_time::HybridTime;
 use crate::reader::DocEntry;
 use crate::write_batch::DocWriteBatch;
-use rocksdb::{
-    BottommostLevelCompaction, CompactOptions, FlushOptions, WriteBatch, WriteOptions, DB,
-};
+use rocksdb::{FlushOptions, WriteBatch, WriteOptions, DB};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
@@ -46,7 +44,7 @@ pub use metadata::Export;
 pub(crate) use metadata::CONF_KEY;
 use metadata::{decode_frontier, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
 use options::{open_with_retry, options};
-pub use options::{Layout, Rocks, StorageConfig};
+pub use options::{Layout, Medium, Rocks, StorageConfig};
 pub(crate) use packed::PackedCells;
 pub use range_bounds::{compare_components, CmpOp, RangeCondition};
 pub(crate) use scan::DocRead;
@@ -99,6 +97,9 @@ pub struct DocDb {
     /// reads.
     opts: rocksdb::Options,
     statistics: bool,
+    /// The simulated disk's Env the database was opened with, kept alive until it closes
+    /// (after `db`: `Drop` closes the database first).
+    _sim_env: Option<Arc<crate::simfs::SimEnv>>,
 }
 
 /// One row's stored entries, for the repacking plan: their keys, the entries (entity rows
@@ -127,9 +128,7 @@ impl DocDb {
     ) -> Result<DocDb> {
         let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
         let mut opts = options(gc.clone(), (storage, plants), rocks)?;
-        if let Some(env) = &rocks.env {
-            opts.set_env(env);
-        }
+        let sim_env = rocks.install(&mut opts);
         let db = open_with_retry(&opts, dir)?;
         let history_cutoff_ht = match db.get(HISTORY_CUTOFF_KEY)? {
             None => HybridTime::MIN,
@@ -158,6 +157,7 @@ impl DocDb {
             pruned: Arc::default(),
             opts,
             statistics: storage.statistics,
+            _sim_env: sim_env,
         })
     }
 
@@ -334,6 +334,7 @@ impl DocDb {
         let flushed = self.db().flush_opt(&opts);
         self.scan_iter.changed();
         flushed?;
+        crate::simfs::wait_for_background(self.db())?;
         lock(&self.unflushed).flushed(pending);
         Ok(())
     }
@@ -376,15 +377,10 @@ impl DocDb {
             gc.repack = repack;
         }
         let compacted = match &run {
-            None => {
-                let mut copts = CompactOptions::default();
-                copts.set_exclusive_manual_compaction(true);
-                copts.set_bottommost_level_compaction(BottommostLevelCompaction::Force);
-                self.db().compact_range_opt(None::<&[u8]>, None::<&[u8]>, &copts);
-                Ok(())
-            }
+            None => crate::simfs::compact_all(self.db()),
             Some(names) => crate::sst_files::compact_files(self.db(), names),
         };
+        let compacted = compacted.and_then(|()| crate::simfs::wait_for_background(self.db()));
         self.scan_iter.changed();
         let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();

@@ -57,6 +57,8 @@ pub enum Fault {
     SyncError { file: String },
     /// An append to `file` did not fit.
     DiskFull { file: String },
+    /// Every file directly in `dir` (`files` of them) was lost for good.
+    Lost { dir: String, files: usize },
 }
 
 impl Fault {
@@ -68,6 +70,7 @@ impl Fault {
             Fault::WriteError { .. } => "write-error",
             Fault::SyncError { .. } => "sync-error",
             Fault::DiskFull { .. } => "disk-full",
+            Fault::Lost { .. } => "lost-files",
         }
     }
 }
@@ -89,10 +92,101 @@ pub enum Tear {
 /// Which disk operation an armed I/O error fails.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum IoTarget {
-    /// The next append, to any file.
+    /// The next append to a file of the engine's own (a Raft log segment or sync mark:
+    /// not one of RocksDB's, [`is_rocksdb_file`]).
     NextAppend,
-    /// The next sync, of any file.
+    /// The next sync of a Raft log file.
     NextSync,
+    /// The next append to one of RocksDB's SST files.
+    NextSstWrite,
+    /// The next sync of one of RocksDB's SST files.
+    NextSstSync,
+    /// The next append to one of RocksDB's MANIFEST files.
+    NextManifestWrite,
+}
+
+impl IoTarget {
+    pub const ALL: [IoTarget; 5] = [
+        IoTarget::NextAppend,
+        IoTarget::NextSync,
+        IoTarget::NextSstWrite,
+        IoTarget::NextSstSync,
+        IoTarget::NextManifestWrite,
+    ];
+
+    /// The docscript name (`fault io-error <name>`).
+    pub fn name(self) -> &'static str {
+        match self {
+            IoTarget::NextAppend => "next-append",
+            IoTarget::NextSync => "next-sync",
+            IoTarget::NextSstWrite => "next-sst-write",
+            IoTarget::NextSstSync => "next-sst-sync",
+            IoTarget::NextManifestWrite => "next-manifest-write",
+        }
+    }
+
+    /// Whether this armed error fails an operation `op` (an append or a sync target) on
+    /// file `name`.
+    fn matches(self, op: IoTarget, name: &str) -> bool {
+        let file = name.rsplit('/').next().unwrap_or(name);
+        match self {
+            IoTarget::NextAppend | IoTarget::NextSync => self == op && !is_rocksdb_file(file),
+            IoTarget::NextSstWrite => op == IoTarget::NextAppend && file.ends_with(".sst"),
+            IoTarget::NextSstSync => op == IoTarget::NextSync && file.ends_with(".sst"),
+            IoTarget::NextManifestWrite => {
+                op == IoTarget::NextAppend && file.starts_with("MANIFEST-")
+            }
+        }
+    }
+}
+
+/// A mutating operation on the disk, as the journal of an armed cut records it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum OpKind {
+    Create,
+    Append,
+    Sync,
+    SyncDir,
+    Remove,
+    Rename,
+    Link,
+    Truncate,
+    MakeDir,
+}
+
+impl OpKind {
+    /// The name traces and reproducers use.
+    pub fn name(self) -> &'static str {
+        match self {
+            OpKind::Create => "create",
+            OpKind::Append => "append",
+            OpKind::Sync => "sync",
+            OpKind::SyncDir => "sync-dir",
+            OpKind::Remove => "remove",
+            OpKind::Rename => "rename",
+            OpKind::Link => "link",
+            OpKind::Truncate => "truncate",
+            OpKind::MakeDir => "make-dir",
+        }
+    }
+}
+
+/// One operation a journal holds: its kind, the file (for a rename or a link, the new
+/// name) and the file's length before and after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DiskOp {
+    pub kind: OpKind,
+    pub file: String,
+    pub len_before: usize,
+    pub len_after: usize,
+}
+
+/// A power cut armed to fall after a number of mutating operations
+/// ([`SimDisk::arm_cut`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+struct ArmedCut {
+    after_ops: u32,
+    seen_ops: u32,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -113,6 +207,16 @@ struct DiskState {
     ledger: Vec<Fault>,
     /// An armed, one-shot I/O error (see [`SimDisk::arm_io_error`]).
     armed: Option<IoTarget>,
+    /// Directories made explicitly (a directory also exists while a name lies in it).
+    /// Durable once made: a rule of docsim's own (its owners make them at creation and
+    /// never depend on one vanishing).
+    dirs: BTreeSet<String>,
+    /// A power cut armed for the k-th operation ([`SimDisk::arm_cut`]).
+    cut: Option<ArmedCut>,
+    /// The operations since [`SimDisk::begin_journal`], while it is on.
+    journal: Option<Vec<DiskOp>>,
+    /// The cut fell: every operation fails until the crash.
+    power_off: bool,
 }
 
 /// A shared handle on one simulated disk.
@@ -130,6 +234,10 @@ impl SimDisk {
             config,
             ledger: Vec::new(),
             armed: None,
+            dirs: BTreeSet::new(),
+            cut: None,
+            journal: None,
+            power_off: false,
         })))
     }
 
@@ -140,21 +248,35 @@ impl SimDisk {
     /// Create an empty file (volatile until [`SimDisk::sync_dir`] of its directory).
     pub fn create(&self, name: &str) -> Result<()> {
         let mut s = self.state();
+        let before = s.powered(OpKind::Create, name)?;
         if s.files.contains_key(name) {
             return Err(Error::Io(format!("cannot create {name}: it exists")));
         }
         s.files.insert(name.to_owned(), File::default());
+        s.done(OpKind::Create, name, before);
+        Ok(())
+    }
+
+    /// Create `name` empty, or empty it if it exists (durably at once, as
+    /// [`SimDisk::truncate`]): a file opened for writing from its start.
+    pub fn create_or_empty(&self, name: &str) -> Result<()> {
+        let mut s = self.state();
+        let before = s.powered(OpKind::Create, name)?;
+        let file = s.files.entry(name.to_owned()).or_default();
+        (file.data, file.synced_len) = (Vec::new(), 0);
+        s.done(OpKind::Create, name, before);
         Ok(())
     }
 
     /// Append `bytes` to `name` (volatile until [`SimDisk::sync`]).
     pub fn append(&self, name: &str, bytes: &[u8]) -> Result<()> {
         let mut s = self.state();
+        let before = s.powered(OpKind::Append, name)?;
         if !s.files.contains_key(name) {
             return Err(Error::Io(format!("cannot append to {name}: no such file")));
         }
         let chance = s.config.write_error_per_mille;
-        if s.io_error(IoTarget::NextAppend, chance) {
+        if s.io_error(IoTarget::NextAppend, name, chance) {
             s.ledger.push(Fault::WriteError { file: name.to_owned() });
             return Err(Error::Io(format!("I/O error writing {name} (injected)")));
         }
@@ -166,20 +288,23 @@ impl SimDisk {
             }
         }
         s.files.get_mut(name).expect("checked above").data.extend_from_slice(bytes);
+        s.done(OpKind::Append, name, before);
         Ok(())
     }
 
     /// Make `name`'s contents durable.
     pub fn sync(&self, name: &str) -> Result<()> {
         let mut s = self.state();
+        let before = s.powered(OpKind::Sync, name)?;
         let chance = s.config.sync_error_per_mille;
-        if s.io_error(IoTarget::NextSync, chance) {
+        if s.io_error(IoTarget::NextSync, name, chance) {
             s.ledger.push(Fault::SyncError { file: name.to_owned() });
             return Err(Error::Io(format!("I/O error syncing {name} (injected)")));
         }
         let file = s.files.get_mut(name);
         let file = file.ok_or_else(|| Error::Io(format!("cannot sync {name}: no such file")))?;
         file.synced_len = file.data.len();
+        s.done(OpKind::Sync, name, before);
         Ok(())
     }
 
@@ -189,40 +314,156 @@ impl SimDisk {
     /// syncs its own.
     pub fn sync_dir(&self, dir: &str) -> Result<()> {
         let mut s = self.state();
-        let in_dir = |name: &str| {
-            let entry = match dir {
-                "" => Some(name),
-                _ => name.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')),
-            };
-            entry.is_some_and(|entry| !entry.contains('/'))
-        };
+        let before = s.powered(OpKind::SyncDir, dir)?;
+        let in_dir = |name: &str| parent(name) == dir;
         let present: Vec<String> = s.files.keys().filter(|n| in_dir(n)).cloned().collect();
         s.durable_names.retain(|name| !in_dir(name));
         s.durable_names.extend(present);
         s.removed.retain(|name, _| !in_dir(name));
+        s.done(OpKind::SyncDir, dir, before);
         Ok(())
     }
 
     /// Remove `name` (the removal is volatile until [`SimDisk::sync_dir`] of its directory).
     pub fn remove(&self, name: &str) -> Result<()> {
         let mut s = self.state();
+        let before = s.powered(OpKind::Remove, name)?;
         let file = s.files.remove(name);
         let file = file.ok_or_else(|| Error::Io(format!("cannot remove {name}: no such file")))?;
-        if s.durable_names.contains(name) {
-            s.removed.insert(name.to_owned(), file);
-        }
+        s.unlinked(name, file);
+        s.done(OpKind::Remove, name, before);
         Ok(())
+    }
+
+    /// Rename `from` to `to`, replacing `to` if it exists. Both names change volatilely
+    /// until their directories are synced: a crash before that brings back `to`'s old
+    /// file (if its name was durable) and `from` (if its name was).
+    pub fn rename(&self, from: &str, to: &str) -> Result<()> {
+        let mut s = self.state();
+        let before = s.powered(OpKind::Rename, to)?;
+        let file = s.files.remove(from);
+        let file = file.ok_or_else(|| Error::Io(format!("cannot rename {from}: no such file")))?;
+        s.unlinked(from, file.clone());
+        if let Some(old) = s.files.remove(to) {
+            s.unlinked(to, old);
+        }
+        s.files.insert(to.to_owned(), file);
+        s.done(OpKind::Rename, to, before);
+        Ok(())
+    }
+
+    /// A second name `to` for `from`'s contents (volatile until `to`'s directory is
+    /// synced). The new name holds a copy: docsim links only files that are never written
+    /// again (RocksDB's SST files), so a copy and a shared inode read alike (a rule of
+    /// docsim's own).
+    pub fn link(&self, from: &str, to: &str) -> Result<()> {
+        let mut s = self.state();
+        let before = s.powered(OpKind::Link, to)?;
+        if s.files.contains_key(to) {
+            return Err(Error::Io(format!("cannot link {to}: it exists")));
+        }
+        let file = s.files.get(from).cloned();
+        let file = file.ok_or_else(|| Error::Io(format!("cannot link {from}: no such file")))?;
+        s.files.insert(to.to_owned(), file);
+        s.done(OpKind::Link, to, before);
+        Ok(())
+    }
+
+    /// Make directory `name` (durable at once, see `DiskState::dirs`).
+    pub fn make_dir(&self, name: &str) -> Result<()> {
+        let mut s = self.state();
+        let before = s.powered(OpKind::MakeDir, name)?;
+        s.dirs.insert(name.to_owned());
+        s.done(OpKind::MakeDir, name, before);
+        Ok(())
+    }
+
+    /// Remove the empty directory `name`.
+    pub fn remove_dir(&self, name: &str) -> Result<()> {
+        let mut s = self.state();
+        if !s.children(name).is_empty() {
+            return Err(Error::Io(format!("cannot remove directory {name}: not empty")));
+        }
+        s.dirs.remove(name);
+        Ok(())
+    }
+
+    /// What `name` is: a file, a directory (made, or holding a name), or nothing.
+    pub fn kind(&self, name: &str) -> Entry {
+        let s = self.state();
+        if s.files.contains_key(name) {
+            Entry::File
+        } else if name.is_empty() || s.dirs.contains(name) || !s.children(name).is_empty() {
+            Entry::Dir
+        } else {
+            Entry::Nothing
+        }
+    }
+
+    /// The names directly in directory `dir` (files and directories), in order.
+    pub fn children(&self, dir: &str) -> Vec<String> {
+        self.state().children(dir).into_iter().collect()
     }
 
     /// Cut `name` to `len` bytes, durably at once (the synced length shrinks with it).
     pub fn truncate(&self, name: &str, len: usize) -> Result<()> {
         let mut s = self.state();
+        let before = s.powered(OpKind::Truncate, name)?;
         let file = s.files.get_mut(name);
         let file =
             file.ok_or_else(|| Error::Io(format!("cannot truncate {name}: no such file")))?;
         file.data.truncate(len);
         file.synced_len = file.synced_len.min(len);
+        s.done(OpKind::Truncate, name, before);
         Ok(())
+    }
+
+    /// Copy bytes of `name` from `offset` into `buf` (volatile data included); how many
+    /// (fewer than `buf` holds only at the file's end).
+    pub fn read_at(&self, name: &str, offset: u64, buf: &mut [u8]) -> Result<usize> {
+        let s = self.state();
+        if s.power_off {
+            return Err(Error::Io(format!("cannot read {name}: the power is off")));
+        }
+        let file = s.files.get(name);
+        let file = file.ok_or_else(|| Error::Io(format!("cannot read {name}: no such file")))?;
+        let from = (offset as usize).min(file.data.len());
+        let n = buf.len().min(file.data.len() - from);
+        buf[..n].copy_from_slice(&file.data[from..from + n]);
+        Ok(n)
+    }
+
+    /// The length of `name` (volatile data included; `None`: no such file).
+    pub fn len(&self, name: &str) -> Option<usize> {
+        self.state().files.get(name).map(|f| f.data.len())
+    }
+
+    /// Cut the power right after the `after_ops`-th mutating operation from now (a
+    /// create, append, sync, directory sync, removal, rename, link, truncation or new
+    /// directory, of any file): that operation completes, and every operation after it
+    /// fails as on a machine without power, until [`SimDisk::crash`].
+    pub fn arm_cut(&self, after_ops: u32) {
+        self.state().cut = Some(ArmedCut { after_ops, seen_ops: 0 });
+    }
+
+    /// Disarm the armed cut (if it has not fallen, it never will).
+    pub fn disarm_cut(&self) {
+        self.state().cut = None;
+    }
+
+    /// Journal every mutating operation from now until [`SimDisk::end_journal`].
+    pub fn begin_journal(&self) {
+        self.state().journal = Some(Vec::new());
+    }
+
+    /// The operations since [`SimDisk::begin_journal`]; journaling stops.
+    pub fn end_journal(&self) -> Vec<DiskOp> {
+        self.state().journal.take().unwrap_or_default()
+    }
+
+    /// Whether an armed cut fell (the power is off until the crash).
+    pub fn cut_fired(&self) -> bool {
+        self.state().power_off
     }
 
     /// The current contents of `name` (volatile data included, as a reader sees it).
@@ -241,6 +482,7 @@ impl SimDisk {
     /// Power loss: drop everything volatile (see the module essay).
     pub fn crash(&self, tear: Tear) {
         let mut s = self.state();
+        s.power_off = false;
         let removed = std::mem::take(&mut s.removed);
         s.files.extend(removed);
         let durable = s.durable_names.clone();
@@ -317,17 +559,110 @@ impl SimDisk {
         Ok(())
     }
 
+    /// Lose every file directly in directory `dir` for good (not those in a directory
+    /// inside it): a data volume lost or reformatted (docscript `fault lose-rocksdb`).
+    pub fn lose_files(&self, dir: &str) -> Result<()> {
+        let mut s = self.state();
+        let lost: Vec<String> = s.files.keys().filter(|n| parent(n) == dir).cloned().collect();
+        if lost.is_empty() {
+            return Err(Error::Io(format!("cannot lose the files of {dir}: it holds none")));
+        }
+        for name in &lost {
+            s.files.remove(name);
+            s.removed.remove(name);
+            s.durable_names.remove(name);
+        }
+        s.ledger.push(Fault::Lost { dir: dir.to_owned(), files: lost.len() });
+        Ok(())
+    }
+
+    /// Whether a crash now would keep `name` as it is: its bytes synced and its name
+    /// durable.
+    pub fn durable(&self, name: &str) -> bool {
+        let s = self.state();
+        let synced = s.files.get(name).is_some_and(|f| f.synced_len == f.data.len());
+        synced && s.durable_names.contains(name)
+    }
+
     /// How many bytes of `name` are durable (`None`: no such file).
     pub fn synced_len(&self, name: &str) -> Option<usize> {
         self.state().files.get(name).map(|f| f.synced_len)
     }
 }
 
+/// Whether `file` (a name without its directory) is one RocksDB names: an SST file, a
+/// MANIFEST, `CURRENT`, an OPTIONS file, `IDENTITY`, `LOCK`, a temporary `.dbtmp` file or
+/// a RocksDB WAL (`.log`, which docsim never writes).
+pub fn is_rocksdb_file(file: &str) -> bool {
+    let suffixes = [".sst", ".dbtmp", ".log"];
+    let prefixes = ["MANIFEST-", "OPTIONS-"];
+    let names = ["CURRENT", "IDENTITY", "LOCK", "LOG"];
+    suffixes.iter().any(|s| file.ends_with(s))
+        || prefixes.iter().any(|p| file.starts_with(p))
+        || names.contains(&file)
+}
+
+/// The directory `name` lies in (`""`: the top one).
+fn parent(name: &str) -> &str {
+    name.rsplit_once('/').map_or("", |(dir, _)| dir)
+}
+
+/// What a name on the disk is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entry {
+    Nothing,
+    File,
+    Dir,
+}
+
 impl DiskState {
-    /// Whether this `target` operation fails: an armed error for it fires (once), else
-    /// the random chance (in ‰) decides.
-    fn io_error(&mut self, target: IoTarget, chance_per_mille: u32) -> bool {
-        if self.armed == Some(target) {
+    /// An operation of `kind` on `name` may run: the power is on. The length of `name`
+    /// before it (0: no such file), for the journal.
+    fn powered(&self, kind: OpKind, name: &str) -> Result<usize> {
+        match self.power_off {
+            true => Err(Error::Io(format!("cannot {} {name}: the power is off", kind.name()))),
+            false => Ok(self.files.get(name).map_or(0, |f| f.data.len())),
+        }
+    }
+
+    /// An operation of `kind` on `name` completed: the journal records it, and an armed
+    /// cut falls if it was the one.
+    fn done(&mut self, kind: OpKind, name: &str, len_before: usize) {
+        if let Some(journal) = self.journal.as_mut() {
+            let len_after = self.files.get(name).map_or(0, |f| f.data.len());
+            journal.push(DiskOp { kind, file: name.to_owned(), len_before, len_after });
+        }
+        let Some(cut) = self.cut.as_mut() else { return };
+        cut.seen_ops += 1;
+        if cut.seen_ops == cut.after_ops {
+            self.cut = None;
+            self.power_off = true;
+        }
+    }
+
+    /// `name` no longer names `file`: if its name was durable, a crash brings it back
+    /// (the first such file: what the platter holds).
+    fn unlinked(&mut self, name: &str, file: File) {
+        if self.durable_names.contains(name) && !self.removed.contains_key(name) {
+            self.removed.insert(name.to_owned(), file);
+        }
+    }
+
+    /// The names directly in directory `dir`.
+    fn children(&self, dir: &str) -> BTreeSet<String> {
+        let names = self.files.keys().chain(self.dirs.iter());
+        let below = names.filter_map(|name| match dir {
+            "" => Some(name.as_str()),
+            _ => name.strip_prefix(dir).and_then(|rest| rest.strip_prefix('/')),
+        });
+        below.map(|rest| rest.split('/').next().unwrap_or(rest).to_owned()).collect()
+    }
+
+    /// Whether this `target` operation on `name` fails: an armed error for it fires
+    /// (once), else the random chance (in ‰) decides.
+    fn io_error(&mut self, target: IoTarget, name: &str, chance_per_mille: u32) -> bool {
+        let armed = self.armed.filter(|armed| armed.matches(target, name));
+        if armed.is_some() {
             self.armed = None;
             return true;
         }

@@ -85,6 +85,19 @@ pub enum Error {
     /// RocksDB failed.
     #[error("storage error: {0}")]
     Storage(String),
+    /// RocksDB found one of its files damaged (a block checksum, a MANIFEST record, a
+    /// `CURRENT` file, a file shorter than the MANIFEST says): the message names the
+    /// tablet's directory and the file where RocksDB does. Nothing was read or written.
+    #[error("corruption: {0}")]
+    FileCorruption(String),
+    /// The tablet's RocksDB holds no flushed frontier (0.0) while its log starts after
+    /// entry `log_start`: RocksDB's files were lost, and serving what the log's tail
+    /// replays would miss everything older (YugabyteDB #19449). Rebuild it from a peer.
+    #[error(
+        "{dir}: RocksDB holds no flushed frontier, but the log starts after entry \
+         {log_start}: its files were lost; rebuild the tablet from a peer"
+    )]
+    LostRocksDb { dir: String, log_start: u64 },
     /// A write sent to a peer that does not lead its Raft group; `leader` is the one it
     /// knows of. Nothing was written: send it there.
     #[error("not the leader{}", leader_hint(.leader))]
@@ -163,6 +176,8 @@ pub enum ErrorKind {
     CompactionFilter,
     /// RocksDB failed.
     Storage,
+    /// RocksDB's files were lost.
+    LostRocksDb,
     /// Not the leader.
     NotLeader,
     /// A leader read above its lease.
@@ -177,7 +192,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 20] = [
+    pub const ALL: [ErrorKind; 21] = [
         ErrorKind::Corruption,
         ErrorKind::InvalidRequest,
         ErrorKind::TypeConflict,
@@ -193,6 +208,7 @@ impl ErrorKind {
         ErrorKind::ReplayGap,
         ErrorKind::CompactionFilter,
         ErrorKind::Storage,
+        ErrorKind::LostRocksDb,
         ErrorKind::NotLeader,
         ErrorKind::LeaseExpired,
         ErrorKind::SafeTimeBehind,
@@ -235,6 +251,7 @@ impl ErrorKind {
             ErrorKind::ReplayGap => "replay_gap",
             ErrorKind::CompactionFilter => "compaction_filter",
             ErrorKind::Storage => "storage",
+            ErrorKind::LostRocksDb => "lost_rocksdb",
             ErrorKind::NotLeader => "not_leader",
             ErrorKind::LeaseExpired => "lease_expired",
             ErrorKind::SafeTimeBehind => "safe_time_behind",
@@ -274,6 +291,8 @@ impl Error {
             Error::ReplayGap(_) => ErrorKind::ReplayGap,
             Error::CompactionFilter(_) => ErrorKind::CompactionFilter,
             Error::Storage(_) => ErrorKind::Storage,
+            Error::FileCorruption(_) => ErrorKind::Corruption,
+            Error::LostRocksDb { .. } => ErrorKind::LostRocksDb,
             Error::NotLeader { .. } => ErrorKind::NotLeader,
             Error::LeaseExpired { .. } => ErrorKind::LeaseExpired,
             Error::SafeTimeBehind { .. } => ErrorKind::SafeTimeBehind,
@@ -289,10 +308,58 @@ impl From<DecodeError> for Error {
     }
 }
 
+/// RocksDB's error as the engine's: corruption, a full disk and an I/O error by their
+/// kinds (on the simulated disk a full disk's message is `simfs.rs`'s, which names the
+/// file and sizes), anything else a storage error. Paths under a simulated disk's node
+/// directory lose that prefix ([`disk_names`]): what remains is deterministic.
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
-        Error::Storage(e.into_string())
+        let kind = e.kind();
+        let message = disk_names(e.into_string());
+        if let Some(full) = disk_full(&message) {
+            return full;
+        }
+        match kind {
+            rocksdb::ErrorKind::Corruption => Error::FileCorruption(message),
+            rocksdb::ErrorKind::IOError => Error::Io(message),
+            _ => Error::Storage(message),
+        }
     }
+}
+
+/// The node directories of the live simulated disks' RocksDB Envs (`simfs.rs`), each
+/// with a trailing `/`.
+static DISK_ROOTS: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// A simulated disk's node directory (with its trailing `/`) now holds RocksDB files.
+pub(crate) fn register_disk_root(root: &str) {
+    DISK_ROOTS.lock().unwrap_or_else(|e| e.into_inner()).push(root.to_owned());
+}
+
+/// The directory registered with [`register_disk_root`] no longer does (once).
+pub(crate) fn unregister_disk_root(root: &str) {
+    let mut roots = DISK_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(at) = roots.iter().position(|r| r == root) {
+        roots.remove(at);
+    }
+}
+
+/// `message` (a RocksDB error's) with every registered node directory taken out of its
+/// paths: `docs/000012.sst`, not `/tmp/docsim-41/node1/docs/000012.sst` (a temporary
+/// directory differs from process to process; a trace must not).
+fn disk_names(message: String) -> String {
+    let roots = DISK_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+    roots.iter().fold(message, |m, root| m.replace(root.as_str(), ""))
+}
+
+/// The full disk `simfs.rs` reported (`<file>: disk full writing <n> bytes (<c> capacity)`)
+/// in a RocksDB message.
+fn disk_full(message: &str) -> Option<Error> {
+    let (head, tail) = message.split_once(": disk full writing ")?;
+    let file = head.rsplit(": ").next()?.to_owned();
+    let (bytes, tail) = tail.split_once(" bytes (")?;
+    let capacity = tail.split_once(" capacity)")?.0;
+    Some(Error::DiskFull { file, bytes: bytes.parse().ok()?, capacity: capacity.parse().ok()? })
 }
 
 /// Engine result.

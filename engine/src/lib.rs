@@ -67,7 +67,9 @@
 //! committed entries above it, skipping whole log segments below it, and log GC deletes
 //! only segments wholly below min(frontier, committed) + 1. The log lives on a seeded
 //! simulated disk whose crashes drop unsynced data and may tear it; a torn tail is cut,
-//! corruption is reported.
+//! corruption is reported. RocksDB's own files live on the same disk (`simfs`: a RocksDB
+//! file system over it), so a power cut inside a flush or a compaction keeps exactly what
+//! RocksDB synced, and a tablet whose RocksDB files were lost is refused, not served.
 //!
 //! **The tablet** ([`Tablet`]) is the state machine of one Raft group: it evaluates a
 //! client request at a hybrid time into a payload (a document write batch, or a metadata
@@ -115,7 +117,7 @@
 //! 2. `encoding`, `replay`
 //! 3. `error`, `document`, `expiry`, `write_batch`
 //! 4. `notation`, `disk`, `sst_files`, `reader`
-//! 5. `log`, `gc`
+//! 5. `log`, `gc`, `simfs`
 //! 6. `db`
 //! 7. `doc_write`
 //! 8. `cql`, `redis`
@@ -149,12 +151,13 @@ mod replay;
 mod replica;
 pub mod script;
 mod shadow;
+mod simfs;
 mod sst_files;
 mod tablet;
 mod write_batch;
 
 pub use crash::CrashPoint;
-pub use db::{DocDb, Entry, Frontier, Layout, Memstore, ReadStats, Rocks, StorageConfig};
+pub use db::{DocDb, Entry, Frontier, Layout, Medium, Memstore, ReadStats, Rocks, StorageConfig};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{
@@ -164,7 +167,9 @@ pub use error::{DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use ids::{OpId, Part, TabletId};
 pub use log::{SegmentInfo, Truncation};
-pub use node::{route, MemoryFlush, Node, NodeOptions, Output, TabletDump, Timing};
+pub use node::{
+    route, tablet_dir, Job, MemoryFlush, Node, NodeOptions, Output, TabletDump, Timing,
+};
 pub use reader::DocEntry;
 pub use replica::{
     AppliedEntry, Envelope, Members, Membership, Proposed, Replica, ReplicaOptions, ReplicaStatus,

@@ -22,7 +22,7 @@ pub use alone::TabletDump;
 
 use crate::canary::Plants;
 use crate::crash::CrashPoint;
-use crate::db::{Rocks, StorageConfig};
+use crate::db::{Medium, Rocks, StorageConfig};
 use crate::disk::{SimDisk, Tear};
 use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
@@ -39,10 +39,12 @@ pub struct NodeOptions {
     pub id: u64,
     /// The voters every tablet's group starts with.
     pub voters: Vec<u64>,
-    /// RocksDB in an in-memory environment (simulation: no disk I/O, no fsync), or in
-    /// real files under the node's directory.
-    pub in_memory: bool,
-    /// The simulated disk the Raft logs live on.
+    /// Where RocksDB's files live: on the simulated disk beside the Raft logs
+    /// (simulation), in RocksDB's in-memory environment (every write durable at once), or
+    /// in real files under the node's directory.
+    pub medium: Medium,
+    /// The simulated disk the Raft logs (and, on [`Medium::SimDisk`], RocksDB's files)
+    /// live on.
     pub disk: SimDisk,
     /// Raft log segment size in bytes.
     pub segment_bytes: usize,
@@ -69,12 +71,12 @@ pub struct Timing {
 
 impl NodeOptions {
     /// A node alone: the only voter of every group it hosts.
-    pub fn alone(disk: SimDisk, segment_bytes: usize, plants: Plants, in_memory: bool) -> Self {
+    pub fn alone(disk: SimDisk, segment_bytes: usize, plants: Plants, medium: Medium) -> Self {
         let o = ReplicaOptions::alone(segment_bytes, plants);
         NodeOptions {
             id: 1,
             voters: vec![1],
-            in_memory,
+            medium,
             disk,
             segment_bytes,
             plants,
@@ -124,6 +126,31 @@ pub struct Node {
     installed: Vec<(TabletId, OpId)>,
     /// The tablets the memstore limit flushed, not yet taken ([`Node::take_memory_flushes`]).
     memory_flushes: Vec<MemoryFlush>,
+    /// The disk operations of each flush or compaction since the last
+    /// [`Node::take_jobs`].
+    jobs: Vec<Job>,
+}
+
+/// One tablet's flush or compaction as the disk saw it: every mutating operation it made,
+/// in order (RocksDB's and the engine's). What a durability book needs to tell, after a
+/// fault or a power cut, whether the job's MANIFEST edit survived.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Job {
+    pub tablet: TabletId,
+    pub compaction: bool,
+    pub ops: Vec<crate::disk::DiskOp>,
+}
+
+impl Job {
+    /// Where the job's first MANIFEST edit begins (a compaction's is its own flush's):
+    /// the file and the offset of its first append. `None`: the job edited no MANIFEST.
+    pub fn first_edit(&self) -> Option<(&str, usize)> {
+        let manifest = |op: &&crate::disk::DiskOp| {
+            let file = op.file.rsplit('/').next().unwrap_or(&op.file);
+            op.kind == crate::disk::OpKind::Append && file.starts_with("MANIFEST-")
+        };
+        self.ops.iter().find(manifest).map(|op| (op.file.as_str(), op.len_before))
+    }
 }
 
 /// A flush the server-wide memstore limit made: the tablet, and what the node's running
@@ -141,15 +168,21 @@ pub struct MemoryFlush {
 impl Node {
     /// A node keeping its tablets under `dir`, powered on, hosting nothing yet.
     pub fn new(dir: &Path, options: NodeOptions) -> Result<Node> {
-        let rocks = Rocks::new(options.in_memory, options.storage.block_cache_kib << 10)?;
+        let cache_bytes = options.storage.block_cache_kib << 10;
+        let rocks = match options.medium {
+            Medium::SimDisk => {
+                Rocks::on_sim_disk(options.disk.clone(), dir, options.plants, cache_bytes)
+            }
+            medium => Rocks::new(medium == Medium::Memory, cache_bytes)?,
+        };
         Node::with_rocks(dir, options, rocks)
     }
 
     /// [`Node::new`] with the caller's RocksDB environment and block cache instead of
     /// those `options` make (a bench's [`Rocks::without_midpoint_insertion`]): the cache's
-    /// size is its own, not the storage's; it must be in memory as `options` say.
+    /// size is its own, not the storage's; its medium must be the one `options` name.
     pub fn with_rocks(dir: &Path, options: NodeOptions, rocks: Rocks) -> Result<Node> {
-        if rocks.env.is_some() != options.in_memory {
+        if rocks.medium() != options.medium {
             return Err(Error::InvalidRequest(
                 "the node's RocksDB environment is not the one its options say".into(),
             ));
@@ -170,6 +203,7 @@ impl Node {
             applied: Vec::new(),
             installed: Vec::new(),
             memory_flushes: Vec::new(),
+            jobs: Vec::new(),
         })
     }
 
@@ -240,7 +274,7 @@ impl Node {
         };
         let (mut replica, report) =
             Replica::open(tablet, &o.disk, &Node::log_dir(id), options, now_us)?;
-        if let Some(Armed { at, .. }) = self.armed.filter(|a| a.at != CrashPoint::AfterFlush) {
+        if let Some(Armed { at, .. }) = self.armed.filter(|a| !a.at.in_job()) {
             replica.arm_crash(Some(at));
         }
         self.replicas.insert(id.clone(), replica);
@@ -350,12 +384,12 @@ impl Node {
         self.replica_mut(id)?.read(request, read_ht, now_us)
     }
 
-    /// Arm a power cut at `at`: inside the next write (or other work) of any replica, or
-    /// after the next flush, before its log GC.
+    /// Arm a power cut at `at`: inside the next write (or other work) of any replica,
+    /// inside the next flush or compaction, or after the next flush, before its log GC.
     pub fn arm_crash(&mut self, at: CrashPoint, tear: Tear) -> Result<()> {
         self.check_on()?;
         self.armed = Some(Armed { at, tear });
-        if at != CrashPoint::AfterFlush {
+        if !at.in_job() {
             self.replicas.values_mut().for_each(|r| r.arm_crash(Some(at)));
         }
         Ok(())
@@ -474,7 +508,17 @@ impl Node {
     /// Every running replica's live SST files, oldest first.
     pub fn files(&self) -> Result<Vec<(TabletId, Vec<crate::sst_files::SstFile>)>> {
         self.check_on()?;
-        self.replicas().map(|(id, r)| Ok((id.clone(), r.files()?))).collect()
+        let on_disk = self.options.medium == Medium::SimDisk;
+        let durable = |id: &TabletId, file: &mut crate::sst_files::SstFile| {
+            let name = format!("{}/{}", tablet_dir(id), file.name.trim_start_matches('/'));
+            file.durable = on_disk.then(|| self.options.disk.durable(&name));
+        };
+        let files = |(id, r): (&TabletId, &Replica)| {
+            let mut files = r.files()?;
+            files.iter_mut().for_each(|f| durable(id, f));
+            Ok((id.clone(), files))
+        };
+        self.replicas().map(files).collect()
     }
 
     /// What each running replica's reads skipped and read since it opened.
@@ -593,7 +637,7 @@ fn memory_flush_choice(
 
 /// Tablet `id`'s directory (RocksDB's files under the node's directory; its log under the
 /// same name on the simulated disk).
-fn tablet_dir(id: &TabletId) -> String {
+pub fn tablet_dir(id: &TabletId) -> String {
     match id {
         TabletId::Docs => "docs".to_owned(),
         TabletId::Table(table, part) if part.count == 1 => format!("table-{table}"),

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 29] = [
+pub const KNOWN: [&str; 35] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -29,6 +29,12 @@ pub const KNOWN: [&str; 29] = [
     "read.packed_row",
     "read.snapshot_too_old",
     "read.table_tombstone",
+    "rocksdb.compaction_cut_durable",
+    "rocksdb.compaction_cut_lost",
+    "rocksdb.flush_cut_durable",
+    "rocksdb.flush_cut_lost",
+    "rocksdb.lost_files_refused",
+    "rocksdb.write_failed_tablet_down",
     "write.del_missing_skipped",
     "write.marker_seek",
     "write.marker_seek_descendant",
@@ -44,7 +50,7 @@ thread_local! {
 }
 
 /// Count one hit of `name` on this thread.
-pub(crate) fn hit(name: &'static str) {
+pub fn hit(name: &'static str) {
     add(name, 1);
 }
 

@@ -561,8 +561,10 @@ mod tests {
         let disk = crate::disk::SimDisk::new(1, Default::default());
         let plants = crate::canary::Plants::NONE;
         let storage = Default::default();
-        let options =
-            crate::NodeOptions { storage, ..crate::NodeOptions::alone(disk, 4096, plants, true) };
+        let options = crate::NodeOptions {
+            storage,
+            ..crate::NodeOptions::alone(disk, 4096, plants, crate::Medium::Memory)
+        };
         let dir = crate::tests::scratch_dir("redis-empty");
         let mut node = crate::Node::new(&dir, options).expect("node");
         let key = || "k".to_string();

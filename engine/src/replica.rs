@@ -303,6 +303,7 @@ impl Replica {
         if plants.contains(Plant::FrontierBeforeDurable) {
             frontier.op_id = last; // believes every applied entry was flushed
         }
+        frontier.op_id = lost_files_check(frontier.op_id, recovery.prev, log_dir, plants)?;
         let alone = conf.voters == [options.id] && conf.voters_outgoing.is_empty();
         let commit = committed_at_boot(&recovery, frontier, last, alone, plants);
         let ops: Vec<OpId> = recovery.entries.iter().map(|e| e.op_id).collect();
@@ -535,7 +536,10 @@ impl Replica {
     /// [`Replica::gc_log`]).
     pub fn flush(&mut self) -> Result<()> {
         self.check_powered()?;
-        self.tablet.flush().inspect_err(|e| self.down = Some(e.clone()))?;
+        self.tablet.flush().inspect_err(|e| {
+            crate::probe::hit("rocksdb.write_failed_tablet_down");
+            self.down = Some(e.clone());
+        })?;
         self.flushed = self.written;
         Ok(())
     }
@@ -549,7 +553,11 @@ impl Replica {
         files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
         self.check_powered()?;
-        self.tablet.compact(cutoff_ht, kind, files)?;
+        let compacted = self.tablet.compact(cutoff_ht, kind, files);
+        // A failed write of RocksDB's files stops the tablet, as a failed flush does; the
+        // compaction filter's own refusals (entries it could not judge, kept) do not.
+        let judged = |e: &Error| matches!(e, Error::CompactionFilter(_) | Error::Corruption { .. });
+        compacted.inspect_err(|e| self.down = (!judged(e)).then(|| e.clone()))?;
         self.flushed = self.written;
         self.past_cutoff();
         Ok(())
@@ -686,6 +694,23 @@ fn committed_at_boot(
 /// with the frontier one lower or one higher (a frontier the log does not reach stays as
 /// it is, so that the plan refuses it as it would unplanted, and it is never raised past
 /// the log).
+/// A flushed frontier of 0.0 (nothing ever flushed) with a log that starts after entry
+/// `prev` > 0 (log GC ran, which only follows a flush): RocksDB's files were lost. Refused
+/// (YugabyteDB #19449: bootstrap replayed the log's tail onto an empty RocksDB and served
+/// it with the older data missing). With the plant `frontier-zero-trusted` the frontier
+/// is taken to be where the log starts, as that bootstrap did.
+fn lost_files_check(frontier: OpId, prev: OpId, log_dir: &str, plants: Plants) -> Result<OpId> {
+    if frontier.index > 0 || prev.index == 0 {
+        return Ok(frontier);
+    }
+    if plants.contains(Plant::FrontierZeroTrusted) {
+        return Ok(prev);
+    }
+    let dir = log_dir.strip_suffix("/log").unwrap_or(log_dir).to_owned();
+    crate::probe::hit("rocksdb.lost_files_refused");
+    Err(Error::LostRocksDb { dir, log_start: prev.index })
+}
+
 fn replay_plan(
     prev: OpId,
     ops: &[OpId],

@@ -24,6 +24,9 @@ pub struct SstFile {
     pub largest: Vec<u8>,
     /// The newest sequence number in it: files ordered by it are ordered by age.
     largest_seqno: u64,
+    /// On the simulated disk: whether a power cut now would keep it whole (its bytes
+    /// synced, its name's directory synced). `None` on other media.
+    pub durable: Option<bool>,
 }
 
 /// The live SST files, oldest first.
@@ -47,6 +50,7 @@ pub fn live_files(db: &DB) -> Vec<SstFile> {
                 smallest: bytes(ffi::rocksdb_livefiles_smallestkey),
                 largest: bytes(ffi::rocksdb_livefiles_largestkey),
                 largest_seqno: ffi::rocksdb_livefiles_largest_seqno(list, i),
+                durable: None,
             });
         }
         ffi::rocksdb_livefiles_destroy(list);

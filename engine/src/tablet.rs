@@ -88,10 +88,10 @@ impl Tablet {
         storage: StorageConfig,
         initial: Schema,
     ) -> Result<Tablet> {
-        if rocks.env.is_none() {
-            std::fs::create_dir_all(dir)
-                .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
-        }
+        // rust-rocksdb makes the directory on the real file system whatever the medium
+        // (`DB::open`); made here first, a failure names it plainly.
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         let db = DocDb::open_in(dir, rocks, plants, storage)?;
         let schema = match db.metadata(SCHEMA_KEY)? {
             None => initial,

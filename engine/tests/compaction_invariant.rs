@@ -76,7 +76,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
 
 /// A node in real files under `dir`, its logs on `disk`.
 fn node(dir: &std::path::Path, disk: SimDisk) -> Node {
-    let options = NodeOptions::alone(disk, 1 << 20, Plants::NONE, false);
+    let options = NodeOptions::alone(disk, 1 << 20, Plants::NONE, docsim_engine::Medium::SimDisk);
     Node::new(dir, options).expect("node")
 }
 

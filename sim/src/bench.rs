@@ -148,11 +148,21 @@ pub(crate) fn table_node_with(
     schema: &str,
 ) -> Result<Node, String> {
     let disk = SimDisk::new(0, FaultConfig::default());
-    let options =
-        NodeOptions { storage, ..NodeOptions::alone(disk, 8 << 20, Plants::NONE, in_memory) };
+    let options = NodeOptions {
+        storage,
+        ..NodeOptions::alone(disk, 8 << 20, Plants::NONE, medium(in_memory))
+    };
     let mut node = Node::with_rocks(dir, options, rocks).map_err(err)?;
     node.create_table(CqlTable::parse(schema).map_err(err)?).map_err(err)?;
     Ok(node)
+}
+
+/// RocksDB in memory or in real files.
+fn medium(in_memory: bool) -> docsim_engine::Medium {
+    match in_memory {
+        true => docsim_engine::Medium::Memory,
+        false => docsim_engine::Medium::Files,
+    }
 }
 
 /// Run the CQL statement `text` on `node` at `ht_us` microseconds.

@@ -131,7 +131,7 @@ fn workload_node(workload: &str, plants: Plants, dir: &Path) -> Result<Node, Str
     let disk = SimDisk::new(0, FaultConfig::default());
     let options = NodeOptions {
         storage: StorageConfig { layout, ..StorageConfig::default() },
-        ..NodeOptions::alone(disk, 8 << 20, plants, true)
+        ..NodeOptions::alone(disk, 8 << 20, plants, docsim_engine::Medium::Memory)
     };
     let mut node = Node::new(dir, options).map_err(|e| e.to_string())?;
     node.set_layout(layout);

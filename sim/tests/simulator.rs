@@ -216,7 +216,7 @@ fn single_node_plants_are_caught_with_three_replicas() {
         (Plant::ReplayOneLate, 0),
         (Plant::MissingInitMarker, 1),
         (Plant::GcKeepsTombstones, 0),
-        (Plant::RepackDropsNewerUpdate, 4),
+        (Plant::RepackDropsNewerUpdate, 44),
     ];
     for (plant, seed) in found {
         let clean = RunConfig { plant: None, ..plant_config(seed, 3, 1_000, plant) };
@@ -338,7 +338,7 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
 fn rare_plants_are_caught_by_the_seeds_that_found_them() {
     let found = [
         (Plant::TornHeaderIsCorruption, TORN_HEADER_SEED),
-        (Plant::SkippedSegmentsUnchecked, 328),
+        (Plant::SkippedSegmentsUnchecked, 47),
         (Plant::GcTakesFirstNeededSegment, 7),
         (Plant::ReadsPastLease, 660),
         (Plant::HtNotPropagated, HT_NOT_PROPAGATED_SEED),

@@ -10,6 +10,7 @@ use crate::canary::{Plant, Plants};
 use crate::encoding::{bloom_prefix_len, planted_bloom_prefix_len};
 use crate::entity::{add_property_collector, LruCache, MakeCollector};
 use crate::error::{Error, Result};
+use crate::simfs::SimEnv;
 use rocksdb::{BlockBasedOptions, Cache, DBCompactionStyle, Options, SliceTransform, DB};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -141,17 +142,37 @@ impl std::fmt::Display for StorageConfig {
     }
 }
 
-/// What a tablet server's RocksDB instances share: the environment their files live in
-/// (an in-memory one for simulation, else the real file system) and one block cache, as a
-/// YB-TServer shares one LRU across its tablets (`--db_block_cache_size_bytes`). RocksDB's
-/// LRU inserts data blocks at low priority and promotes a block hit again (midpoint
-/// insertion: `high_pri_pool_ratio`, on by default through the C API), and whole-tablet
-/// walks do not fill it (`db/scan.rs`): a scan does not wipe out the hot set. A bench can
-/// turn midpoint insertion off ([`Rocks::without_midpoint_insertion`]) to measure it.
+/// What a tablet server's RocksDB instances share: the medium their files live on (the
+/// node's simulated disk, an in-memory environment, or the real file system) and one
+/// block cache, as a YB-TServer shares one LRU across its tablets
+/// (`--db_block_cache_size_bytes`). RocksDB's LRU inserts data blocks at low priority and
+/// promotes a block hit again (midpoint insertion: `high_pri_pool_ratio`, on by default
+/// through the C API), and whole-tablet walks do not fill it (`db/scan.rs`): a scan does
+/// not wipe out the hot set. A bench can turn midpoint insertion off
+/// ([`Rocks::without_midpoint_insertion`]) to measure it.
 #[derive(Clone)]
 pub struct Rocks {
-    pub(crate) env: Option<rocksdb::Env>,
+    pub(crate) medium: RocksMedium,
     pub(crate) block_cache: BlockCache,
+}
+
+/// Where a node's RocksDB files live.
+#[derive(Clone)]
+pub(crate) enum RocksMedium {
+    /// Real files under the node's directory.
+    Files,
+    /// RocksDB's in-memory environment: every file durable the moment it is written.
+    Memory(rocksdb::Env),
+    /// The node's simulated disk (`simfs.rs`): volatile until synced, lost in power cuts.
+    SimDisk(Arc<SimEnv>),
+}
+
+/// The medium a node's RocksDB files live on, as options name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Medium {
+    Files,
+    Memory,
+    SimDisk,
 }
 
 /// The block cache of a node's tablets.
@@ -164,11 +185,26 @@ pub(crate) enum BlockCache {
 }
 
 impl Rocks {
-    /// In memory (`in_memory`) or on the real file system, with a block cache of
+    /// On real files or in memory (`in_memory`), with a block cache of
     /// `block_cache_bytes`.
     pub fn new(in_memory: bool, block_cache_bytes: usize) -> Result<Rocks> {
         let block_cache = BlockCache::Default(Cache::new_lru_cache(block_cache_bytes));
-        Ok(Rocks { env: env(in_memory)?, block_cache })
+        Ok(Rocks { medium: medium(in_memory)?, block_cache })
+    }
+
+    /// On `disk`, under the node's directory `root` (RocksDB's paths are `root` joined
+    /// with disk names), with a block cache of `block_cache_bytes`. `plants`: a planted
+    /// `sst-sync-skipped` lives in the file system.
+    pub fn on_sim_disk(
+        disk: crate::disk::SimDisk,
+        root: &Path,
+        plants: Plants,
+        block_cache_bytes: usize,
+    ) -> Rocks {
+        let skip_sst_sync = plants.contains(Plant::SstSyncSkipped);
+        let env = Arc::new(SimEnv::new(disk, root, skip_sst_sync));
+        let block_cache = BlockCache::Default(Cache::new_lru_cache(block_cache_bytes));
+        Rocks { medium: RocksMedium::SimDisk(env), block_cache }
     }
 
     /// [`Rocks::new`] with an LRU cache without midpoint insertion: new blocks and blocks
@@ -178,18 +214,46 @@ impl Rocks {
     pub fn without_midpoint_insertion(in_memory: bool, block_cache_bytes: usize) -> Result<Rocks> {
         let cache = LruCache::without_midpoint_insertion(block_cache_bytes);
         let block_cache = BlockCache::NoMidpoint(cache.map_err(Error::Storage)?);
-        Ok(Rocks { env: env(in_memory)?, block_cache })
+        Ok(Rocks { medium: medium(in_memory)?, block_cache })
     }
 
     /// The real file system, with RocksDB's default cache size (tests, tools).
     pub fn on_disk() -> Rocks {
-        Rocks { env: None, block_cache: BlockCache::Default(Cache::new_lru_cache(8 << 20)) }
+        let block_cache = BlockCache::Default(Cache::new_lru_cache(8 << 20));
+        Rocks { medium: RocksMedium::Files, block_cache }
+    }
+
+    /// The medium the files live on.
+    pub fn medium(&self) -> Medium {
+        match self.medium {
+            RocksMedium::Files => Medium::Files,
+            RocksMedium::Memory(_) => Medium::Memory,
+            RocksMedium::SimDisk(_) => Medium::SimDisk,
+        }
+    }
+
+    /// Open databases of `opts` on this medium; what they must keep alive.
+    pub(crate) fn install(&self, opts: &mut Options) -> Option<Arc<SimEnv>> {
+        match &self.medium {
+            RocksMedium::Files => None,
+            RocksMedium::Memory(env) => {
+                opts.set_env(env);
+                None
+            }
+            RocksMedium::SimDisk(env) => {
+                env.install(opts);
+                Some(env.clone())
+            }
+        }
     }
 }
 
-/// An in-memory environment, or none (the real file system).
-fn env(in_memory: bool) -> Result<Option<rocksdb::Env>> {
-    Ok(if in_memory { Some(rocksdb::Env::mem_env()?) } else { None })
+/// An in-memory environment, or the real file system.
+fn medium(in_memory: bool) -> Result<RocksMedium> {
+    Ok(match in_memory {
+        true => RocksMedium::Memory(rocksdb::Env::mem_env()?),
+        false => RocksMedium::Files,
+    })
 }
 
 /// Open RocksDB, retrying a spurious failure: RocksDB's process-wide periodic-task timer

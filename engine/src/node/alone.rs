@@ -7,7 +7,7 @@
 //! An armed power cut that fires takes the whole node down: the write that fired it
 //! fails with `crashed <point>` and its entry is *in doubt* ([`Node::take_in_doubt`]).
 
-use super::{Armed, Node};
+use super::{Armed, Job, Node};
 use crate::cql::{self, CqlTable, Statement};
 use crate::crash::CrashPoint;
 use crate::db::{Layout, RawEntry};
@@ -19,7 +19,7 @@ use crate::gc::CompactionKind;
 use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, Part, TabletId};
 use crate::redis;
-use crate::replica::RestartReport;
+use crate::replica::{Replica, RestartReport};
 use crate::tablet::{Reply, Request, Schema};
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
@@ -273,22 +273,68 @@ impl Node {
         Ok(self.replica(&TabletId::Docs)?.history_cutoff())
     }
 
-    /// Flush every tablet, then GC their logs.
+    /// Flush every tablet, then GC their logs. A tablet whose flush fails (a disk fault)
+    /// is down; the others flush all the same; the first error is returned.
     pub fn flush(&mut self) -> Result<()> {
         self.check_on()?;
-        for id in self.tablet_ids() {
-            self.replica_mut(&id)?.flush()?;
-        }
+        let ids = self.tablet_ids();
+        self.jobs_on(&ids, false, |replica| replica.flush())?;
         self.gc_logs(None)
     }
 
     /// Flush and compact every tablet with history cutoff `cutoff`, then GC their logs.
     pub fn compact(&mut self, cutoff: HybridTime, kind: CompactionKind) -> Result<()> {
         self.docs()?; // the document tablet's cutoff moves too, even while empty
-        for id in self.tablet_ids() {
-            self.replica_mut(&id)?.compact(cutoff, kind, None)?;
-        }
+        let ids = self.tablet_ids();
+        self.jobs_on(&ids, true, |replica| replica.compact(cutoff, kind, None))?;
         self.gc_logs(None)
+    }
+
+    /// Run `work` (a flush or, `compaction`, a compaction) on the replica of each tablet
+    /// of `ids` in turn, each one job on the disk (`Job`: its operations journaled). A
+    /// power cut armed inside this kind of job (`in-flush op=<k>`, `in-compaction
+    /// op=<k>`) counts the operations of every job from the first: when it falls, the
+    /// node goes down at once; when the jobs end first, it falls after them (before log
+    /// GC). Otherwise the first job's error, after every job ran.
+    fn jobs_on(
+        &mut self,
+        ids: &[TabletId],
+        compaction: bool,
+        mut work: impl FnMut(&mut Replica) -> Result<()>,
+    ) -> Result<()> {
+        let disk = self.options.disk.clone();
+        let armed = self.armed.filter(|a| match a.at {
+            CrashPoint::InFlush(_) => !compaction,
+            CrashPoint::InCompaction(_) => compaction,
+            _ => false,
+        });
+        if let Some(k) = armed.and_then(|a| a.at.op()) {
+            disk.arm_cut(k);
+        }
+        let mut first_error = None;
+        for id in ids {
+            disk.begin_journal();
+            let result = self.replica_mut(id).and_then(&mut work);
+            let ops = disk.end_journal();
+            self.jobs.push(Job { tablet: id.clone(), compaction, ops });
+            if let Err(e) = result {
+                first_error.get_or_insert(e);
+            }
+            if disk.cut_fired() {
+                break;
+            }
+        }
+        if let Some(Armed { at, tear }) = armed {
+            disk.disarm_cut();
+            self.crash(tear);
+            return Err(Error::Crashed(at));
+        }
+        first_error.map_or(Ok(()), Err)
+    }
+
+    /// The flushes and compactions run since the last call, as the disk saw them.
+    pub fn take_jobs(&mut self) -> Vec<Job> {
+        std::mem::take(&mut self.jobs)
     }
 
     /// A minor compaction of the run `files` of SST files (oldest first, 0-based, as
@@ -303,7 +349,9 @@ impl Node {
         if *id == TabletId::Docs {
             self.docs()?;
         }
-        self.replica_mut(id)?.compact(cutoff, CompactionKind::Minor, Some(files))?;
+        let ids = [id.clone()];
+        let run = |r: &mut Replica| r.compact(cutoff, CompactionKind::Minor, Some(files.clone()));
+        self.jobs_on(&ids, true, run)?;
         self.gc_logs(Some(id))
     }
 

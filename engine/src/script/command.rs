@@ -220,15 +220,19 @@ pub struct FileRun {
 /// A docscript `fault` command: one disk fault, exact so that reproducers replay it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FaultCommand {
-    /// `fault io-error next-append|next-sync`: the next append (or sync) of any log file
-    /// fails with an I/O error, once.
+    /// `fault io-error <target>`: the next append (or sync) of a Raft log file, of an SST
+    /// file, or of a MANIFEST, fails with an I/O error, once ([`IoTarget`]).
     IoError(IoTarget),
     /// `fault disk-full <bytes>`: the disk holds only `bytes` more than it holds now.
     DiskFull { free_bytes: u64 },
     /// `fault clear`: disarm an I/O error not yet fired and lift the disk's capacity.
     Clear,
-    /// `fault flip <file> <offset> bit=<b>`: flip one bit of a log file's synced data.
+    /// `fault flip <file> <offset> bit=<b>`: flip one bit of a file's synced data (a
+    /// Raft log file's, or one of RocksDB's).
     Flip { file: String, offset: usize, bit: u8 },
+    /// `fault lose-rocksdb <dir>`: every RocksDB file of the tablet in disk directory
+    /// `dir` is gone for good, its Raft log kept (a lost or reformatted data volume).
+    LoseRocksDb { dir: String },
 }
 
 impl Command {
@@ -281,6 +285,7 @@ impl FaultCommand {
             FaultCommand::DiskFull { free_bytes } => disk.set_free_bytes(Some(*free_bytes)),
             FaultCommand::Clear => disk.clear_faults(),
             FaultCommand::Flip { file, offset, bit } => disk.flip(file, *offset, *bit)?,
+            FaultCommand::LoseRocksDb { dir } => disk.lose_files(dir)?,
         }
         Ok(())
     }
@@ -289,8 +294,8 @@ impl FaultCommand {
 impl fmt::Display for FaultCommand {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            FaultCommand::IoError(IoTarget::NextAppend) => f.write_str("io-error next-append"),
-            FaultCommand::IoError(IoTarget::NextSync) => f.write_str("io-error next-sync"),
+            FaultCommand::IoError(target) => write!(f, "io-error {}", target.name()),
+            FaultCommand::LoseRocksDb { dir } => write!(f, "lose-rocksdb {dir}"),
             FaultCommand::DiskFull { free_bytes } => write!(f, "disk-full {free_bytes}"),
             FaultCommand::Clear => f.write_str("clear"),
             FaultCommand::Flip { file, offset, bit } => write!(f, "flip {file} {offset} bit={bit}"),

@@ -334,7 +334,7 @@ fn parse_batch_body(p: &mut Parser<'_>) -> PResult<Vec<DocWrite>> {
     Ok(writes)
 }
 
-/// `crash [node=<i>] [at <point>] [torn[=<k>]]`.
+/// `crash [node=<i>] [at <point> [op=<k>]] [torn[=<k>]]`.
 fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
     let node = node_option(p)?;
     let mut at = None;
@@ -342,11 +342,19 @@ fn parse_crash(p: &mut Parser<'_>) -> PResult<Command> {
         p.skip_ws();
         let pos = p.pos();
         let name = hyphenated(p);
-        at = match CrashPoint::from_name(&name) {
+        let op = match p.eat_word("op") {
+            true => {
+                p.expect("=")?;
+                let at = p.pos();
+                let k = u32::try_from(p.unsigned()?).ok().filter(|k| *k > 0);
+                Some(k.ok_or_else(|| p.error_at(at, "an operation count is 1 or more"))?)
+            }
+            false => None,
+        };
+        at = match CrashPoint::from_name(&name, op) {
             Some(point) => Some(point),
             None => {
-                let known: Vec<&str> = CrashPoint::ALL.iter().map(|c| c.name()).collect();
-                let known = known.join(", ");
+                let known = CrashPoint::names().join(", ");
                 return Err(p.error_at(pos, format!("expected a crash point ({known})")));
             }
         };
@@ -379,17 +387,26 @@ fn parse_fault(p: &mut Parser<'_>) -> PResult<FaultCommand> {
         "io-error" => {
             p.skip_ws();
             let at = p.pos();
-            match hyphenated(p).as_str() {
-                "next-append" => Ok(FaultCommand::IoError(IoTarget::NextAppend)),
-                "next-sync" => Ok(FaultCommand::IoError(IoTarget::NextSync)),
-                _ => Err(p.error_at(at, "expected `next-append` or `next-sync`")),
+            let name = hyphenated(p);
+            match IoTarget::ALL.into_iter().find(|t| t.name() == name) {
+                Some(target) => Ok(FaultCommand::IoError(target)),
+                None => {
+                    let known: Vec<&str> = IoTarget::ALL.iter().map(|t| t.name()).collect();
+                    Err(p.error_at(at, format!("expected an I/O target ({})", known.join(", "))))
+                }
             }
+        }
+        "lose-rocksdb" => {
+            let Some(dir) = p.token() else {
+                return Err(p.error(format!("expected a tablet directory, found {}", p.found())));
+            };
+            Ok(FaultCommand::LoseRocksDb { dir: dir.to_owned() })
         }
         "disk-full" => Ok(FaultCommand::DiskFull { free_bytes: p.unsigned()? }),
         "clear" => Ok(FaultCommand::Clear),
         "flip" => {
             let Some(file) = p.token() else {
-                return Err(p.error(format!("expected a log file name, found {}", p.found())));
+                return Err(p.error(format!("expected a file name, found {}", p.found())));
             };
             let file = file.to_owned();
             let offset_at = p.pos();
@@ -403,7 +420,10 @@ fn parse_fault(p: &mut Parser<'_>) -> PResult<FaultCommand> {
             let bit = bit.ok_or_else(|| p.error_at(bit_at, "a bit is 0 to 7"))?;
             Ok(FaultCommand::Flip { file, offset, bit })
         }
-        _ => Err(p.error_at(at, "expected a fault: io-error, disk-full, clear or flip")),
+        _ => {
+            Err(p
+                .error_at(at, "expected a fault: io-error, disk-full, clear, flip or lose-rocksdb"))
+        }
     }
 }
 

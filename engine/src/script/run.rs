@@ -234,7 +234,7 @@ impl Runner {
         let disk = SimDisk::new(0, FaultConfig::default());
         let options = NodeOptions {
             storage: StorageConfig { statistics: true, ..storage }, // for `stats`
-            ..NodeOptions::alone(disk, SCRIPT_SEGMENT_BYTES, plants, false)
+            ..NodeOptions::alone(disk, SCRIPT_SEGMENT_BYTES, plants, crate::Medium::SimDisk)
         };
         // Only an in-memory node allocates anything (its RocksDB environment) when made; a
         // node on disk opens its tablets' stores as they are created or used.
@@ -421,7 +421,12 @@ pub fn memory_flush_line(
 pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String {
     let tablet = id.line_prefix();
     let (smallest, largest) = (format_raw_key(&file.smallest), format_raw_key(&file.largest));
-    format!("files: {tablet}{index} entries={} {smallest} .. {largest}", file.entries)
+    let durable = match file.durable {
+        None => "",
+        Some(true) => " durable",
+        Some(false) => " volatile",
+    };
+    format!("files: {tablet}{index} entries={} {smallest} .. {largest}{durable}", file.entries)
 }
 
 /// `stats: [<tablet> ]bloom_filtered=<n> bloom_passed=<n> pruned=<n> pruning_read=<n>`

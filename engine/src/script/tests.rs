@@ -116,8 +116,5 @@ fn times_may_be_left_to_the_replica() {
 fn a_fault_flips_bits_0_to_7_only() {
     let error = |line: &str| parse_line(line, 1).unwrap_err().to_string();
     assert_eq!(error("fault flip wal-00000001 10 bit=8"), "line 1, column 32: a bit is 0 to 7");
-    assert_eq!(
-        error("fault flip"),
-        "line 1, column 11: expected a log file name, found end of line"
-    );
+    assert_eq!(error("fault flip"), "line 1, column 11: expected a file name, found end of line");
 }

@@ -172,7 +172,7 @@ fn node_run(
     dir: &Path,
 ) -> Result<(Node, NodeRun), String> {
     let disk = SimDisk::new(0, FaultConfig::default());
-    let alone = NodeOptions::alone(disk, segment, Plants::NONE, false);
+    let alone = NodeOptions::alone(disk, segment, Plants::NONE, docsim_engine::Medium::Files);
     let options = NodeOptions { memstore_limit_bytes: limit, ..alone };
     let mut node = Node::new(dir, options).map_err(err)?;
     node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;

@@ -80,6 +80,9 @@ pub struct Book {
     in_doubt: Option<(Cut, InDoubt)>,
     /// A flipped bit the next restart must refuse: the file and the offset it must name.
     corrupt: Option<(String, usize)>,
+    /// A tablet (its disk directory) whose RocksDB files were lost: the next restart must
+    /// refuse it.
+    lost: Option<String>,
     /// Fault-ledger length when the last crash was armed or cut the power.
     pub ledger_seen: usize,
     pub crashes: u64,
@@ -209,6 +212,12 @@ impl Book {
         self.corrupt = Some((file.to_owned(), record));
     }
 
+    /// The RocksDB files of the tablet in disk directory `dir` are about to be lost; its
+    /// log starts above entry 1: the next restart must refuse it (`lost_rocksdb`).
+    pub fn losing(&mut self, dir: &str) {
+        self.lost = Some(dir.to_owned());
+    }
+
     /// Check a restart of the tablets `ids` (in the node's order) that gave `outcome`.
     /// `ledger` is the disk's faults, `files` the log files as they were before bootstrap.
     /// `Ok(true)`: the restart refused a corrupt log, as the book predicted: the run ends.
@@ -223,6 +232,18 @@ impl Book {
         if let Some((file, offset)) = self.corrupt.take() {
             // The run ends here; the flipped bytes are no log to read the in-doubt write in.
             return refused(outcome, &file, offset).map(|()| true);
+        }
+        if let Some(dir) = self.lost.take() {
+            return match outcome {
+                Err(Error::LostRocksDb { dir: named, .. }) if *named == dir => Ok(true),
+                Ok(reports) => Err((
+                    vec!["error: lost_rocksdb".to_owned()],
+                    reports.iter().map(|(id, r)| format_restart_full(id, r)).collect(),
+                )),
+                Err(e) => {
+                    Err((vec!["error: lost_rocksdb".to_owned()], vec![format!("error: {e}")]))
+                }
+            };
         }
         let torn = torn_tails(&ledger[self.ledger_seen.min(ledger.len())..], files);
         self.settle_in_doubt(&torn, files)?;

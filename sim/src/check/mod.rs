@@ -25,16 +25,18 @@
 mod book;
 pub(crate) mod gc_complete;
 mod log_files;
+mod manifest;
 mod memstore;
 pub mod model;
 
 pub use book::{Book, Cut, InDoubt, LogFiles};
+pub use log_files::segment_prev_index;
 
 use crate::convert;
 use crate::exec::{Answer, Cluster, Compaction, Event};
 use crate::failure::FailureKind;
 use docsim_engine::{
-    CrashPoint, Error, ErrorKind, HybridTime, Node, OpId, Reply, Request, TabletId,
+    CrashPoint, Error, ErrorKind, HybridTime, Job, Node, OpId, Reply, Request, TabletId,
 };
 use docsim_models::{Markers, ModelError};
 use docsim_workloads::Op;
@@ -169,6 +171,14 @@ impl Checker {
         if self.alone {
             let bytes = cluster.slot(id).node.disk().read(file).unwrap_or_default();
             self.book.flipping(file, &bytes, offset);
+        }
+    }
+
+    /// A tablet's RocksDB files (in disk directory `dir`) are about to be lost: in a group
+    /// of one, the book's next restart must refuse that tablet.
+    pub fn before_lose(&mut self, dir: &str) {
+        if self.alone {
+            self.book.losing(dir);
         }
     }
 
@@ -614,8 +624,8 @@ impl Checker {
                     Err((want, got)) => Err(Found::new(FailureKind::Restart, want, got)),
                 }
             }
-            Event::Compacted { node, request, result } => {
-                self.compacted(node, &request, &result, cluster, rechecks)
+            Event::Compacted { node, request, result, jobs } => {
+                self.compacted(node, (&request, &result, &jobs), cluster, rechecks)
             }
             _ => unreachable!("a node's event"),
         }
@@ -685,14 +695,18 @@ impl Checker {
     fn compacted(
         &mut self,
         node: u64,
-        request: &Compaction,
-        result: &Result<(), Error>,
+        (request, result, jobs): (&Compaction, &Result<(), Error>, &[Job]),
         cluster: &Cluster,
         rechecks: &mut Vec<Recheck>,
     ) -> Result<(), Found> {
         let cut_after = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
         if matches!(result, Err(e) if e.kind() == ErrorKind::Down) {
             return Ok(()); // the node was down (a replayed step list may ask one)
+        }
+        let cut_inside = matches!(result, Err(Error::Crashed(point)) if point.op().is_some());
+        if cut_inside || matches!(result, Err(e) if injected(cluster, node, e)) {
+            self.partly_durable(node, request, jobs, cluster);
+            return Ok(()); // the node is down, or its tablet: the restart checks the rest
         }
         if result.is_err() && !cut_after {
             let got = vec![format!("error: {}", result.as_ref().unwrap_err())];
@@ -726,6 +740,45 @@ impl Checker {
             rechecks.extend(self.rechecks(node, cutoff));
         }
         Ok(())
+    }
+
+    /// A flush or compaction of `node` a power cut or an injected disk fault stopped
+    /// part-way: each tablet's job is durable exactly when the bytes of its first
+    /// MANIFEST edit (a compaction's: its own flush's; its end read by `manifest.rs`)
+    /// are synced on the disk now (what
+    /// the crash that follows keeps: a power cut inside the job has fallen already; after
+    /// a fault the node loses power without a tear). A rule from the disk's account
+    /// alone: RocksDB makes a flush durable with that edit (`VersionSet::LogAndApply`
+    /// syncs the MANIFEST after the SST file it names).
+    fn partly_durable(&mut self, node: u64, request: &Compaction, jobs: &[Job], cluster: &Cluster) {
+        let disk = cluster.slot(node).node.disk().clone();
+        for job in jobs {
+            let durable = job.first_edit().is_some_and(|(file, start)| {
+                let bytes = disk.read(file).unwrap_or_default();
+                let end = manifest::edit_end(&bytes, start);
+                end.is_some_and(|end| disk.synced_len(file) >= Some(end))
+            });
+            let tablet = std::slice::from_ref(&job.tablet);
+            docsim_engine::probe::hit(match (job.compaction, durable) {
+                (false, true) => "rocksdb.flush_cut_durable",
+                (false, false) => "rocksdb.flush_cut_lost",
+                (true, true) => "rocksdb.compaction_cut_durable",
+                (true, false) => "rocksdb.compaction_cut_lost",
+            });
+            if !durable {
+                continue;
+            }
+            self.memstore.flushed(node, Some(&job.tablet));
+            if self.alone {
+                self.book.flushed(Some(&job.tablet));
+                if let Some(cutoff) = request.cutoff {
+                    self.book.compacted(tablet, cutoff);
+                }
+            }
+            if let Some(cutoff) = request.cutoff {
+                self.cut_to(node, tablet, cutoff);
+            }
+        }
     }
 
     fn cut_to(&mut self, node: u64, tablets: &[TabletId], cutoff: HybridTime) {
@@ -825,4 +878,20 @@ fn merged(wants: Vec<Result<ModelReply, ModelError>>) -> Result<ModelReply, Mode
         }
     }
     Ok(ModelReply::Rows(rows))
+}
+
+/// Whether `error` (of a flush or compaction of `node`) is an injected fault the disk's
+/// ledger holds: an I/O error or a full disk, on the file the error names.
+fn injected(cluster: &Cluster, node: u64, error: &Error) -> bool {
+    use docsim_engine::disk::Fault;
+    if !matches!(error.kind(), ErrorKind::Io | ErrorKind::DiskFull) {
+        return false;
+    }
+    let message = error.to_string();
+    cluster.slot(node).node.disk().ledger().iter().rev().any(|fault| match fault {
+        Fault::WriteError { file } | Fault::SyncError { file } | Fault::DiskFull { file } => {
+            message.contains(file.as_str())
+        }
+        _ => false,
+    })
 }

@@ -40,6 +40,7 @@ use crate::world::{self, Shared, Slot, World};
 use docsim_engine::canary::Plants;
 use docsim_engine::disk::{FaultConfig, SimDisk};
 use docsim_engine::script::{Command, Header, Last};
+use docsim_engine::Job;
 use docsim_engine::{
     Error, HybridTime, Layout, MarkerMode, Members, Node, NodeOptions, OpId, Reply, Request,
     RestartReport, Schema, StorageConfig, TabletId, Timing,
@@ -71,6 +72,10 @@ pub struct Setup {
     /// Each replica's election timeout in ticks, node 1 first (the caller's seeded
     /// jitter: raft-rs draws nothing).
     pub election_ticks: Vec<usize>,
+    /// Where the nodes' RocksDB files live: the simulated disk (what every run and script
+    /// uses), or RocksDB's in-memory environment (`--rocks-medium memory`, to measure
+    /// what the simulated disk costs).
+    pub medium: docsim_engine::Medium,
 }
 
 impl Setup {
@@ -90,6 +95,7 @@ impl Setup {
             segment_bytes,
             disk_seeds: (0..n).map(|_| disk.random::<u64>()).collect(),
             election_ticks: (0..n).map(|_| 10 + election.random_range(0..10)).collect(),
+            medium: docsim_engine::Medium::SimDisk,
         }
     }
 }
@@ -135,7 +141,8 @@ pub enum Event {
     MemoryFlushed { node: u64, flush: docsim_engine::MemoryFlush },
     /// A node's flush (`cutoff`: `None`) or compaction ended: done, or cut by the power
     /// (after it was durable), or refused.
-    Compacted { node: u64, request: Compaction, result: Result<(), Error> },
+    /// `jobs`: each tablet's flush or compaction as the disk saw it.
+    Compacted { node: u64, request: Compaction, result: Result<(), Error>, jobs: Vec<Job> },
 }
 
 /// A flush or compaction, as a node ran it.
@@ -345,7 +352,7 @@ impl Cluster {
         NodeOptions {
             id,
             voters: (1..=self.replicas() as u64).collect(),
-            in_memory: true,
+            medium: self.setup.medium,
             disk: SimDisk::new(disk_seed, FaultConfig::default()),
             segment_bytes: self.setup.segment_bytes,
             plants: self.setup.plants,

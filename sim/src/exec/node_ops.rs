@@ -149,7 +149,8 @@ impl Cluster {
         if matches!(result, Err(Error::Crashed(_))) {
             self.power_off(id, true); // the node cut its power after the flush
         }
-        self.events.push(Event::Compacted { node: id, request, result: result.clone() });
+        let jobs = self.slot(id).node.take_jobs();
+        self.events.push(Event::Compacted { node: id, request, result: result.clone(), jobs });
         result.map_err(|e| self.node_error(id, e))
     }
 

@@ -9,7 +9,7 @@ use super::{fnv, Failure, RunConfig, RunOutcome, Sinks, Step, FNV_OFFSET};
 use crate::check::{Checker, Found, Recheck};
 use crate::exec::{Cluster, WRITE_TIMEOUT};
 use docsim_engine::script::{At, Command, FaultCommand, FileRun, Route};
-use docsim_engine::{CrashPoint, HybridTime, Layout, TabletId};
+use docsim_engine::{CrashPoint, HybridTime, Layout, Node, TabletId};
 use docsim_models::cql::Schema;
 use docsim_workloads::{Op, Workload};
 use rand::Rng;
@@ -317,6 +317,13 @@ impl Driver {
                 let compact = Command::Compact { cutoff: floor, minor: false, run: None, node };
                 vec![Step::Command(compact), crash(None)]
             }
+            CutAt::InFlush(k) => {
+                vec![crash(Some(CrashPoint::InFlush(k))), Step::Command(Command::Flush { node })]
+            }
+            CutAt::InCompaction(k) => {
+                let compact = Command::Compact { cutoff: floor, minor: false, run: None, node };
+                vec![crash(Some(CrashPoint::InCompaction(k))), Step::Command(compact)]
+            }
         };
         if self.replicated() {
             self.nemesis.restart_later(id);
@@ -347,6 +354,12 @@ impl Driver {
         // bit flips are a group of one's (its restart must refuse the log).
         if let Some(flip) = self.flip(id).filter(|_| !self.replicated()) {
             steps.push(Step::Command(Command::Fault { fault: flip, node }));
+        } else if !self.replicated() {
+            // Likewise a tablet whose RocksDB files were lost is refused, not rebuilt.
+            let tablets = self.gc_logged_tablets(id);
+            if let Some(lose) = self.faults.lose(&tablets) {
+                steps.push(Step::Command(Command::Fault { fault: lose, node }));
+            }
         }
         steps.push(Step::Command(Command::Restart { node }));
         steps
@@ -372,6 +385,21 @@ impl Driver {
             .iter()
             .any(|f| matches!(f, docsim_engine::disk::Fault::Torn { .. }));
         self.faults.flip(&disk).filter(|_| !torn)
+    }
+
+    /// The disk directories of node `id`'s tablets whose Raft log starts above entry 1
+    /// (log GC ran): losing their RocksDB files is detectable.
+    fn gc_logged_tablets(&self, id: u64) -> Vec<String> {
+        let slot = self.cluster.slot(id);
+        let disk = slot.node.disk();
+        let oldest_prev = |tablet: &TabletId| {
+            let oldest =
+                disk.list(&format!("{}/wal-", Node::log_dir(tablet))).into_iter().next()?;
+            crate::check::segment_prev_index(&disk.read(&oldest).ok()?)
+        };
+        let ids = slot.node.tablet_ids();
+        let gc_logged = ids.into_iter().filter(|t| oldest_prev(t).is_some_and(|prev| prev > 0));
+        gc_logged.map(|t| docsim_engine::tablet_dir(&t)).collect()
     }
 
     /// The workload's next op, as a client step routed by the run.
@@ -426,6 +454,11 @@ impl Driver {
         if let Command::Fault { fault: FaultCommand::Flip { file, offset, .. }, node } = &command {
             if started(node) {
                 self.checker.before_flip(&self.cluster, node.unwrap_or(1), file, *offset);
+            }
+        }
+        if let Command::Fault { fault: FaultCommand::LoseRocksDb { dir }, node } = &command {
+            if started(node) {
+                self.checker.before_lose(dir);
             }
         }
         if let Command::Crash { node, .. } = &command {

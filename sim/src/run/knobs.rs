@@ -125,6 +125,10 @@ pub enum CutAt {
     AfterLogGc,
     /// A full compaction, then at once.
     AfterCompaction,
+    /// Armed inside the next flush, after its k-th disk operation, then a flush.
+    InFlush(u32),
+    /// Armed inside the next full compaction, after its k-th disk operation, then one.
+    InCompaction(u32),
 }
 
 impl Crashes {
@@ -141,12 +145,17 @@ impl Crashes {
             return None;
         }
         let torn = self.rng.random_range(0..2u32) == 1;
-        let at = match self.rng.random_range(0..7u32) {
+        // A flush of one tablet makes about 7 disk operations (an SST's create, appends
+        // and sync, its directory's sync, the MANIFEST's append and sync); a compaction
+        // its flush's and as many again, and the inputs' removals.
+        let at = match self.rng.random_range(0..9u32) {
             0 => CutAt::Now,
             1..=3 => CutAt::Armed(points[self.rng.random_range(0..points.len())]),
             4 => CutAt::AfterFlush,
             5 => CutAt::AfterLogGc,
-            _ => CutAt::AfterCompaction,
+            6 => CutAt::AfterCompaction,
+            7 => CutAt::InFlush(self.rng.random_range(1..=16)),
+            _ => CutAt::InCompaction(self.rng.random_range(1..=24)),
         };
         Some((at, torn))
     }
@@ -164,6 +173,9 @@ pub struct DiskFaults {
     pub max_sector: u32,
     /// The chance (in %) that a power cut comes with a bit flip in synced log data.
     pub flip_percent: u32,
+    /// The chance (in %) that a restart finds a tablet's RocksDB files lost (a group of
+    /// one, a tablet whose log GC ran: the restart must refuse it).
+    pub lose_percent: u32,
     /// Whether a power cut the crash stream draws torn tears (else it is a clean cut).
     pub tears: bool,
 }
@@ -190,13 +202,34 @@ impl DiskFaults {
         let max_sector = if on { rng.random_range(0..8) } else { 0 };
         let flip_on = on && rng.random_range(0..4u32) == 0;
         let flip_percent = if flip_on { rng.random_range(1..30) } else { 0 };
-        DiskFaults { rng, io_per_10k, io_kinds, max_sector, flip_percent, tears: true }
+        let lose_on = on && rng.random_range(0..4u32) == 0;
+        let lose_percent = if lose_on { rng.random_range(1..20) } else { 0 };
+        DiskFaults {
+            rng,
+            io_per_10k,
+            io_kinds,
+            max_sector,
+            flip_percent,
+            lose_percent,
+            tears: true,
+        }
     }
 
     /// No fault whose effect depends on the log's bytes (the draws above stay, so every
     /// other stream is unchanged).
     pub fn placed_by_bytes_off(&mut self) {
         (self.io_per_10k, self.flip_percent, self.tears) = (0, 0, false);
+        self.lose_percent = 0;
+    }
+
+    /// The RocksDB files of one of `tablets` (disk directories whose Raft log starts
+    /// above entry 1) lost, or nothing.
+    pub fn lose(&mut self, tablets: &[String]) -> Option<docsim_engine::script::FaultCommand> {
+        if tablets.is_empty() || self.rng.random_range(0..100) >= self.lose_percent {
+            return None;
+        }
+        let dir = tablets[self.rng.random_range(0..tablets.len())].clone();
+        Some(docsim_engine::script::FaultCommand::LoseRocksDb { dir })
     }
 
     /// The sector boundary a torn crash keeps.
@@ -254,8 +287,8 @@ impl std::fmt::Display for DiskFaults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "io={}/10k {:?} tear<={} flip={}%",
-            self.io_per_10k, self.io_kinds, self.max_sector, self.flip_percent
+            "io={}/10k {:?} tear<={} flip={}% lose={}%",
+            self.io_per_10k, self.io_kinds, self.max_sector, self.flip_percent, self.lose_percent
         )
     }
 }
