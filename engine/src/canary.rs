@@ -98,6 +98,11 @@ pub enum Plant {
     /// then drops, and the tablet cannot open. Only RocksDB's files on the simulated disk
     /// show it.
     SstSyncSkipped,
+    /// A flush puts the frontier into RocksDB's files in an SST file and a MANIFEST edit
+    /// of its own, before the data's flush (`db.rs`, `ingest_apart`): a power cut
+    /// between the two edits leaves a frontier ahead of its data, and bootstrap skips the
+    /// lost entries. Only a cut inside a flush (`in-flush op=<k>`) shows it.
+    FrontierWrittenApart,
     /// Bootstrap trusts a flushed frontier of 0.0 though the log starts above entry 1:
     /// a tablet whose RocksDB files were lost opens empty and replays only the log's
     /// tail, its older data silently missing (YugabyteDB #19449).
@@ -156,7 +161,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 40] = [
+    pub const ALL: [Plant; 41] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -185,6 +190,7 @@ impl Plant {
         Plant::MemstoreFlushesNewest,
         Plant::YbPruneSwappedInclusivity,
         Plant::SstSyncSkipped,
+        Plant::FrontierWrittenApart,
         Plant::FrontierZeroTrusted,
         Plant::YbBatchCacheKeepsOverwritten,
         Plant::PackedRowWrongSchema,
@@ -287,6 +293,7 @@ impl Plant {
             Plant::MemstoreFlushesNewest => "memstore-flushes-newest",
             Plant::YbPruneSwappedInclusivity => "yb-prune-swapped-inclusivity",
             Plant::SstSyncSkipped => "sst-sync-skipped",
+            Plant::FrontierWrittenApart => "frontier-written-apart",
             Plant::FrontierZeroTrusted => "frontier-zero-trusted",
             Plant::YbBatchCacheKeepsOverwritten => "yb-batch-cache-keeps-overwritten",
             Plant::PackedRowWrongSchema => "packed-row-wrong-schema",

@@ -100,6 +100,8 @@ pub struct DocDb {
     /// The simulated disk's Env the database was opened with, kept alive until it closes
     /// (after `db`: `Drop` closes the database first).
     _sim_env: Option<Arc<crate::simfs::SimEnv>>,
+    /// The directory RocksDB's files are in.
+    dir: std::path::PathBuf,
 }
 
 /// One row's stored entries, for the repacking plan: their keys, the entries (entity rows
@@ -158,6 +160,7 @@ impl DocDb {
             opts,
             statistics: storage.statistics,
             _sim_env: sim_env,
+            dir: dir.to_owned(),
         })
     }
 
@@ -325,9 +328,14 @@ impl DocDb {
     pub fn flush(&self) -> Result<()> {
         let pending = lock(&self.unflushed).pending();
         if let Some((op_id, ht)) = pending {
-            let mut batch = WriteBatch::default();
-            batch.put(FRONTIER_KEY, metadata::encode_frontier(op_id, ht));
-            self.write_unlogged(batch)?;
+            let frontier = metadata::encode_frontier(op_id, ht);
+            if self.plants.contains(Plant::FrontierWrittenApart) {
+                self.ingest_apart(&frontier)?;
+            } else {
+                let mut batch = WriteBatch::default();
+                batch.put(FRONTIER_KEY, frontier);
+                self.write_unlogged(batch)?;
+            }
         }
         let mut opts = FlushOptions::default();
         opts.set_wait(true);
@@ -336,6 +344,22 @@ impl DocDb {
         flushed?;
         crate::simfs::wait_for_background(self.db())?;
         lock(&self.unflushed).flushed(pending);
+        Ok(())
+    }
+
+    /// Planted `frontier-written-apart`: the frontier reaches RocksDB's files in an SST
+    /// file and a MANIFEST edit of its own (an ingested file), before the flush of the
+    /// data it covers: a power cut between the two edits leaves the frontier ahead of
+    /// the data. YugabyteDB's #730 and #17261 in docsim's terms (a compaction installing
+    /// a frontier that is not its data's).
+    fn ingest_apart(&self, frontier: &[u8]) -> Result<()> {
+        let path = self.dir.join("frontier-apart.sst");
+        let mut writer = rocksdb::SstFileWriter::create(&self.opts);
+        writer.open(&path)?;
+        writer.put(FRONTIER_KEY, frontier)?;
+        writer.finish()?;
+        self.db().ingest_external_file(vec![&path])?;
+        self.scan_iter.changed();
         Ok(())
     }
 

@@ -266,6 +266,10 @@ pub struct Replica {
     /// Why the replica stopped (a failed disk write, a power cut that fired): it refuses
     /// everything until reopened.
     down: Option<Error>,
+    /// Why RocksDB stopped taking writes (a flush or compaction failed writing its files:
+    /// RocksDB's background error): the replica refuses writes, flushes and compactions
+    /// until reopened, and serves reads (its memtables are intact).
+    writes_stopped: Option<Error>,
     /// This replica applied its own removal: inert from then on (YB tombstones such a
     /// tablet peer), and raft-rs must not step it again.
     removed: bool,
@@ -361,6 +365,7 @@ impl Replica {
             propagated: None,
             applied_log: Vec::new(),
             down: None,
+            writes_stopped: None,
             removed,
             crash_at: None,
             written: frontier.op_id,
@@ -443,7 +448,16 @@ impl Replica {
     /// Whether an error stopped this replica (a failed log or RocksDB write, a power cut):
     /// it serves nothing until its node restarts.
     pub fn is_down(&self) -> bool {
-        self.down.is_some()
+        self.down.is_some() || self.writes_stopped.is_some()
+    }
+
+    /// Writes may go on: the replica is up and RocksDB takes writes.
+    pub(super) fn check_writable(&self) -> Result<()> {
+        self.check_powered()?;
+        match &self.writes_stopped {
+            None => Ok(()),
+            Some(why) => Err(Error::Down { cause: Some(Box::new(why.clone())) }),
+        }
     }
 
     fn check_powered(&self) -> Result<()> {
@@ -535,11 +549,8 @@ impl Replica {
     /// Flush memtables: the flushed frontier moves to the last entry written (no log GC:
     /// [`Replica::gc_log`]).
     pub fn flush(&mut self) -> Result<()> {
-        self.check_powered()?;
-        self.tablet.flush().inspect_err(|e| {
-            crate::probe::hit("rocksdb.write_failed_tablet_down");
-            self.down = Some(e.clone());
-        })?;
+        self.check_writable()?;
+        self.tablet.flush().inspect_err(|e| self.stop_writes(e))?;
         self.flushed = self.written;
         Ok(())
     }
@@ -552,15 +563,31 @@ impl Replica {
         kind: crate::gc::CompactionKind,
         files: Option<std::ops::RangeInclusive<usize>>,
     ) -> Result<()> {
-        self.check_powered()?;
+        self.check_writable()?;
         let compacted = self.tablet.compact(cutoff_ht, kind, files);
-        // A failed write of RocksDB's files stops the tablet, as a failed flush does; the
+        // A failed write of RocksDB's files stops writes, as a failed flush does; the
         // compaction filter's own refusals (entries it could not judge, kept) do not.
         let judged = |e: &Error| matches!(e, Error::CompactionFilter(_) | Error::Corruption { .. });
-        compacted.inspect_err(|e| self.down = (!judged(e)).then(|| e.clone()))?;
+        compacted.inspect_err(|e| {
+            if !judged(e) {
+                self.stop_writes(e)
+            }
+        })?;
         self.flushed = self.written;
         self.past_cutoff();
         Ok(())
+    }
+
+    /// A flush or compaction failed writing RocksDB's files: writes stop (a power cut
+    /// that fell inside it takes the whole replica down).
+    fn stop_writes(&mut self, e: &Error) {
+        crate::probe::hit("rocksdb.write_failed_tablet_down");
+        match e {
+            Error::Io(_) | Error::DiskFull { .. } | Error::FileCorruption(_) => {
+                self.writes_stopped = Some(e.clone())
+            }
+            _ => self.down = Some(e.clone()),
+        }
     }
 
     /// The clock moves past the history cutoff (at open, after a compaction or a snapshot

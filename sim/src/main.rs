@@ -88,6 +88,10 @@ struct ShapeArgs {
     /// No nemesis (replicated runs: no partitions, skew, loss, slow disks, membership).
     #[arg(long)]
     no_faults: bool,
+    /// RocksDB's files in RocksDB's in-memory environment (durable the moment they are
+    /// written) instead of on the simulated disk: to measure what the disk costs.
+    #[arg(long)]
+    rocks_in_memory: bool,
 }
 
 #[derive(Subcommand)]
@@ -303,6 +307,7 @@ fn config(seed: u64, shape: &ShapeArgs, keep_trace: bool) -> RunConfig {
         storage,
         byte_faults: !shape.no_byte_faults,
         faults: !shape.no_faults,
+        rocks_in_memory: shape.rocks_in_memory,
         ..RunConfig::new(seed, shape.replicas, shape.ops)
     }
 }
@@ -591,6 +596,9 @@ fn shape_args(shape: &ShapeArgs) -> Vec<String> {
     }
     if shape.no_faults {
         args.push("--no-faults".into());
+    }
+    if shape.rocks_in_memory {
+        args.push("--rocks-in-memory".into());
     }
     args
 }

@@ -155,7 +155,7 @@ const TORN_HEADER_SEED: u64 = 448;
 
 /// The first seeds (2,000 ops, three replicas) that catch two rare replicated plants.
 const HT_NOT_PROPAGATED_SEED: u64 = 246;
-const VOTE_NOT_SYNCED_SEED: u64 = 238;
+const VOTE_NOT_SYNCED_SEED: u64 = 156;
 
 /// The first seed of `cfg` that fails, within the bound.
 fn caught(plant: Plant, cfg: impl Fn(u64) -> RunConfig) -> docsim::run::RunOutcome {

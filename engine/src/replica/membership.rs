@@ -40,6 +40,7 @@ impl Replica {
     /// proposed while another is unapplied is dropped (an empty entry takes its place).
     pub fn propose_membership(&mut self, changes: &[Membership], now_us: u64) -> Result<()> {
         self.check_up()?;
+        self.check_writable()?;
         self.set_now(now_us);
         if self.raw.raft.state != StateRole::Leader {
             let leader = Some(self.raw.raft.leader_id).filter(|&id| id != raft::INVALID_ID);

@@ -46,6 +46,7 @@ impl Replica {
         now_us: u64,
     ) -> Result<Proposed> {
         self.check_up()?;
+        self.check_writable()?;
         self.set_now(now_us);
         self.note_leadership();
         if self.raw.raft.state != StateRole::Leader {

@@ -700,11 +700,17 @@ impl Checker {
         rechecks: &mut Vec<Recheck>,
     ) -> Result<(), Found> {
         let cut_after = matches!(result, Err(Error::Crashed(CrashPoint::AfterFlush)));
-        if matches!(result, Err(e) if e.kind() == ErrorKind::Down) {
+        if matches!(result, Err(Error::Down { cause: None })) {
             return Ok(()); // the node was down (a replayed step list may ask one)
         }
         let cut_inside = matches!(result, Err(Error::Crashed(point)) if point.op().is_some());
-        if cut_inside || matches!(result, Err(e) if injected(cluster, node, e)) {
+        // A tablet an injected fault stopped (now or earlier: its replica is down, or
+        // failed to open) fails the command; the other tablets' jobs ran.
+        let cause = match result {
+            Err(Error::Down { cause: Some(cause) }) => Some(cause.as_ref()),
+            other => other.as_ref().err(),
+        };
+        if cut_inside || cause.is_some_and(|e| injected(cluster, node, e)) {
             self.partly_durable(node, request, jobs, cluster);
             return Ok(()); // the node is down, or its tablet: the restart checks the rest
         }
@@ -752,12 +758,15 @@ impl Checker {
     /// syncs the MANIFEST after the SST file it names).
     fn partly_durable(&mut self, node: u64, request: &Compaction, jobs: &[Job], cluster: &Cluster) {
         let disk = cluster.slot(node).node.disk().clone();
+        // In RocksDB's in-memory environment every job that ran is durable at once.
+        let in_memory = cluster.medium() != docsim_engine::Medium::SimDisk;
         for job in jobs {
-            let durable = job.first_edit().is_some_and(|(file, start)| {
-                let bytes = disk.read(file).unwrap_or_default();
-                let end = manifest::edit_end(&bytes, start);
-                end.is_some_and(|end| disk.synced_len(file) >= Some(end))
-            });
+            let durable = in_memory
+                || job.first_edit().is_some_and(|(file, start)| {
+                    let bytes = disk.read(file).unwrap_or_default();
+                    let end = manifest::edit_end(&bytes, start);
+                    end.is_some_and(|end| disk.synced_len(file) >= Some(end))
+                });
             let tablet = std::slice::from_ref(&job.tablet);
             docsim_engine::probe::hit(match (job.compaction, durable) {
                 (false, true) => "rocksdb.flush_cut_durable",

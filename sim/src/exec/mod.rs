@@ -420,6 +420,11 @@ impl Cluster {
         self.setup.segment_bytes
     }
 
+    /// Where the nodes' RocksDB files live.
+    pub fn medium(&self) -> docsim_engine::Medium {
+        self.setup.medium
+    }
+
     /// Every node's server-wide memstore limit (`memstore`), if any.
     pub fn memstore_limit(&self) -> Option<usize> {
         self.memstore_limit

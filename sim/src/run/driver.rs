@@ -354,7 +354,7 @@ impl Driver {
         // bit flips are a group of one's (its restart must refuse the log).
         if let Some(flip) = self.flip(id).filter(|_| !self.replicated()) {
             steps.push(Step::Command(Command::Fault { fault: flip, node }));
-        } else if !self.replicated() {
+        } else if !self.replicated() && self.cluster.medium() == docsim_engine::Medium::SimDisk {
             // Likewise a tablet whose RocksDB files were lost is refused, not rebuilt.
             let tablets = self.gc_logged_tablets(id);
             if let Some(lose) = self.faults.lose(&tablets) {

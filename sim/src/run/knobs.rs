@@ -185,6 +185,11 @@ pub enum IoKind {
     Append,
     Sync,
     Full,
+    /// RocksDB's files: an SST file's append or sync, a MANIFEST append (they fire at the
+    /// next flush or compaction).
+    SstWrite,
+    SstSync,
+    ManifestWrite,
 }
 
 impl DiskFaults {
@@ -192,12 +197,18 @@ impl DiskFaults {
         let on = rng.random_range(0..4u32) != 0;
         let io_on = on && rng.random_range(0..3u32) != 0;
         let io_per_10k = if io_on { swarm_rate(&mut rng, 4, 128) } else { 0 };
-        let mut io_kinds: Vec<IoKind> = [IoKind::Append, IoKind::Sync, IoKind::Full]
-            .into_iter()
-            .filter(|_| rng.random_range(0..2u32) == 1)
-            .collect();
+        let kinds = [
+            IoKind::Append,
+            IoKind::Sync,
+            IoKind::Full,
+            IoKind::SstWrite,
+            IoKind::SstSync,
+            IoKind::ManifestWrite,
+        ];
+        let mut io_kinds: Vec<IoKind> =
+            kinds.into_iter().filter(|_| rng.random_range(0..2u32) == 1).collect();
         if io_kinds.is_empty() {
-            io_kinds.push([IoKind::Append, IoKind::Sync, IoKind::Full][rng.random_range(0..3)]);
+            io_kinds.push(kinds[rng.random_range(0..kinds.len())]);
         }
         let max_sector = if on { rng.random_range(0..8) } else { 0 };
         let flip_on = on && rng.random_range(0..4u32) == 0;
@@ -249,6 +260,9 @@ impl DiskFaults {
             IoKind::Sync => FaultCommand::IoError(IoTarget::NextSync),
             // Little room: most writes hit it, some fit and the fault is lifted unfired.
             IoKind::Full => FaultCommand::DiskFull { free_bytes: self.rng.random_range(0..200) },
+            IoKind::SstWrite => FaultCommand::IoError(IoTarget::NextSstWrite),
+            IoKind::SstSync => FaultCommand::IoError(IoTarget::NextSstSync),
+            IoKind::ManifestWrite => FaultCommand::IoError(IoTarget::NextManifestWrite),
         })
     }
 

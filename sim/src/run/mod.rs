@@ -50,6 +50,9 @@ pub struct RunConfig {
     pub byte_faults: bool,
     /// The nemesis (replicated runs): partitions, skew, loss, slow disks, membership.
     pub faults: bool,
+    /// RocksDB's files in its in-memory environment instead of on the simulated disk
+    /// (`--rocks-in-memory`: what the simulated disk costs, measured).
+    pub rocks_in_memory: bool,
 }
 
 impl RunConfig {
@@ -67,6 +70,7 @@ impl RunConfig {
             same_options: false,
             byte_faults: true,
             faults: true,
+            rocks_in_memory: false,
         }
     }
 }
@@ -246,6 +250,9 @@ pub fn setup(config: &RunConfig, nemesis: &knobs::Nemesis) -> Setup {
             false => node_options(config.seed, i, config.storage),
         })
         .collect();
+    if config.rocks_in_memory {
+        setup.medium = docsim_engine::Medium::Memory;
+    }
     setup
 }
 
