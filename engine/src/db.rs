@@ -44,7 +44,7 @@ pub use metadata::Export;
 pub(crate) use metadata::CONF_KEY;
 use metadata::{decode_frontier, FRONTIER_KEY, HISTORY_CUTOFF_KEY, META_PREFIX};
 use options::{open_with_retry, options};
-pub use options::{Layout, Medium, Rocks, StorageConfig};
+pub use options::{Layout, Medium, RawEnv, Rocks, StorageConfig};
 pub(crate) use packed::PackedCells;
 pub use range_bounds::{compare_components, CmpOp, RangeCondition};
 pub(crate) use scan::DocRead;

@@ -62,6 +62,32 @@ pub enum Fault {
 }
 
 impl Fault {
+    /// The file the fault hit (the directory, for lost files).
+    pub fn file(&self) -> &str {
+        match self {
+            Fault::Torn { file, .. }
+            | Fault::BitFlip { file, .. }
+            | Fault::WriteError { file }
+            | Fault::SyncError { file }
+            | Fault::DiskFull { file } => file,
+            Fault::Lost { dir, .. } => dir,
+        }
+    }
+
+    /// The kind name with what the file is: `write-error` (a log file), `write-error.sst`,
+    /// `write-error.manifest`, `torn-write.rocksdb` (another of RocksDB's files).
+    pub fn kind_by_file(&self) -> String {
+        let file = self.file().rsplit('/').next().unwrap_or_default();
+        let suffix = match file {
+            _ if matches!(self, Fault::Lost { .. }) => "",
+            f if f.ends_with(".sst") => ".sst",
+            f if f.starts_with("MANIFEST-") => ".manifest",
+            f if is_rocksdb_file(f) => ".rocksdb",
+            _ => "",
+        };
+        format!("{}{suffix}", self.kind())
+    }
+
     /// The short kind name reports group faults by.
     pub fn kind(&self) -> &'static str {
         match self {

@@ -157,7 +157,9 @@ mod tablet;
 mod write_batch;
 
 pub use crash::CrashPoint;
-pub use db::{DocDb, Entry, Frontier, Layout, Medium, Memstore, ReadStats, Rocks, StorageConfig};
+pub use db::{
+    DocDb, Entry, Frontier, Layout, Medium, Memstore, RawEnv, ReadStats, Rocks, StorageConfig,
+};
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
 pub use encoding::{

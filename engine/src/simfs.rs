@@ -408,8 +408,9 @@ mod tests {
 
     /// What a flush and a compaction make of RocksDB's files on the simulated disk, in
     /// order: the SST file is written and synced, and its directory synced, before the
-    /// MANIFEST edit naming it is appended (its first record) and synced (so a power cut before the edit's
-    /// sync loses the flush whole, never half); a compaction's inputs go after its edit.
+    /// MANIFEST edit naming it is appended (its first record) and synced (so a power cut
+    /// before the edit's sync loses the flush whole, never half); a compaction's inputs
+    /// go after its edit.
     /// These are the operations `crash at in-flush op=<k>` counts.
     #[test]
     fn a_flush_syncs_its_sst_before_the_manifest_edit() {

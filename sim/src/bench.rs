@@ -272,8 +272,39 @@ fn raw_write(raw: &rocksdb::DB, rows: &[RowPairs], wal: bool) -> Result<f64, Str
     Ok(watch.seconds())
 }
 
-/// Run the benchmark with `rows` rows, keeping every database under `dir` in real files;
-/// the engine stores its rows as `layout` says.
+/// A node with the bench table whose Raft log and RocksDB files live on a simulated disk
+/// of its own (under `dir`'s name), its rows stored as `layout` says.
+fn bench_node_on_disk(dir: &Path, layout: Layout) -> Result<Node, String> {
+    let storage = StorageConfig { layout, ..StorageConfig::default() };
+    let disk = SimDisk::new(0, FaultConfig::default());
+    let alone = NodeOptions::alone(disk, 8 << 20, Plants::NONE, docsim_engine::Medium::SimDisk);
+    let mut node = Node::new(dir, NodeOptions { storage, ..alone }).map_err(err)?;
+    node.create_table(CqlTable::parse(SCHEMA).map_err(err)?).map_err(err)?;
+    Ok(node)
+}
+
+/// Raw RocksDB whose files (its WAL too) live on a simulated disk of its own, as the
+/// engine's do: the same medium. `db` closes before the disk's Env.
+struct RawOnDisk {
+    db: rocksdb::DB,
+    _env: docsim_engine::RawEnv,
+}
+
+fn raw_db_on_disk(path: &Path) -> Result<RawOnDisk, String> {
+    let root = path.parent().ok_or("a raw database needs a parent directory")?;
+    let disk = SimDisk::new(0, FaultConfig::default());
+    let rocks = Rocks::on_sim_disk(disk, root, Plants::NONE, 8 << 20);
+    let mut opts = rocksdb::Options::default();
+    opts.create_if_missing(true);
+    opts.set_disable_auto_compactions(true);
+    let env = rocks.install_raw(&mut opts);
+    let db = rocksdb::DB::open(&opts, path).map_err(err)?;
+    Ok(RawOnDisk { db, _env: env })
+}
+
+/// Run the benchmark with `rows` rows. The engine and raw RocksDB each keep every file
+/// (the engine's Raft log and RocksDB's, raw RocksDB's SST files and WAL) on a simulated
+/// disk: like with like. The engine stores its rows as `layout` says.
 pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBench, String> {
     let forms = [
         stored_rows(rows, &dir.join("prep-c"), Layout::Declared)?,
@@ -282,9 +313,10 @@ pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBen
     if forms[1].iter().any(|pairs| pairs.len() != 1) {
         return Err("a packed row is one key/value pair".into());
     }
-    let mut node = bench_node(&dir.join("engine"), false, layout)?;
-    let raws = [raw_db(&dir.join("raw-c"))?, raw_db(&dir.join("raw-r"))?];
-    let raw_wals = [raw_db(&dir.join("raw-c-wal"))?, raw_db(&dir.join("raw-r-wal"))?];
+    let mut node = bench_node_on_disk(&dir.join("engine"), layout)?;
+    let raws = [raw_db_on_disk(&dir.join("raw-c"))?, raw_db_on_disk(&dir.join("raw-r"))?];
+    let raw_wals =
+        [raw_db_on_disk(&dir.join("raw-c-wal"))?, raw_db_on_disk(&dir.join("raw-r-wal"))?];
     // Engine and raw alternate in chunks, so drift in machine speed hits both alike.
     let (mut engine_s, mut raw_s, mut raw_wal_s) = (0.0, [0.0; 2], [0.0; 2]);
     for chunk in (0..rows).collect::<Vec<_>>().chunks(CHUNK_ROWS) {
@@ -296,13 +328,14 @@ pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBen
         engine_s += watch.seconds();
         for f in 0..2 {
             let rows = &forms[f][chunk[0]..=chunk[chunk.len() - 1]];
-            raw_s[f] += raw_write(&raws[f], rows, false)?;
-            raw_wal_s[f] += raw_write(&raw_wals[f], rows, true)?;
+            raw_s[f] += raw_write(&raws[f].db, rows, false)?;
+            raw_wal_s[f] += raw_write(&raw_wals[f].db, rows, true)?;
         }
     }
     node.flush().map_err(err)?;
-    raws.iter().try_for_each(|raw| raw.flush().map_err(err))?;
-    let (engine_read_s, raw_read_s, raw_kept_s) = time_reads(&mut node, &raws, &forms)?;
+    raws.iter().try_for_each(|raw| raw.db.flush().map_err(err))?;
+    let raw_dbs = [&raws[0].db, &raws[1].db];
+    let (engine_read_s, raw_read_s, raw_kept_s) = time_reads(&mut node, raw_dbs, &forms)?;
     let per_s = |s: f64| rows as f64 / s;
     let raw = |f: usize| RawBench {
         writes_per_s: per_s(raw_s[f]),
@@ -325,7 +358,7 @@ pub fn bench_engine(rows: usize, dir: &Path, layout: Layout) -> Result<EngineBen
 /// must be found.
 fn time_reads(
     node: &mut Node,
-    raws: &[rocksdb::DB; 2],
+    raws: [&rocksdb::DB; 2],
     forms: &[Vec<RowPairs>; 2],
 ) -> Result<(f64, [f64; 2], [f64; 2]), String> {
     let rows = forms[0].len();

@@ -1015,7 +1015,8 @@ fn bench(target: &str, rows: usize, layout: docsim_engine::Layout) -> ExitCode {
                 "(raw: `columns` one key/value per column, `row value` one value per row; \
                  writes with the WAL off, and on without sync; the engine logs to its Raft \
                  log; reads with a new iterator per row, and `kept` with one iterator for \
-                 all, as the engine keeps its scan iterator while nothing is written)"
+                 all, as the engine keeps its scan iterator while nothing is written; both keep \
+                 every file, WAL and Raft log included, on a simulated disk of their own)"
             );
             ExitCode::SUCCESS
         }

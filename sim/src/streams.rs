@@ -27,3 +27,5 @@ pub const STREAM_ELECTION: u64 = 9;
 pub const STREAM_CLIENTS: u64 = 10;
 /// The server-wide memstore limit a seed draws (`run/knobs.rs`).
 pub const STREAM_MEMSTORE: u64 = 11;
+/// Faults in RocksDB's own files (`run/knobs.rs`, `RocksFaults`).
+pub const STREAM_ROCKS_FAULTS: u64 = 12;

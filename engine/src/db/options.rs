@@ -167,6 +167,9 @@ pub(crate) enum RocksMedium {
     SimDisk(Arc<SimEnv>),
 }
 
+/// What raw databases opened on a [`Rocks`] keep alive ([`Rocks::install_raw`]).
+pub struct RawEnv(#[allow(dead_code)] Option<Arc<SimEnv>>);
+
 /// The medium a node's RocksDB files live on, as options name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Medium {
@@ -230,6 +233,12 @@ impl Rocks {
             RocksMedium::Memory(_) => Medium::Memory,
             RocksMedium::SimDisk(_) => Medium::SimDisk,
         }
+    }
+
+    /// Open raw RocksDB databases of `opts` (a bench's baseline) on this medium: every
+    /// database opened with them must close before the returned guard drops.
+    pub fn install_raw(&self, opts: &mut Options) -> RawEnv {
+        RawEnv(self.install(opts))
     }
 
     /// Open databases of `opts` on this medium; what they must keep alive.

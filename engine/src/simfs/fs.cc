@@ -21,6 +21,7 @@
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb/options.h"
+#include "rocksdb/table_properties.h"
 
 struct rocksdb_options_t {
   rocksdb::Options rep;
@@ -348,6 +349,24 @@ void docsim_compact_all(rocksdb_t* db, char** errptr) noexcept {
   rocksdb::Status s = db->rep->CompactRange(options, nullptr, nullptr);
   if (!s.ok()) {
     *errptr = strdup(s.ToString().c_str());
+  }
+}
+
+// The entries of each live SST file of `db`, from its table properties (RocksDB's live
+// file list counts a file's entries only once it has loaded them, which a reopened
+// database does lazily): `each` gets the file's name (RocksDB's path) and its count.
+void docsim_live_file_entries(rocksdb_t* db,
+                              void (*each)(void* ctx, const char* name, size_t len,
+                                           uint64_t entries),
+                              void* ctx, char** errptr) noexcept {
+  rocksdb::TablePropertiesCollection props;
+  rocksdb::Status s = db->rep->GetPropertiesOfAllTables(&props);
+  if (!s.ok()) {
+    *errptr = strdup(s.ToString().c_str());
+    return;
+  }
+  for (const auto& [name, table] : props) {
+    each(ctx, name.data(), name.size(), table->num_entries);
   }
 }
 

@@ -3,7 +3,7 @@
 //! executor, and hand its events to the checker; stop at the first failure and build its
 //! reproducer from the run's recorded script.
 
-use super::knobs::{Crashes, CutAt, DiskFaults, Nemesis, Schedule, Work};
+use super::knobs::{Crashes, CutAt, DiskFaults, Nemesis, RocksFaults, Schedule, Work};
 use super::nemesis::NemesisState;
 use super::{fnv, Failure, RunConfig, RunOutcome, Sinks, Step, FNV_OFFSET};
 use crate::check::{Checker, Found, Recheck};
@@ -75,6 +75,7 @@ pub(super) struct Driver {
     schedule: Schedule,
     crashes: Crashes,
     faults: DiskFaults,
+    rocks_faults: RocksFaults,
     pub(super) nemesis: NemesisState,
     /// Steps to run next, before anything else (a fault's aftermath).
     queued: VecDeque<Step>,
@@ -94,6 +95,11 @@ impl Driver {
         let crashes = Crashes::new(crate::streams::stream(seed, crate::streams::STREAM_CRASHES));
         let mut faults =
             DiskFaults::new(crate::streams::stream(seed, crate::streams::STREAM_FAULTS));
+        let mut rocks_faults =
+            RocksFaults::new(crate::streams::stream(seed, crate::streams::STREAM_ROCKS_FAULTS));
+        if !config.byte_faults || config.rocks_in_memory {
+            rocks_faults.off();
+        }
         if !config.byte_faults {
             faults.placed_by_bytes_off();
         }
@@ -104,8 +110,8 @@ impl Driver {
         let memstore_limit =
             super::knobs::memstore_limit(memstore).filter(|_| !config.same_options);
         let knobs = format!(
-            "replicas={} {} clock_step={step_mean_us}us {schedule} crash={}/10k {faults} {nemesis} \
-             memstore={} storage=[{}]",
+            "replicas={} {} clock_step={step_mean_us}us {schedule} crash={}/10k {faults} \
+             {rocks_faults} {nemesis} memstore={} storage=[{}]",
             config.replicas,
             workload.knobs(),
             crashes.per_10k,
@@ -140,6 +146,7 @@ impl Driver {
             schedule,
             crashes,
             faults,
+            rocks_faults,
             nemesis,
             queued: VecDeque::new(),
             faulty: Vec::new(),
@@ -301,9 +308,18 @@ impl Driver {
             true => &CrashPoint::ALL[..7],
         };
         let Some((at, torn)) = self.crashes.next(points) else { return Vec::new() };
+        let at = self.rocks_faults.inside(at);
         let Some(id) = self.running_node() else { return Vec::new() };
         let tear = (torn && self.faults.tears).then(|| self.faults.tear_sector());
         let node = self.replicated().then_some(id);
+        let name = match at {
+            CutAt::InFlush(_) => Some("armed.in-flush"),
+            CutAt::InCompaction(_) => Some("armed.in-compaction"),
+            _ => None,
+        };
+        if let Some(name) = name {
+            *self.outcome.faults.entry(name.to_owned()).or_default() += 1;
+        }
         let crash = |at| Step::Command(Command::Crash { at, tear, node });
         let floor = self.nemesis.cutoff(id);
         let steps = match at {
@@ -333,7 +349,7 @@ impl Driver {
 
     /// An I/O fault armed on a running node for its next log write, or nothing.
     fn io_fault(&mut self) -> Option<Step> {
-        let fault = self.faults.next_io()?;
+        let fault = self.rocks_faults.io(self.faults.next_io()?);
         let id = self.running_node()?;
         self.faulty.push(id);
         let node = self.replicated().then_some(id);
@@ -354,10 +370,10 @@ impl Driver {
         // bit flips are a group of one's (its restart must refuse the log).
         if let Some(flip) = self.flip(id).filter(|_| !self.replicated()) {
             steps.push(Step::Command(Command::Fault { fault: flip, node }));
-        } else if !self.replicated() && self.cluster.medium() == docsim_engine::Medium::SimDisk {
+        } else if !self.replicated() {
             // Likewise a tablet whose RocksDB files were lost is refused, not rebuilt.
             let tablets = self.gc_logged_tablets(id);
-            if let Some(lose) = self.faults.lose(&tablets) {
+            if let Some(lose) = self.rocks_faults.lose(&tablets) {
                 steps.push(Step::Command(Command::Fault { fault: lose, node }));
             }
         }
@@ -629,7 +645,7 @@ impl Driver {
         self.outcome.expected_replayed = self.checker.book.expected_replayed;
         for id in self.cluster.ids().collect::<Vec<_>>() {
             for fault in self.cluster.slot(id).node.disk().ledger() {
-                *self.outcome.faults.entry(fault.kind().to_owned()).or_default() += 1;
+                *self.outcome.faults.entry(fault.kind_by_file()).or_default() += 1;
             }
         }
         self.outcome.faults.extend(self.nemesis.counts.clone());

@@ -145,17 +145,12 @@ impl Crashes {
             return None;
         }
         let torn = self.rng.random_range(0..2u32) == 1;
-        // A flush of one tablet makes about 7 disk operations (an SST's create, appends
-        // and sync, its directory's sync, the MANIFEST's append and sync); a compaction
-        // its flush's and as many again, and the inputs' removals.
-        let at = match self.rng.random_range(0..9u32) {
+        let at = match self.rng.random_range(0..7u32) {
             0 => CutAt::Now,
             1..=3 => CutAt::Armed(points[self.rng.random_range(0..points.len())]),
             4 => CutAt::AfterFlush,
             5 => CutAt::AfterLogGc,
-            6 => CutAt::AfterCompaction,
-            7 => CutAt::InFlush(self.rng.random_range(1..=16)),
-            _ => CutAt::InCompaction(self.rng.random_range(1..=24)),
+            _ => CutAt::AfterCompaction,
         };
         Some((at, torn))
     }
@@ -173,9 +168,6 @@ pub struct DiskFaults {
     pub max_sector: u32,
     /// The chance (in %) that a power cut comes with a bit flip in synced log data.
     pub flip_percent: u32,
-    /// The chance (in %) that a restart finds a tablet's RocksDB files lost (a group of
-    /// one, a tablet whose log GC ran: the restart must refuse it).
-    pub lose_percent: u32,
     /// Whether a power cut the crash stream draws torn tears (else it is a clean cut).
     pub tears: bool,
 }
@@ -185,11 +177,6 @@ pub enum IoKind {
     Append,
     Sync,
     Full,
-    /// RocksDB's files: an SST file's append or sync, a MANIFEST append (they fire at the
-    /// next flush or compaction).
-    SstWrite,
-    SstSync,
-    ManifestWrite,
 }
 
 impl DiskFaults {
@@ -197,50 +184,23 @@ impl DiskFaults {
         let on = rng.random_range(0..4u32) != 0;
         let io_on = on && rng.random_range(0..3u32) != 0;
         let io_per_10k = if io_on { swarm_rate(&mut rng, 4, 128) } else { 0 };
-        let kinds = [
-            IoKind::Append,
-            IoKind::Sync,
-            IoKind::Full,
-            IoKind::SstWrite,
-            IoKind::SstSync,
-            IoKind::ManifestWrite,
-        ];
-        let mut io_kinds: Vec<IoKind> =
-            kinds.into_iter().filter(|_| rng.random_range(0..2u32) == 1).collect();
+        let mut io_kinds: Vec<IoKind> = [IoKind::Append, IoKind::Sync, IoKind::Full]
+            .into_iter()
+            .filter(|_| rng.random_range(0..2u32) == 1)
+            .collect();
         if io_kinds.is_empty() {
-            io_kinds.push(kinds[rng.random_range(0..kinds.len())]);
+            io_kinds.push([IoKind::Append, IoKind::Sync, IoKind::Full][rng.random_range(0..3)]);
         }
         let max_sector = if on { rng.random_range(0..8) } else { 0 };
         let flip_on = on && rng.random_range(0..4u32) == 0;
         let flip_percent = if flip_on { rng.random_range(1..30) } else { 0 };
-        let lose_on = on && rng.random_range(0..4u32) == 0;
-        let lose_percent = if lose_on { rng.random_range(1..20) } else { 0 };
-        DiskFaults {
-            rng,
-            io_per_10k,
-            io_kinds,
-            max_sector,
-            flip_percent,
-            lose_percent,
-            tears: true,
-        }
+        DiskFaults { rng, io_per_10k, io_kinds, max_sector, flip_percent, tears: true }
     }
 
     /// No fault whose effect depends on the log's bytes (the draws above stay, so every
     /// other stream is unchanged).
     pub fn placed_by_bytes_off(&mut self) {
         (self.io_per_10k, self.flip_percent, self.tears) = (0, 0, false);
-        self.lose_percent = 0;
-    }
-
-    /// The RocksDB files of one of `tablets` (disk directories whose Raft log starts
-    /// above entry 1) lost, or nothing.
-    pub fn lose(&mut self, tablets: &[String]) -> Option<docsim_engine::script::FaultCommand> {
-        if tablets.is_empty() || self.rng.random_range(0..100) >= self.lose_percent {
-            return None;
-        }
-        let dir = tablets[self.rng.random_range(0..tablets.len())].clone();
-        Some(docsim_engine::script::FaultCommand::LoseRocksDb { dir })
     }
 
     /// The sector boundary a torn crash keeps.
@@ -260,9 +220,6 @@ impl DiskFaults {
             IoKind::Sync => FaultCommand::IoError(IoTarget::NextSync),
             // Little room: most writes hit it, some fit and the fault is lifted unfired.
             IoKind::Full => FaultCommand::DiskFull { free_bytes: self.rng.random_range(0..200) },
-            IoKind::SstWrite => FaultCommand::IoError(IoTarget::NextSstWrite),
-            IoKind::SstSync => FaultCommand::IoError(IoTarget::NextSstSync),
-            IoKind::ManifestWrite => FaultCommand::IoError(IoTarget::NextManifestWrite),
         })
     }
 
@@ -301,9 +258,87 @@ impl std::fmt::Display for DiskFaults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "io={}/10k {:?} tear<={} flip={}% lose={}%",
-            self.io_per_10k, self.io_kinds, self.max_sector, self.flip_percent, self.lose_percent
+            "io={}/10k {:?} tear<={} flip={}%",
+            self.io_per_10k, self.io_kinds, self.max_sector, self.flip_percent
         )
+    }
+}
+
+/// Faults in RocksDB's own files, drawn by swarm from a stream of their own (so the
+/// other streams draw what they drew before RocksDB's files reached the disk): one seed
+/// in four injects none. Each changes a fault the other streams drew:
+/// - a power cut drawn after a flush or a compaction moves inside it (`in-flush op=<k>`,
+///   `in-compaction op=<k>`, k drawn here), at `in_job_percent`;
+/// - an I/O fault drawn for the next log write targets RocksDB's next SST append or sync,
+///   or MANIFEST append instead, at `io_percent`;
+/// - a restart (a group of one, a tablet whose log GC ran) finds the tablet's RocksDB
+///   files lost, at `lose_percent`.
+pub struct RocksFaults {
+    pub rng: ChaCha8Rng,
+    pub in_job_percent: u32,
+    pub io_percent: u32,
+    pub lose_percent: u32,
+}
+
+impl RocksFaults {
+    pub fn new(mut rng: ChaCha8Rng) -> RocksFaults {
+        let on = rng.random_range(0..4u32) != 0;
+        let mut chance =
+            |most: u32| if on && rng.random_bool(0.75) { rng.random_range(1..=most) } else { 0 };
+        let (in_job_percent, io_percent, lose_percent) = (chance(80), chance(80), chance(20));
+        RocksFaults { rng, in_job_percent, io_percent, lose_percent }
+    }
+
+    /// None of them (the metamorphic comparison of row layouts).
+    pub fn off(&mut self) {
+        (self.in_job_percent, self.io_percent, self.lose_percent) = (0, 0, 0);
+    }
+
+    /// `at` (a power cut the crash stream drew), or the same cut moved inside its job.
+    /// A flush of one tablet makes 7 disk operations (its SST file's create, append and
+    /// sync, the directory's sync, two MANIFEST records and the MANIFEST's sync); a
+    /// compaction its flush's, as many again and its inputs' removals; more tablets, more.
+    pub fn inside(&mut self, at: CutAt) -> CutAt {
+        if !matches!(at, CutAt::AfterFlush | CutAt::AfterCompaction)
+            || self.rng.random_range(0..100) >= self.in_job_percent
+        {
+            return at;
+        }
+        match at {
+            CutAt::AfterFlush => CutAt::InFlush(self.rng.random_range(1..=16)),
+            _ => CutAt::InCompaction(self.rng.random_range(1..=24)),
+        }
+    }
+
+    /// `fault` (an I/O fault drawn for the next log write), or one in RocksDB's files.
+    pub fn io(
+        &mut self,
+        fault: docsim_engine::script::FaultCommand,
+    ) -> docsim_engine::script::FaultCommand {
+        use docsim_engine::disk::IoTarget;
+        use docsim_engine::script::FaultCommand;
+        if self.rng.random_range(0..100) >= self.io_percent {
+            return fault;
+        }
+        let targets = [IoTarget::NextSstWrite, IoTarget::NextSstSync, IoTarget::NextManifestWrite];
+        FaultCommand::IoError(targets[self.rng.random_range(0..targets.len())])
+    }
+
+    /// The RocksDB files of one of `tablets` (disk directories whose Raft log starts
+    /// above entry 1) lost, or nothing.
+    pub fn lose(&mut self, tablets: &[String]) -> Option<docsim_engine::script::FaultCommand> {
+        if tablets.is_empty() || self.rng.random_range(0..100) >= self.lose_percent {
+            return None;
+        }
+        let dir = tablets[self.rng.random_range(0..tablets.len())].clone();
+        Some(docsim_engine::script::FaultCommand::LoseRocksDb { dir })
+    }
+}
+
+impl std::fmt::Display for RocksFaults {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (j, i, l) = (self.in_job_percent, self.io_percent, self.lose_percent);
+        write!(f, "rocksdb: in-job={j}% io={i}% lose={l}%")
     }
 }
 
