@@ -21,6 +21,7 @@
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 #include "rocksdb/options.h"
+#include "rocksdb/system_clock.h"
 #include "rocksdb/table_properties.h"
 
 struct rocksdb_options_t {
@@ -318,15 +319,40 @@ class SimFileSystem : public rocksdb::FileSystem {
   docsim_fs_callbacks cb_;
 };
 
+// RocksDB's clock, except that it never sleeps. RocksDB sleeps a second of real time
+// after a failed background flush or compaction (`BackgroundCallFlush`,
+// `BackgroundCallCompaction`: "in case this is an environmental problem") before it
+// signals the job's end, and closing the database waits for it. A simulated disk's
+// fault is no problem that time fixes; docsim recovers by reopening.
+class NoSleepClock : public rocksdb::SystemClockWrapper {
+ public:
+  explicit NoSleepClock(const std::shared_ptr<rocksdb::SystemClock>& target)
+      : SystemClockWrapper(target) {}
+  const char* Name() const override { return "DocsimNoSleepClock"; }
+  void SleepForMicroseconds(int) override {}
+};
+
+// The default Env (its threads) with docsim's file system and the clock above.
+class SimEnv : public rocksdb::EnvWrapper {
+ public:
+  explicit SimEnv(const std::shared_ptr<rocksdb::FileSystem>& fs)
+      : EnvWrapper(rocksdb::NewCompositeEnv(fs)) {
+    file_system_ = fs;
+    system_clock_ = std::make_shared<NoSleepClock>(rocksdb::SystemClock::Default());
+  }
+  const char* Name() const override { return "DocsimSimEnv"; }
+  void SleepForMicroseconds(int) override {}
+};
+
 }  // namespace
 
 extern "C" {
 
-// An Env whose files live on the simulated disk behind `cb` (its threads and clock are
-// RocksDB's default ones). Freed by docsim_sim_env_destroy, after every DB using it.
+// An Env whose files live on the simulated disk behind `cb` (its threads are RocksDB's
+// default ones). Freed by docsim_sim_env_destroy, after every DB using it.
 void* docsim_sim_env_create(const docsim_fs_callbacks* cb) noexcept {
   auto fs = std::make_shared<SimFileSystem>(*cb);
-  return rocksdb::NewCompositeEnv(fs).release();
+  return static_cast<rocksdb::Env*>(new SimEnv(fs));
 }
 
 void docsim_sim_env_destroy(void* env) noexcept { delete static_cast<rocksdb::Env*>(env); }
