@@ -363,10 +363,17 @@ impl SimDisk {
 
     /// Rename `from` to `to`, replacing `to` if it exists. Both names change volatilely
     /// until their directories are synced: a crash before that brings back `to`'s old
-    /// file (if its name was durable) and `from` (if its name was).
+    /// file (if its name was durable) and `from` (if its name was). A directory `from`
+    /// moves with everything in it, durably at once (a rule of docsim's own, as for making
+    /// a directory: its owners sync the parent right after, as RocksDB's checkpoint does).
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
         let mut s = self.state();
         let before = s.powered(OpKind::Rename, to)?;
+        if !s.files.contains_key(from) && !s.children(from).is_empty() || s.dirs.contains(from) {
+            s.rename_dir(from, to)?;
+            s.done(OpKind::Rename, to, before);
+            return Ok(());
+        }
         let file = s.files.remove(from);
         let file = file.ok_or_else(|| Error::Io(format!("cannot rename {from}: no such file")))?;
         s.unlinked(from, file.clone());
@@ -674,6 +681,38 @@ impl DiskState {
         }
     }
 
+    /// Move directory `from` and everything in it to `to` (which must not exist), names
+    /// keeping whether they are durable.
+    fn rename_dir(&mut self, from: &str, to: &str) -> Result<()> {
+        let exists = self.files.contains_key(to) || self.dirs.contains(to);
+        if exists || !self.children(to).is_empty() {
+            return Err(Error::Io(format!("cannot rename {from} to {to}: it exists")));
+        }
+        let moved = |name: &str| {
+            let rest = name.strip_prefix(from).filter(|r| r.is_empty() || r.starts_with('/'));
+            rest.map(|rest| format!("{to}{rest}"))
+        };
+        let rename_keys = |names: Vec<String>| -> Vec<(String, String)> {
+            names.into_iter().filter_map(|n| moved(&n).map(|m| (n, m))).collect()
+        };
+        for (old, new) in rename_keys(self.files.keys().cloned().collect()) {
+            let file = self.files.remove(&old).expect("listed");
+            self.files.insert(new.clone(), file);
+            if self.durable_names.remove(&old) {
+                self.durable_names.insert(new);
+            }
+        }
+        for (old, new) in rename_keys(self.dirs.iter().cloned().collect()) {
+            self.dirs.remove(&old);
+            self.dirs.insert(new);
+        }
+        for (old, new) in rename_keys(self.removed.keys().cloned().collect()) {
+            let file = self.removed.remove(&old).expect("listed");
+            self.removed.insert(new, file);
+        }
+        Ok(())
+    }
+
     /// The names directly in directory `dir`.
     fn children(&self, dir: &str) -> BTreeSet<String> {
         let names = self.files.keys().chain(self.dirs.iter());
@@ -820,6 +859,38 @@ mod tests {
         d.sync_dir("x").unwrap();
         d.crash(Tear::None);
         assert_eq!(d.list(""), ["x/b", "y/a"]);
+    }
+
+    /// A file renamed over a durable one is volatile until its directory is synced: a
+    /// crash before brings the old file back; a link is a copy under a second name; a
+    /// directory moves whole, durably at once.
+    #[test]
+    fn renames_links_and_directories() {
+        let d = disk();
+        for (name, bytes) in [("db/CURRENT", b"old"), ("db/CURRENT.tmp", b"new")] {
+            d.create(name).unwrap();
+            d.append(name, bytes).unwrap();
+            d.sync(name).unwrap();
+        }
+        d.sync_dir("db").unwrap();
+        d.rename("db/CURRENT.tmp", "db/CURRENT").unwrap();
+        assert_eq!(d.read("db/CURRENT").unwrap(), b"new");
+        d.crash(Tear::None);
+        assert_eq!(d.read("db/CURRENT").unwrap(), b"old", "the rename was not durable");
+        assert_eq!(d.list("db/"), ["db/CURRENT", "db/CURRENT.tmp"]);
+        d.rename("db/CURRENT.tmp", "db/CURRENT").unwrap();
+        d.sync_dir("db").unwrap();
+        d.crash(Tear::None);
+        assert_eq!((d.read("db/CURRENT").unwrap(), d.list("db/").len()), (b"new".to_vec(), 1));
+        d.make_dir("tmp").unwrap();
+        d.link("db/CURRENT", "tmp/CURRENT").unwrap();
+        d.sync_dir("tmp").unwrap();
+        d.rename("tmp", "snap").unwrap();
+        assert_eq!(d.kind("tmp"), Entry::Nothing);
+        d.crash(Tear::None);
+        assert_eq!(d.read("snap/CURRENT").unwrap(), b"new");
+        assert_eq!(d.children(""), ["db", "snap"]);
+        assert!(d.rename("db", "snap").is_err(), "onto a directory that exists");
     }
 
     /// A bit flip lands only in synced data, on a real bit: anything else is refused with
