@@ -61,6 +61,9 @@ struct TabletBook {
     flushed_ht: HybridTime,
     /// The highest history cutoff of the compactions of this tablet.
     cutoff: HybridTime,
+    /// Every entry with writes acknowledged (what a log that starts at entry 1 replays
+    /// onto an empty RocksDB).
+    writes: Vec<OpId>,
 }
 
 /// What the disk held when the power came back: each tablet's log segments, by name,
@@ -80,9 +83,6 @@ pub struct Book {
     in_doubt: Option<(Cut, InDoubt)>,
     /// A flipped bit the next restart must refuse: the file and the offset it must name.
     corrupt: Option<(String, usize)>,
-    /// A tablet (its disk directory) whose RocksDB files were lost: the next restart must
-    /// refuse it.
-    lost: Option<String>,
     /// Fault-ledger length when the last crash was armed or cut the power.
     pub ledger_seen: usize,
     pub crashes: u64,
@@ -115,6 +115,9 @@ impl Book {
         assert!(op > book.applied, "op ids grow: {op} after {}", book.applied);
         if writes && op > book.flushed {
             book.unflushed.push(op); // (a memory flush may have taken it before its ack)
+        }
+        if writes {
+            book.writes.push(op);
         }
         book.applied = op;
         book.applied_ht = ht;
@@ -212,12 +215,6 @@ impl Book {
         self.corrupt = Some((file.to_owned(), record));
     }
 
-    /// The RocksDB files of the tablet in disk directory `dir` are about to be lost; its
-    /// log starts above entry 1: the next restart must refuse it (`lost_rocksdb`).
-    pub fn losing(&mut self, dir: &str) {
-        self.lost = Some(dir.to_owned());
-    }
-
     /// Check a restart of the tablets `ids` (in the node's order) that gave `outcome`.
     /// `ledger` is the disk's faults, `files` the log files as they were before bootstrap.
     /// `Ok(true)`: the restart refused a corrupt log, as the book predicted: the run ends.
@@ -233,7 +230,8 @@ impl Book {
             // The run ends here; the flipped bytes are no log to read the in-doubt write in.
             return refused(outcome, &file, offset).map(|()| true);
         }
-        if let Some(dir) = self.lost.take() {
+        let since_crash = &ledger[self.ledger_seen.min(ledger.len())..];
+        if let Some(dir) = self.lost_files(ids, since_crash, files) {
             return match outcome {
                 Err(Error::LostRocksDb { dir: named, .. }) if *named == dir => Ok(true),
                 Ok(reports) => Err((
@@ -245,7 +243,7 @@ impl Book {
                 }
             };
         }
-        let torn = torn_tails(&ledger[self.ledger_seen.min(ledger.len())..], files);
+        let torn = torn_tails(since_crash, files);
         self.settle_in_doubt(&torn, files)?;
         let expected: Vec<(TabletId, RestartReport)> =
             ids.iter().map(|id| (id.clone(), self.expected(id, &torn, files))).collect();
@@ -273,6 +271,33 @@ impl Book {
             return Err((want, got));
         }
         Ok(false)
+    }
+
+    /// A tablet whose RocksDB files the ledger says were lost since the crash: if its log
+    /// starts above entry 1 (log GC ran), bootstrap must refuse it: its disk directory.
+    /// If the log starts at entry 1, RocksDB starts empty and every write the log holds
+    /// replays: the book's frontier and cutoff go back to nothing.
+    fn lost_files(
+        &mut self,
+        ids: &[TabletId],
+        faults: &[Fault],
+        files: &LogFiles,
+    ) -> Option<String> {
+        for fault in faults {
+            let Fault::Lost { dir, .. } = fault else { continue };
+            let Some(id) = ids.iter().find(|id| docsim_engine::tablet_dir(id) == *dir) else {
+                continue;
+            };
+            let segments = files.get(id).map(Vec::as_slice).unwrap_or_default();
+            let log_start = segments.first().and_then(|(_, bytes)| segment_prev_index(bytes));
+            if log_start.is_some_and(|prev| prev > 0) {
+                return Some(dir.clone());
+            }
+            let book = self.tablets.entry(id.clone()).or_default();
+            book.unflushed = book.writes.clone();
+            (book.flushed, book.flushed_ht, book.cutoff) = Default::default();
+        }
+        None
     }
 
     /// Every field bootstrap must report for `id`.

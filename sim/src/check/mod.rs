@@ -174,14 +174,6 @@ impl Checker {
         }
     }
 
-    /// A tablet's RocksDB files (in disk directory `dir`) are about to be lost: in a group
-    /// of one, the book's next restart must refuse that tablet.
-    pub fn before_lose(&mut self, dir: &str) {
-        if self.alone {
-            self.book.losing(dir);
-        }
-    }
-
     /// The events one step caused (`op`: its client op, if it was one); the reads to
     /// check again, or the first check that failed.
     pub fn observe(

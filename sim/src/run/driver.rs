@@ -472,11 +472,6 @@ impl Driver {
                 self.checker.before_flip(&self.cluster, node.unwrap_or(1), file, *offset);
             }
         }
-        if let Command::Fault { fault: FaultCommand::LoseRocksDb { dir }, node } = &command {
-            if started(node) {
-                self.checker.before_lose(dir);
-            }
-        }
         if let Command::Crash { node, .. } = &command {
             if started(node) {
                 let id = node.unwrap_or(1);
@@ -650,7 +645,7 @@ impl Driver {
         }
         self.outcome.faults.extend(self.nemesis.counts.clone());
         if self.checker.ended {
-            self.outcome.faults.insert("ended-by-refused-corrupt-log".to_owned(), 1);
+            self.outcome.faults.insert("ended-by-refused-restart".to_owned(), 1);
         }
         if generated && self.failure.is_none() && !self.replicated() && !self.checker.ended {
             assert_eq!(
