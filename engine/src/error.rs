@@ -311,7 +311,7 @@ impl From<DecodeError> for Error {
 /// RocksDB's error as the engine's: corruption, a full disk and an I/O error by their
 /// kinds (on the simulated disk a full disk's message is `simfs.rs`'s, which names the
 /// file and sizes), anything else a storage error. Paths under a simulated disk's node
-/// directory lose that prefix ([`disk_names`]): what remains is deterministic.
+/// directory lose that prefix (`disk_names`): what remains is deterministic.
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
         let kind = e.kind();
