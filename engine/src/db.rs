@@ -131,7 +131,7 @@ impl DocDb {
         let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
         let mut opts = options(gc.clone(), (storage, plants), rocks)?;
         let sim_env = rocks.install(&mut opts);
-        let db = open_with_retry(&opts, dir)?;
+        let db = open_with_retry(&opts, dir).map_err(|e| naming_dir(e, dir))?;
         let history_cutoff_ht = match db.get(HISTORY_CUTOFF_KEY)? {
             None => HybridTime::MIN,
             Some(raw) => HybridTime::from_raw(u64::from_be_bytes(
@@ -341,8 +341,10 @@ impl DocDb {
         opts.set_wait(true);
         let flushed = self.db().flush_opt(&opts);
         self.scan_iter.changed();
+        // Waited for even after a failure: the failed job may still be deleting files.
+        let waited = crate::simfs::wait_for_background(self.db());
         flushed?;
-        crate::simfs::wait_for_background(self.db())?;
+        waited?;
         lock(&self.unflushed).flushed(pending);
         Ok(())
     }
@@ -404,7 +406,7 @@ impl DocDb {
             None => crate::simfs::compact_all(self.db()),
             Some(names) => crate::sst_files::compact_files(self.db(), names),
         };
-        let compacted = compacted.and_then(|()| crate::simfs::wait_for_background(self.db()));
+        let compacted = compacted.and(crate::simfs::wait_for_background(self.db()));
         self.scan_iter.changed();
         let (corrupt, failures, counts) = {
             let mut gc = self.gc_state();
@@ -570,6 +572,22 @@ impl Drop for DocDb {
         let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
         self.scan_iter.changed(); // its iterator first: it reads the database
         drop(self.db.take());
+    }
+}
+
+/// A failure to open RocksDB in `dir` that names no file of it (`Corruption: CURRENT file
+/// corrupted`) names the tablet's directory first (`docs: ...`), as every other such
+/// error names its file (`docs/MANIFEST-000005`).
+fn naming_dir(e: Error, dir: &Path) -> Error {
+    let name = dir.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let named = |message: String| match message.contains(&format!("{name}/")) {
+        true => message,
+        false => format!("{name}: {message}"),
+    };
+    match e {
+        Error::FileCorruption(message) => Error::FileCorruption(named(message)),
+        Error::Io(message) => Error::Io(named(message)),
+        other => other,
     }
 }
 

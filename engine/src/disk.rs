@@ -1,4 +1,5 @@
-//! A simulated disk for the engine's own files (the Raft log), deterministic and seeded.
+//! A simulated disk for a node's files (the Raft logs, and RocksDB's files through
+//! `simfs.rs`), deterministic and seeded.
 //!
 //! The model is the one a careful storage engineer assumes of a real disk with a volatile
 //! write cache:
@@ -364,8 +365,10 @@ impl SimDisk {
     /// Rename `from` to `to`, replacing `to` if it exists. Both names change volatilely
     /// until their directories are synced: a crash before that brings back `to`'s old
     /// file (if its name was durable) and `from` (if its name was). A directory `from`
-    /// moves with everything in it, durably at once (a rule of docsim's own, as for making
-    /// a directory: its owners sync the parent right after, as RocksDB's checkpoint does).
+    /// moves with everything in it, durably at once: a rule of docsim's own, as for making
+    /// a directory, and a simplification (POSIX wants the parent synced; RocksDB's
+    /// checkpoint syncs only the checkpoint directory itself, so a snapshot that must
+    /// survive a power cut syncs the parent as YugabyteDB's does, issue 43).
     pub fn rename(&self, from: &str, to: &str) -> Result<()> {
         let mut s = self.state();
         let before = s.powered(OpKind::Rename, to)?;
@@ -411,13 +414,15 @@ impl SimDisk {
         Ok(())
     }
 
-    /// Remove the empty directory `name`.
+    /// Remove the empty directory `name` (durably at once, as making one is).
     pub fn remove_dir(&self, name: &str) -> Result<()> {
         let mut s = self.state();
+        let before = s.powered(OpKind::Remove, name)?;
         if !s.children(name).is_empty() {
             return Err(Error::Io(format!("cannot remove directory {name}: not empty")));
         }
         s.dirs.remove(name);
+        s.done(OpKind::Remove, name, before);
         Ok(())
     }
 
@@ -708,6 +713,9 @@ impl DiskState {
         }
         for (old, new) in rename_keys(self.removed.keys().cloned().collect()) {
             let file = self.removed.remove(&old).expect("listed");
+            if self.durable_names.remove(&old) {
+                self.durable_names.insert(new.clone());
+            }
             self.removed.insert(new, file);
         }
         Ok(())

@@ -17,7 +17,9 @@ mod cache;
 mod props;
 
 pub use cache::LruCache;
-pub use props::{add_property_collector, KeepFile, MakeCollector, PropertyCollector};
+pub use props::{
+    add_property_collector, live_file_entries, KeepFile, MakeCollector, PropertyCollector,
+};
 
 use librocksdb_sys as ffi;
 use rocksdb::AsRawPtr;

@@ -314,15 +314,24 @@ impl From<DecodeError> for Error {
 /// directory lose that prefix (`disk_names`): what remains is deterministic.
 impl From<rocksdb::Error> for Error {
     fn from(e: rocksdb::Error) -> Self {
-        let kind = e.kind();
-        let message = disk_names(e.into_string());
+        Error::from_rocksdb_status(e.into_string())
+    }
+}
+
+impl Error {
+    /// A RocksDB status as its text (`Status::ToString`, what the C API and the shim
+    /// report), classified by its code as the `From` conversion says.
+    pub(crate) fn from_rocksdb_status(status: String) -> Error {
+        let message = disk_names(status);
         if let Some(full) = disk_full(&message) {
             return full;
         }
-        match kind {
-            rocksdb::ErrorKind::Corruption => Error::FileCorruption(message),
-            rocksdb::ErrorKind::IOError => Error::Io(message),
-            _ => Error::Storage(message),
+        if message.starts_with("Corruption: ") {
+            Error::FileCorruption(message)
+        } else if message.starts_with("IO error: ") {
+            Error::Io(message)
+        } else {
+            Error::Storage(message)
         }
     }
 }

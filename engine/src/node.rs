@@ -139,6 +139,8 @@ pub struct Job {
     pub tablet: TabletId,
     pub compaction: bool,
     pub ops: Vec<crate::disk::DiskOp>,
+    /// The disk's fault-ledger length when the job began: the faults it met follow.
+    pub ledger_from: usize,
 }
 
 impl Job {

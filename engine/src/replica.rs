@@ -445,8 +445,9 @@ impl Replica {
         }
     }
 
-    /// Whether an error stopped this replica (a failed log or RocksDB write, a power cut):
-    /// it serves nothing until its node restarts.
+    /// Whether an error stopped this replica (a failed log or RocksDB write, a power cut:
+    /// it serves nothing) or its writes (a failed flush or compaction: it serves reads),
+    /// until its node restarts.
     pub fn is_down(&self) -> bool {
         self.down.is_some() || self.writes_stopped.is_some()
     }
@@ -716,11 +717,6 @@ fn committed_at_boot(
     recovery.hard_state.commit.max(frontier.op_id.index).min(last.index)
 }
 
-/// Which recovered entries bootstrap re-applies ([`plan_replay`]). The planted replay
-/// bugs live here, around the pure plan: starting one entry early or late is planning
-/// with the frontier one lower or one higher (a frontier the log does not reach stays as
-/// it is, so that the plan refuses it as it would unplanted, and it is never raised past
-/// the log).
 /// A flushed frontier of 0.0 (nothing ever flushed) with a log that starts after entry
 /// `prev` > 0 (log GC ran, which only follows a flush): RocksDB's files were lost. Refused
 /// (YugabyteDB #19449: bootstrap replayed the log's tail onto an empty RocksDB and served
@@ -738,6 +734,11 @@ fn lost_files_check(frontier: OpId, prev: OpId, log_dir: &str, plants: Plants) -
     Err(Error::LostRocksDb { dir, log_start: prev.index })
 }
 
+/// Which recovered entries bootstrap re-applies ([`plan_replay`]). The planted replay
+/// bugs live here, around the pure plan: starting one entry early or late is planning
+/// with the frontier one lower or one higher (a frontier the log does not reach stays as
+/// it is, so that the plan refuses it as it would unplanted, and it is never raised past
+/// the log).
 fn replay_plan(
     prev: OpId,
     ops: &[OpId],

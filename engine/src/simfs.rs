@@ -86,7 +86,7 @@ fn take_error(err: *mut c_char) -> Result<(), Error> {
     let message = unsafe { CStr::from_ptr(err).to_string_lossy().into_owned() };
     // SAFETY: as above.
     unsafe { libc_free(err.cast()) };
-    Err(Error::Storage(message))
+    Err(Error::from_rocksdb_status(message))
 }
 
 unsafe extern "C" {
@@ -255,8 +255,13 @@ unsafe extern "C" fn read(
     got: *mut usize,
     msg: *mut c_void,
 ) -> c_int {
-    // SAFETY: `buf` has room for `n` bytes; `got` is writable.
-    let (buf, got) = unsafe { (std::slice::from_raw_parts_mut(buf, n), &mut *got) };
+    // SAFETY: `buf` has room for `n` bytes (it may be null when `n` is 0); `got` is
+    // writable.
+    let got = unsafe { &mut *got };
+    let buf: &mut [u8] = match n {
+        0 => &mut [],
+        _ => unsafe { std::slice::from_raw_parts_mut(buf, n) },
+    };
     // SAFETY: as for `create`.
     unsafe {
         on_disk(ctx, path, msg, |c, name| {
@@ -327,10 +332,11 @@ unsafe extern "C" fn truncate(
 unsafe extern "C" fn kind(ctx: *mut c_void, path: *const c_char) -> c_int {
     // SAFETY: as for `create`.
     let (ctx, path) = unsafe { (&*ctx.cast::<Ctx>(), CStr::from_ptr(path)) };
-    match disk_name(ctx, path).map(|name| ctx.disk.kind(&name)) {
-        Ok(Entry::File) => 1,
-        Ok(Entry::Dir) => 2,
-        Ok(Entry::Nothing) | Err(_) => 0,
+    let kind = std::panic::catch_unwind(|| disk_name(ctx, path).map(|n| ctx.disk.kind(&n)));
+    match kind {
+        Ok(Ok(Entry::File)) => 1,
+        Ok(Ok(Entry::Dir)) => 2,
+        _ => 0, // nothing there, or a path outside the disk (or a bug: never an unwind)
     }
 }
 

@@ -64,54 +64,13 @@ pub fn live_files(db: &DB) -> Vec<SstFile> {
 /// once RocksDB has loaded them, which a reopened database does lazily (0 until then).
 /// Unreadable properties leave the list's count.
 fn entries_from_properties(db: &DB, files: &mut [SstFile]) {
-    let Ok(counts) = live_file_entries(db) else { return };
+    let Ok(counts) = crate::entity::live_file_entries(db) else { return };
     for file in files {
         let found = counts.iter().find(|(path, _)| path.ends_with(&file.name));
         if let Some((_, entries)) = found {
             file.entries = *entries;
         }
     }
-}
-
-unsafe extern "C" {
-    fn docsim_live_file_entries(
-        db: *mut std::ffi::c_void,
-        each: unsafe extern "C" fn(*mut std::ffi::c_void, *const c_char, usize, u64),
-        ctx: *mut std::ffi::c_void,
-        errptr: *mut *mut c_char,
-    );
-    #[link_name = "free"]
-    fn libc_free(ptr: *mut std::ffi::c_void);
-}
-
-/// Each live SST file's path (as RocksDB names it) and entries, from its table
-/// properties.
-fn live_file_entries(db: &rocksdb::DB) -> Result<Vec<(String, u64)>, Error> {
-    unsafe extern "C" fn each(
-        ctx: *mut std::ffi::c_void,
-        name: *const c_char,
-        len: usize,
-        entries: u64,
-    ) {
-        // SAFETY: `ctx` is the vector below, `name` holds `len` bytes, for the call.
-        let (out, name) = unsafe {
-            (&mut *ctx.cast::<Vec<(String, u64)>>(), std::slice::from_raw_parts(name.cast(), len))
-        };
-        out.push((String::from_utf8_lossy(name).into_owned(), entries));
-    }
-    let mut out: Vec<(String, u64)> = Vec::new();
-    let mut err: *mut c_char = std::ptr::null_mut();
-    let ctx = (&mut out as *mut Vec<(String, u64)>).cast();
-    // SAFETY: `db` is open; `each` touches `out` only during the call.
-    unsafe { docsim_live_file_entries(db.as_raw_ptr().cast(), each, ctx, &mut err) };
-    if err.is_null() {
-        return Ok(out);
-    }
-    // SAFETY: a NUL-terminated string the shim malloc'ed; freed here once.
-    let message = unsafe { CStr::from_ptr(err).to_string_lossy().into_owned() };
-    // SAFETY: as above.
-    unsafe { libc_free(err.cast()) };
-    Err(Error::Storage(message))
 }
 
 /// Compact exactly the files `names` (level 0 into level 0), running the compaction
@@ -155,6 +114,11 @@ fn compact_files_here(db: &DB, names: &[String]) -> Result<()> {
         }
         let message = CStr::from_ptr(error).to_string_lossy().into_owned();
         ffi::rocksdb_free(error.cast());
-        Err(Error::Storage(format!("compacting {} files: {message}", names.len())))
+        Err(match Error::from_rocksdb_status(message) {
+            Error::Storage(message) => {
+                Error::Storage(format!("compacting {} files: {message}", names.len()))
+            }
+            kind => kind, // corruption, I/O, full disk: RocksDB's words name the file
+        })
     }
 }

@@ -74,7 +74,7 @@ fn steps() -> impl Strategy<Value = Vec<Step>> {
     prop::collection::vec(step, 1..40)
 }
 
-/// A node in real files under `dir`, its logs on `disk`.
+/// A node whose logs and RocksDB files live on `disk`, under `dir`.
 fn node(dir: &std::path::Path, disk: SimDisk) -> Node {
     let options = NodeOptions::alone(disk, 1 << 20, Plants::NONE, docsim_engine::Medium::SimDisk);
     Node::new(dir, options).expect("node")

@@ -24,7 +24,8 @@ fn write(runner: &mut Node, i: u64) -> docsim_engine::Result<()> {
     runner.write(HybridTime::from_micros(1000 + i), &[write], MarkerMode::Optional)
 }
 
-/// A node in real files under `dir`, its logs on `disk` in segments of `segment_bytes`.
+/// A node whose logs and RocksDB files live on `disk` (its logs in segments of
+/// `segment_bytes`), under `dir`.
 fn node(dir: &std::path::Path, disk: SimDisk, segment_bytes: usize) -> Node {
     let options =
         NodeOptions::alone(disk, segment_bytes, Plants::NONE, docsim_engine::Medium::SimDisk);
@@ -154,7 +155,9 @@ fn a_bit_flip_in_synced_data_is_reported_never_cut_or_skipped() {
             // IDENTITY): corruption naming the file, or nothing RocksDB reads back.
             Err(e) => {
                 assert_eq!(e.kind(), ErrorKind::Corruption, "after {flip:?}: {e}");
-                assert!(e.to_string().contains(file.rsplit('/').next().unwrap()), "{e}");
+                let (dir, name) = file.rsplit_once('/').expect("a file in a tablet directory");
+                assert!(e.to_string().contains(name), "{e}");
+                assert!(e.to_string().contains(dir), "names the tablet: {e}");
                 rocksdb_flips += 1;
             }
             Ok(_) => {

@@ -28,13 +28,16 @@ pub struct Shrunk {
 const MAX_RUNS: usize = 3_000;
 
 /// Shrink `steps` of a run of `config`, which fail with `kind`. With a planted bug in a
-/// group of one, a candidate must also pass without the bug: a shorter list that fails
-/// the same check for another reason (a fault left armed at a restart, say) reproduces
-/// nothing of the bug. (A replicated run without its bug is another run: not asked.)
+/// group of one whose steps pass without it, a candidate must also pass without the bug:
+/// a shorter list that fails the same check for another reason (a fault left armed at a
+/// restart, say) reproduces nothing of the bug. (A replicated run without its bug is
+/// another run: not asked.) Runs without the bug count against the budget.
 pub fn shrink(steps: Vec<Step>, kind: FailureKind, config: &RunConfig) -> Option<Shrunk> {
-    let mut runs = 0;
     let clean = RunConfig { plant: None, ..config.clone() };
-    let check_clean = config.plant.is_some() && config.replicas == 1;
+    let check_clean = config.plant.is_some()
+        && config.replicas == 1
+        && run_steps(&clean, Some(steps.clone())).failure.is_none();
+    let mut runs = usize::from(check_clean);
     let mut fails = |candidate: &[Step]| -> Option<Failure> {
         if runs >= MAX_RUNS {
             return None; // out of budget: the shortest failing list so far stands
@@ -42,8 +45,13 @@ pub fn shrink(steps: Vec<Step>, kind: FailureKind, config: &RunConfig) -> Option
         runs += 1;
         let outcome = run_steps(config, Some(candidate.to_vec()));
         let failure = outcome.failure.filter(|f| f.kind == kind)?;
-        let passes_clean = || run_steps(&clean, Some(candidate.to_vec())).failure.is_none();
-        (!check_clean || passes_clean()).then_some(failure)
+        if check_clean {
+            runs += 1;
+            if run_steps(&clean, Some(candidate.to_vec())).failure.is_some() {
+                return None; // fails without the bug too
+            }
+        }
+        Some(failure)
     };
     let before = steps.len();
     let mut failure = fails(&steps)?;

@@ -9,6 +9,12 @@ use rocksdb::AsRawPtr;
 use std::ffi::{c_char, c_void, CStr};
 
 unsafe extern "C" {
+    fn docsim_live_file_entries(
+        db: *mut ffi::rocksdb_t,
+        each: unsafe extern "C" fn(*mut c_void, *const c_char, usize, u64),
+        ctx: *mut c_void,
+        errptr: *mut *mut c_char,
+    );
     fn docsim_options_add_collector(
         opts: *mut ffi::rocksdb_options_t,
         cb: *const CollectorCallbacks,
@@ -146,4 +152,22 @@ unsafe extern "C" fn keep(state: *mut c_void, props: *const ffi::rocksdb_table_p
     };
     let kept = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (filter.keep)(property)));
     u8::from(kept.unwrap_or(true))
+}
+
+/// Each live SST file's path (as RocksDB names it) and entries, from its table
+/// properties (RocksDB's live-file list counts them only once it has loaded them).
+pub fn live_file_entries(db: &rocksdb::DB) -> Result<Vec<(String, u64)>, String> {
+    unsafe extern "C" fn each(ctx: *mut c_void, name: *const c_char, len: usize, entries: u64) {
+        // SAFETY: `ctx` is the vector below, `name` holds `len` bytes, for the call.
+        let (out, name) = unsafe {
+            (&mut *ctx.cast::<Vec<(String, u64)>>(), std::slice::from_raw_parts(name.cast(), len))
+        };
+        out.push((String::from_utf8_lossy(name).into_owned(), entries));
+    }
+    let mut out: Vec<(String, u64)> = Vec::new();
+    let mut err: *mut c_char = std::ptr::null_mut();
+    let ctx = (&mut out as *mut Vec<(String, u64)>).cast();
+    // SAFETY: `db` is open; `each` touches `out` only during the call.
+    unsafe { docsim_live_file_entries(db.as_raw_ptr(), each, ctx, &mut err) };
+    super::take_error(err).map(|()| out)
 }

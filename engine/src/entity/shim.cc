@@ -405,3 +405,23 @@ void docsim_options_set_block_cache(rocksdb_options_t* opts, const docsim_cache*
 }
 
 }  // extern "C"
+
+extern "C" {
+
+// The entries of each live SST file of `db`, from its table properties (RocksDB's live
+// file list counts a file's entries only once it has loaded them, which a reopened
+// database does lazily): `each` gets the file's name (RocksDB's path) and its count.
+void docsim_live_file_entries(rocksdb_t* db,
+                              void (*each)(void* ctx, const char* name, size_t len,
+                                           uint64_t entries),
+                              void* ctx, char** errptr) noexcept {
+  rocksdb::TablePropertiesCollection props;
+  if (failed(db->rep->GetPropertiesOfAllTables(&props), errptr)) {
+    return;
+  }
+  for (const auto& [name, table] : props) {
+    each(ctx, name.data(), name.size(), table->num_entries);
+  }
+}
+
+}  // extern "C"

@@ -313,10 +313,11 @@ impl Node {
         }
         let mut first_error = None;
         for id in ids {
+            let ledger_from = disk.ledger_len();
             disk.begin_journal();
             let result = self.replica_mut(id).and_then(&mut work);
             let ops = disk.end_journal();
-            self.jobs.push(Job { tablet: id.clone(), compaction, ops });
+            self.jobs.push(Job { tablet: id.clone(), compaction, ops, ledger_from });
             if let Err(e) = result {
                 first_error.get_or_insert(e);
             }

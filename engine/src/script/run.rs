@@ -236,8 +236,8 @@ impl Runner {
             storage: StorageConfig { statistics: true, ..storage }, // for `stats`
             ..NodeOptions::alone(disk, SCRIPT_SEGMENT_BYTES, plants, crate::Medium::SimDisk)
         };
-        // Only an in-memory node allocates anything (its RocksDB environment) when made; a
-        // node on disk opens its tablets' stores as they are created or used.
+        // Making the node allocates only its simulated disk's RocksDB Env; it opens its
+        // tablets' stores as they are created or used.
         let node = Node::new(dir, options).expect("a node on disk is made without I/O");
         Runner { node, markers: MarkerMode::Optional, restarts: Vec::new() }
     }

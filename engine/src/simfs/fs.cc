@@ -1,9 +1,11 @@
 // docsim's RocksDB file system: every file RocksDB opens lives on the simulated disk of
 // engine/src/disk.rs, reached through callbacks into Rust (engine/src/simfs.rs mirrors
-// `docsim_fs_callbacks`). This file only translates: RocksDB's FileSystem calls become
-// disk operations on a path, the disk's answer becomes an IOStatus. What a disk does
-// with a write, a sync, a rename or a power cut is decided in Rust, in one place, with
-// one fault ledger and one seeded stream.
+// `docsim_fs_callbacks`). The file system only translates: RocksDB's FileSystem calls
+// become disk operations on a path, the disk's answer becomes an IOStatus. What a disk
+// does with a write, a sync, a rename or a power cut is decided in Rust, in one place,
+// with one fault ledger and one seeded stream. Beside it: the Env that carries it (with
+// a clock that never sleeps), and the two calls that make RocksDB's work finish before
+// the caller goes on (a manual compaction with its status, waiting for background jobs).
 //
 // Calls arrive on RocksDB's own threads (flushes, compactions) as well as the caller's;
 // the Rust side locks its disk and never touches the simulator's context. Built by
@@ -22,7 +24,6 @@
 #include "rocksdb/file_system.h"
 #include "rocksdb/options.h"
 #include "rocksdb/system_clock.h"
-#include "rocksdb/table_properties.h"
 
 struct rocksdb_options_t {
   rocksdb::Options rep;
@@ -378,32 +379,18 @@ void docsim_compact_all(rocksdb_t* db, char** errptr) noexcept {
   }
 }
 
-// The entries of each live SST file of `db`, from its table properties (RocksDB's live
-// file list counts a file's entries only once it has loaded them, which a reopened
-// database does lazily): `each` gets the file's name (RocksDB's path) and its count.
-void docsim_live_file_entries(rocksdb_t* db,
-                              void (*each)(void* ctx, const char* name, size_t len,
-                                           uint64_t entries),
-                              void* ctx, char** errptr) noexcept {
-  rocksdb::TablePropertiesCollection props;
-  rocksdb::Status s = db->rep->GetPropertiesOfAllTables(&props);
-  if (!s.ok()) {
-    *errptr = strdup(s.ToString().c_str());
-    return;
-  }
-  for (const auto& [name, table] : props) {
-    each(ctx, name.data(), name.size(), table->num_entries);
-  }
-}
-
 // Wait until `db` has no flush, compaction or file deletion running or scheduled (a
-// manual flush or compaction returns before its obsolete files are deleted). Returns
-// at once after a background error.
+// manual flush or compaction returns before its obsolete files are deleted). After a
+// background error WaitForCompact returns at once, while the failed job may still be
+// deleting its partial files: pausing background work waits for every running job to
+// end, whatever the error. The background error, if any, goes to `errptr`.
 void docsim_wait_for_background(rocksdb_t* db, char** errptr) noexcept {
   rocksdb::WaitForCompactOptions options;
   options.wait_for_purge = true;
   rocksdb::Status s = db->rep->WaitForCompact(options);
   if (!s.ok()) {
+    db->rep->PauseBackgroundWork().PermitUncheckedError();
+    db->rep->ContinueBackgroundWork().PermitUncheckedError();
     *errptr = strdup(s.ToString().c_str());
   }
 }

@@ -696,13 +696,15 @@ impl Checker {
             return Ok(()); // the node was down (a replayed step list may ask one)
         }
         let cut_inside = matches!(result, Err(Error::Crashed(point)) if point.op().is_some());
-        // A tablet an injected fault stopped (now or earlier: its replica is down, or
-        // failed to open) fails the command; the other tablets' jobs ran.
-        let cause = match result {
-            Err(Error::Down { cause: Some(cause) }) => Some(cause.as_ref()),
-            other => other.as_ref().err(),
+        // A tablet an injected fault stopped (earlier: its replica is down, or failed to
+        // open; or now, in one of this command's jobs) fails the command; the other
+        // tablets' jobs ran.
+        let ledger_len = cluster.slot(node).node.disk().ledger_len();
+        let (cause, since) = match result {
+            Err(Error::Down { cause: Some(cause) }) => (Some(cause.as_ref()), 0),
+            other => (other.as_ref().err(), jobs.first().map_or(ledger_len, |j| j.ledger_from)),
         };
-        if cut_inside || cause.is_some_and(|e| injected(cluster, node, e)) {
+        if cut_inside || cause.is_some_and(|e| injected(cluster, node, e, since)) {
             self.partly_durable(node, request, jobs, cluster);
             return Ok(()); // the node is down, or its tablet: the restart checks the rest
         }
@@ -882,17 +884,16 @@ fn merged(wants: Vec<Result<ModelReply, ModelError>>) -> Result<ModelReply, Mode
 }
 
 /// Whether `error` (of a flush or compaction of `node`) is an injected fault the disk's
-/// ledger holds: an I/O error or a full disk, on the file the error names.
-fn injected(cluster: &Cluster, node: u64, error: &Error) -> bool {
+/// ledger holds from entry `since` on: an I/O error (an append's or a sync's) or a full
+/// disk, of the error's own kind, on the file the error names.
+fn injected(cluster: &Cluster, node: u64, error: &Error, since: usize) -> bool {
     use docsim_engine::disk::Fault;
-    if !matches!(error.kind(), ErrorKind::Io | ErrorKind::DiskFull) {
-        return false;
-    }
+    let kind = error.kind();
     let message = error.to_string();
-    cluster.slot(node).node.disk().ledger().iter().rev().any(|fault| match fault {
-        Fault::WriteError { file } | Fault::SyncError { file } | Fault::DiskFull { file } => {
-            message.contains(file.as_str())
-        }
+    let ledger = cluster.slot(node).node.disk().ledger();
+    ledger.get(since..).unwrap_or_default().iter().any(|fault| match (kind, fault) {
+        (ErrorKind::Io, Fault::WriteError { file } | Fault::SyncError { file })
+        | (ErrorKind::DiskFull, Fault::DiskFull { file }) => message.contains(file.as_str()),
         _ => false,
     })
 }
