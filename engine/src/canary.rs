@@ -101,7 +101,9 @@ pub enum Plant {
     /// A flush puts the frontier into RocksDB's files in an SST file and a MANIFEST edit
     /// of its own, before the data's flush (`db.rs`, `ingest_apart`): a power cut
     /// between the two edits leaves a frontier ahead of its data, and bootstrap skips the
-    /// lost entries. Only a cut inside a flush (`in-flush op=<k>`) shows it.
+    /// lost entries. Only a cut inside a flush (`in-flush op=<k>`) shows it; counted rare
+    /// because its reproducer cannot pass without it (the ingested file adds disk
+    /// operations, so `op=<k>` falls elsewhere in the clean engine's flush).
     FrontierWrittenApart,
     /// Bootstrap trusts a flushed frontier of 0.0 though the log starts above entry 1:
     /// a tablet whose RocksDB files were lost opens empty and replays only the log's
@@ -242,6 +244,7 @@ impl Plant {
                 | Plant::VoteNotSynced
                 | Plant::NonVoterCounted
                 | Plant::YbPackedColumnTtlFromRow
+                | Plant::FrontierWrittenApart
         )
     }
 

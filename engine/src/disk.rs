@@ -597,6 +597,19 @@ impl SimDisk {
         Ok(())
     }
 
+    /// The disk name `name` stands for: `<dir>/sst:<i>` is the `i`-th SST file in `dir`
+    /// (from 0, oldest first: RocksDB numbers its files in order), so a trace names an
+    /// SST file without the number RocksDB chose; any other name is itself. `None`: no
+    /// such SST file.
+    pub fn resolve(&self, name: &str) -> Option<String> {
+        let Some((dir, index)) = name.rsplit_once("/sst:") else {
+            return Some(name.to_owned());
+        };
+        let index: usize = index.parse().ok()?;
+        let ssts = self.children(dir).into_iter().filter(|f| f.ends_with(".sst"));
+        ssts.into_iter().nth(index).map(|file| format!("{dir}/{file}"))
+    }
+
     /// Lose every file directly in directory `dir` for good (not those in a directory
     /// inside it): a data volume lost or reformatted (docscript `fault lose-rocksdb`).
     pub fn lose_files(&self, dir: &str) -> Result<()> {

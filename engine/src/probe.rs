@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 35] = [
+pub const KNOWN: [&str; 36] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -31,6 +31,7 @@ pub const KNOWN: [&str; 35] = [
     "read.table_tombstone",
     "rocksdb.compaction_cut_durable",
     "rocksdb.compaction_cut_lost",
+    "rocksdb.corruption_reported",
     "rocksdb.flush_cut_durable",
     "rocksdb.flush_cut_lost",
     "rocksdb.lost_files_refused",

@@ -32,7 +32,10 @@ fn fixed_seeds_pass_in_every_profile_with_one_and_three_replicas() {
                         f.actual
                     );
                 }
-                assert_eq!(outcome.ops, 500);
+                // A run ends early only where the book expected it to: a restart refused
+                // damage, or a read met a damaged SST block.
+                let ended = outcome.faults.contains_key("ended-by-detected-damage");
+                assert!(outcome.ops == 500 || ended, "seed {seed}: {} ops", outcome.ops);
                 checked += outcome.checked_reads;
             }
         }
@@ -47,7 +50,7 @@ fn fixed_seeds_pass_in_every_profile_with_one_and_three_replicas() {
 fn traces_are_pinned() {
     let pinned = [
         (1, 1, None, 0xfc96_bbe7_0c44_7f61),
-        (2, 1, None, 0x475a_5c0c_8e9d_52cf),
+        (2, 1, None, 0xb53d_8616_1c0b_d9cf),
         (0x2a, 1, None, 0xce08_0d61_4d04_bfa1),
         (3, 1, Some(Profile::Cql), 0xbfaf_9257_bffe_d74a),
         (1, 3, None, 0x33c5_d8a7_adf1_ee1f),
@@ -343,6 +346,7 @@ fn rare_plants_are_caught_by_the_seeds_that_found_them() {
         (Plant::TornHeaderIsCorruption, TORN_HEADER_SEED),
         (Plant::SkippedSegmentsUnchecked, 328),
         (Plant::GcTakesFirstNeededSegment, 16),
+        (Plant::FrontierWrittenApart, 1),
         (Plant::ReadsPastLease, 660),
         (Plant::HtNotPropagated, HT_NOT_PROPAGATED_SEED),
         (Plant::VoteNotSynced, VOTE_NOT_SYNCED_SEED),

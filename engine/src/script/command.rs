@@ -284,7 +284,12 @@ impl FaultCommand {
             FaultCommand::IoError(target) => disk.arm_io_error(*target),
             FaultCommand::DiskFull { free_bytes } => disk.set_free_bytes(Some(*free_bytes)),
             FaultCommand::Clear => disk.clear_faults(),
-            FaultCommand::Flip { file, offset, bit } => disk.flip(file, *offset, *bit)?,
+            FaultCommand::Flip { file, offset, bit } => {
+                let named = disk.resolve(file);
+                let file =
+                    named.ok_or_else(|| Error::Io(format!("cannot flip {file}: no such file")))?;
+                disk.flip(&file, *offset, *bit)?
+            }
             FaultCommand::LoseRocksDb { dir } => disk.lose_files(dir)?,
         }
         Ok(())

@@ -122,8 +122,11 @@ pub struct Checker {
     pub checked_by_node: BTreeMap<u64, usize>,
     /// Reads refused for a reason of the group's (lease, safe time, leader), by kind.
     pub refused_reads: BTreeMap<&'static str, usize>,
-    /// The run is over as expected (a restart refused a log the book knew corrupt).
+    /// The run is over as expected (a restart refused a log the book knew corrupt, or
+    /// lost RocksDB files; a read met a damaged SST block).
     pub ended: bool,
+    /// SST files (disk names) with a flipped bit in their synced data.
+    damaged: Vec<String>,
 }
 
 impl Checker {
@@ -146,6 +149,7 @@ impl Checker {
             checked_by_node: BTreeMap::new(),
             refused_reads: BTreeMap::new(),
             ended: false,
+            damaged: Vec::new(),
         }
     }
 
@@ -166,11 +170,48 @@ impl Checker {
     }
 
     /// Bit flips at byte `offset` of node `id`'s `file`: in a group of one, the book's
-    /// next restart must refuse the log there.
+    /// next restart must refuse the log there. A flip in an SST file damages one block:
+    /// the first read of it (the restart's, a read's, a compaction's) must fail with
+    /// `corruption` naming the file, and that ends the run (nothing rebuilds the tablet);
+    /// until then every read is checked as usual (a checksum never lets a wrong answer
+    /// through).
     pub fn before_flip(&mut self, cluster: &Cluster, id: u64, file: &str, offset: usize) {
-        if self.alone {
-            let bytes = cluster.slot(id).node.disk().read(file).unwrap_or_default();
-            self.book.flipping(file, &bytes, offset);
+        if !self.alone {
+            return;
+        }
+        let disk = cluster.slot(id).node.disk().clone();
+        let Some(file) = disk.resolve(file) else { return }; // refused: no such file
+        if file.ends_with(".sst") {
+            self.damaged.push(file);
+            return;
+        }
+        let bytes = disk.read(&file).unwrap_or_default();
+        self.book.flipping(&file, &bytes, offset);
+    }
+
+    /// Whether `event` failed with corruption in the tablet of a damaged SST file: naming
+    /// the file, or another file of its directory (RocksDB reports a damaged properties
+    /// block found at open as `properties unsorted ... The file <dir>/MANIFEST-<n> may be
+    /// corrupted`, blaming the MANIFEST that lists the file).
+    fn meets_damage(&self, event: &Event) -> bool {
+        let dir = |file: &str| format!("{}/", file.rsplit_once('/').map_or("", |(dir, _)| dir));
+        let named = |e: &Error| {
+            let e = match e {
+                Error::Down { cause: Some(cause) } => cause.as_ref(),
+                other => other,
+            };
+            let message = e.to_string();
+            let in_damaged = |f: &String| message.contains(&dir(f));
+            e.kind() == ErrorKind::Corruption && self.damaged.iter().any(in_damaged)
+        };
+        match event {
+            Event::Refused { error, .. } | Event::Cut { error, .. } => named(error),
+            Event::Read { result: Err(e), .. } | Event::Restarted { result: Err(e), .. } => {
+                named(e)
+            }
+            Event::Compacted { result: Err(e), .. } => named(e),
+            Event::Scan { parts, .. } => parts.iter().any(|(_, _, r)| r.as_ref().is_err_and(named)),
+            _ => false,
         }
     }
 
@@ -201,6 +242,11 @@ impl Checker {
         cluster: &Cluster,
         rechecks: &mut Vec<Recheck>,
     ) -> Result<(), Found> {
+        if !self.damaged.is_empty() && self.meets_damage(&event) {
+            self.ended = true; // the damaged block was read, and reported: as it must
+            docsim_engine::probe::hit("rocksdb.corruption_reported");
+            return Ok(());
+        }
         match event {
             Event::Applied { tablet, node, op_id, ht, writes } => {
                 if let Some(ht) = ht.filter(|_| writes) {

@@ -272,12 +272,15 @@ impl std::fmt::Display for DiskFaults {
 /// - an I/O fault drawn for the next log write targets RocksDB's next SST append or sync,
 ///   or MANIFEST append instead, at `io_percent`;
 /// - a restart (a group of one, a tablet whose log GC ran) finds the tablet's RocksDB
-///   files lost, at `lose_percent`.
+///   files lost, at `lose_percent`;
+/// - a restart (a group of one) finds a bit of a synced SST file flipped, at
+///   `flip_percent`.
 pub struct RocksFaults {
     pub rng: ChaCha8Rng,
     pub in_job_percent: u32,
     pub io_percent: u32,
     pub lose_percent: u32,
+    pub flip_percent: u32,
 }
 
 impl RocksFaults {
@@ -286,12 +289,46 @@ impl RocksFaults {
         let mut chance =
             |most: u32| if on && rng.random_bool(0.75) { rng.random_range(1..=most) } else { 0 };
         let (in_job_percent, io_percent, lose_percent) = (chance(80), chance(80), chance(20));
-        RocksFaults { rng, in_job_percent, io_percent, lose_percent }
+        let flip_percent = chance(20);
+        RocksFaults { rng, in_job_percent, io_percent, lose_percent, flip_percent }
     }
 
     /// None of them (the metamorphic comparison of row layouts).
     pub fn off(&mut self) {
         (self.in_job_percent, self.io_percent, self.lose_percent) = (0, 0, 0);
+        self.flip_percent = 0;
+    }
+
+    /// A bit flip in synced data of one of `disk`'s SST files (weighted by synced bytes),
+    /// or nothing.
+    pub fn sst_flip(
+        &mut self,
+        disk: &docsim_engine::disk::SimDisk,
+    ) -> Option<docsim_engine::script::FaultCommand> {
+        if self.rng.random_range(0..100) >= self.flip_percent {
+            return None;
+        }
+        // Each SST file named as `<dir>/sst:<i>`: its place, not RocksDB's number.
+        let mut files: Vec<(String, usize)> = Vec::new();
+        for dir in disk.children("") {
+            let ssts = disk.children(&dir).into_iter().filter(|f| f.ends_with(".sst"));
+            for (i, file) in ssts.enumerate() {
+                let len = disk.synced_len(&format!("{dir}/{file}")).unwrap_or(0);
+                files.extend((len > 0).then(|| (format!("{dir}/sst:{i}"), len)));
+            }
+        }
+        let total: usize = files.iter().map(|(_, len)| len).sum();
+        if total == 0 {
+            return None;
+        }
+        let (mut at, bit) = (self.rng.random_range(0..total), self.rng.random_range(0..8u8));
+        for (file, len) in files {
+            if at < len {
+                return Some(docsim_engine::script::FaultCommand::Flip { file, offset: at, bit });
+            }
+            at -= len;
+        }
+        unreachable!("`at` is below the total")
     }
 
     /// `at` (a power cut the crash stream drew), or the same cut moved inside its job.
@@ -338,7 +375,7 @@ impl RocksFaults {
 impl std::fmt::Display for RocksFaults {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let (j, i, l) = (self.in_job_percent, self.io_percent, self.lose_percent);
-        write!(f, "rocksdb: in-job={j}% io={i}% lose={l}%")
+        write!(f, "rocksdb: in-job={j}% io={i}% lose={l}% flip={}%", self.flip_percent)
     }
 }
 
