@@ -4,7 +4,7 @@
 // become disk operations on a path, the disk's answer becomes an IOStatus. What a disk
 // does with a write, a sync, a rename or a power cut is decided in Rust, in one place,
 // with one fault ledger and one seeded stream. Beside it: the Env that carries it (with
-// a clock that never sleeps), and the two calls that make RocksDB's work finish before
+// a clock of its own that only sleeping moves), and the two calls that make RocksDB's work finish before
 // the caller goes on (a manual compaction with its status, waiting for background jobs).
 //
 // Calls arrive on RocksDB's own threads (flushes, compactions) as well as the caller's;
@@ -13,6 +13,7 @@
 // itself is not recompiled. Nothing here throws into RocksDB: every entry point that
 // Rust calls is noexcept.
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -320,29 +321,51 @@ class SimFileSystem : public rocksdb::FileSystem {
   docsim_fs_callbacks cb_;
 };
 
-// RocksDB's clock, except that it never sleeps. RocksDB sleeps a second of real time
-// after a failed background flush or compaction (`BackgroundCallFlush`,
-// `BackgroundCallCompaction`: "in case this is an environmental problem") before it
-// signals the job's end, and closing the database waits for it. A simulated disk's
-// fault is no problem that time fixes; docsim recovers by reopening.
-class NoSleepClock : public rocksdb::SystemClockWrapper {
+// RocksDB's clock on the simulated disk: a counter that only sleeping moves. RocksDB
+// sleeps a second of real time after a failed background flush or compaction
+// (`BackgroundCallFlush`, `BackgroundCallCompaction`: "in case this is an environmental
+// problem") before it signals the job's end, and closing the database waits for it; a
+// simulated disk's fault is no problem that time fixes, and docsim recovers by
+// reopening. And the times RocksDB writes into its files (an SST file's creation time in
+// its properties block) are this counter's, not the wall clock's: the same in every run,
+// so a damaged block's checksum in an error message is too. A sleep moves the counter by
+// its length, so a loop that waits for time to pass (a write delay) still ends.
+class CounterClock : public rocksdb::SystemClockWrapper {
  public:
-  explicit NoSleepClock(const std::shared_ptr<rocksdb::SystemClock>& target)
+  explicit CounterClock(const std::shared_ptr<rocksdb::SystemClock>& target)
       : SystemClockWrapper(target) {}
-  const char* Name() const override { return "DocsimNoSleepClock"; }
-  void SleepForMicroseconds(int) override {}
+  const char* Name() const override { return "DocsimCounterClock"; }
+  uint64_t NowMicros() override { return now_us_.load(); }
+  uint64_t NowNanos() override { return now_us_.load() * 1000; }
+  void SleepForMicroseconds(int micros) override {
+    now_us_.fetch_add(micros > 0 ? static_cast<uint64_t>(micros) : 0);
+  }
+  rocksdb::Status GetCurrentTime(int64_t* unix_time) override {
+    *unix_time = static_cast<int64_t>(now_us_.load() / 1000000);
+    return rocksdb::Status::OK();
+  }
+
+ private:
+  // 2020-01-01 in microseconds: a plausible time, never the wall clock's.
+  std::atomic<uint64_t> now_us_{1577836800ull * 1000000};
 };
 
-// The default Env (its threads) with docsim's file system and the clock above.
+// The default Env (its threads) with docsim's file system and the clock above (the Env's
+// own time calls too).
 class SimEnv : public rocksdb::EnvWrapper {
  public:
   explicit SimEnv(const std::shared_ptr<rocksdb::FileSystem>& fs)
       : EnvWrapper(rocksdb::NewCompositeEnv(fs)) {
     file_system_ = fs;
-    system_clock_ = std::make_shared<NoSleepClock>(rocksdb::SystemClock::Default());
+    system_clock_ = std::make_shared<CounterClock>(rocksdb::SystemClock::Default());
   }
   const char* Name() const override { return "DocsimSimEnv"; }
-  void SleepForMicroseconds(int) override {}
+  void SleepForMicroseconds(int micros) override { system_clock_->SleepForMicroseconds(micros); }
+  uint64_t NowMicros() override { return system_clock_->NowMicros(); }
+  uint64_t NowNanos() override { return system_clock_->NowNanos(); }
+  rocksdb::Status GetCurrentTime(int64_t* unix_time) override {
+    return system_clock_->GetCurrentTime(unix_time);
+  }
 };
 
 }  // namespace
