@@ -668,12 +668,13 @@ pub enum Entry {
 
 impl DiskState {
     /// An operation of `kind` on `name` may run: the power is on. The length of `name`
-    /// before it (0: no such file), for the journal.
+    /// before it, for the journal (0 when nothing is journaled, or no such file).
     fn powered(&self, kind: OpKind, name: &str) -> Result<usize> {
-        match self.power_off {
-            true => Err(Error::Io(format!("cannot {} {name}: the power is off", kind.name()))),
-            false => Ok(self.files.get(name).map_or(0, |f| f.data.len())),
+        if self.power_off {
+            return Err(Error::Io(format!("cannot {} {name}: the power is off", kind.name())));
         }
+        let journaled = self.journal.is_some();
+        Ok(self.files.get(name).filter(|_| journaled).map_or(0, |f| f.data.len()))
     }
 
     /// An operation of `kind` on `name` completed: the journal records it, and an armed

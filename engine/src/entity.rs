@@ -523,7 +523,7 @@ unsafe extern "C" fn filter_entry(
 }
 
 /// A C API error message (malloc'ed by RocksDB or the shim) as a `String`, freed.
-fn take_error(err: *mut c_char) -> Result<(), String> {
+pub(crate) fn take_error(err: *mut c_char) -> Result<(), String> {
     if err.is_null() {
         return Ok(());
     }

@@ -78,20 +78,9 @@ pub(crate) fn wait_for_background(db: &rocksdb::DB) -> Result<(), Error> {
     take_error(err)
 }
 
+/// RocksDB's status in `err` (the shim's malloc'ed message), with its kind.
 fn take_error(err: *mut c_char) -> Result<(), Error> {
-    if err.is_null() {
-        return Ok(());
-    }
-    // SAFETY: a NUL-terminated string the shim malloc'ed; freed here once.
-    let message = unsafe { CStr::from_ptr(err).to_string_lossy().into_owned() };
-    // SAFETY: as above.
-    unsafe { libc_free(err.cast()) };
-    Err(Error::from_rocksdb_status(message))
-}
-
-unsafe extern "C" {
-    #[link_name = "free"]
-    fn libc_free(ptr: *mut c_void);
+    crate::entity::take_error(err).map_err(Error::from_rocksdb_status)
 }
 
 /// What the file system reaches: the disk, the path it answers for, and one planted bug.

@@ -239,19 +239,28 @@ impl DiskFaults {
             .filter_map(|name| disk.synced_len(&name).map(|len| (name, len)))
             .filter(|(_, len)| *len > 0)
             .collect();
-        let total: usize = files.iter().map(|(_, len)| len).sum();
-        if total == 0 {
-            return None;
-        }
-        let (mut at, bit) = (self.rng.random_range(0..total), self.rng.random_range(0..8u8));
-        for (file, len) in files {
-            if at < len {
-                return Some(docsim_engine::script::FaultCommand::Flip { file, offset: at, bit });
-            }
-            at -= len;
-        }
-        unreachable!("`at` is below the total")
+        flip_in(&mut self.rng, files)
     }
+}
+
+/// A bit flip at a byte of `files` (each a name and its synced length), drawn with every
+/// synced byte equally likely, or nothing when they hold none.
+fn flip_in(
+    rng: &mut ChaCha8Rng,
+    files: Vec<(String, usize)>,
+) -> Option<docsim_engine::script::FaultCommand> {
+    let total: usize = files.iter().map(|(_, len)| len).sum();
+    if total == 0 {
+        return None;
+    }
+    let (mut at, bit) = (rng.random_range(0..total), rng.random_range(0..8u8));
+    for (file, len) in files {
+        if at < len {
+            return Some(docsim_engine::script::FaultCommand::Flip { file, offset: at, bit });
+        }
+        at -= len;
+    }
+    unreachable!("`at` is below the total")
 }
 
 impl std::fmt::Display for DiskFaults {
@@ -317,18 +326,7 @@ impl RocksFaults {
                 files.extend((len > 0).then(|| (format!("{dir}/sst:{i}"), len)));
             }
         }
-        let total: usize = files.iter().map(|(_, len)| len).sum();
-        if total == 0 {
-            return None;
-        }
-        let (mut at, bit) = (self.rng.random_range(0..total), self.rng.random_range(0..8u8));
-        for (file, len) in files {
-            if at < len {
-                return Some(docsim_engine::script::FaultCommand::Flip { file, offset: at, bit });
-            }
-            at -= len;
-        }
-        unreachable!("`at` is below the total")
+        flip_in(&mut self.rng, files)
     }
 
     /// `at` (a power cut the crash stream drew), or the same cut moved inside its job.
