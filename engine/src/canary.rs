@@ -158,12 +158,22 @@ pub enum Plant {
     /// A leader's lease counts the echoes of replicas that are not voters in the active
     /// configuration (learners, removed voters) toward its voters' majority.
     NonVoterCounted,
+    // Bugs of history retention (`retention.rs`) and paged reads (issue 43).
+    /// A compaction's history cutoff ignores the read points registered by requests in
+    /// flight: a long scan interleaved with a compaction loses versions it still reads.
+    CutoffIgnoresReads,
+    /// A compaction's history cutoff ignores the retention interval (`now` itself): a
+    /// paged read's next page, protected by the interval alone, finds its versions gone.
+    CutoffIgnoresRetention,
+    /// Each page of a paged read reads at a fresh time instead of the one its paging state
+    /// carries: the pages together show rows from two times.
+    PageFreshReadTime,
 }
 
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 41] = [
+    pub const ALL: [Plant; 44] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -205,6 +215,9 @@ impl Plant {
         Plant::ApplyBeforeCommit,
         Plant::VoteNotSynced,
         Plant::NonVoterCounted,
+        Plant::CutoffIgnoresReads,
+        Plant::CutoffIgnoresRetention,
+        Plant::PageFreshReadTime,
     ];
 
     /// The replica counts a run can catch the bug with. The bugs of Raft's replication
@@ -230,7 +243,9 @@ impl Plant {
     /// Whether the bug needs a rare path: a disk fault landing just so, or (replicated)
     /// a leader cut off with its lease, clocks skewed the wrong way at a leader change, a
     /// power cut right after a vote, a read between a folded column's early and true
-    /// expiry (1 seed in 50). Torture catches it in hundreds of seeds, not tens,
+    /// expiry (1 seed in 50), a minor compaction between an expiry and the next full
+    /// compaction (7 TTL-heavy seeds in 300). Torture catches it in hundreds of seeds,
+    /// not tens,
     /// and its reproducer is longer than a dozen steps.
     pub fn rare(self) -> bool {
         matches!(
@@ -245,6 +260,7 @@ impl Plant {
                 | Plant::NonVoterCounted
                 | Plant::YbPackedColumnTtlFromRow
                 | Plant::FrontierWrittenApart
+                | Plant::YbMinorGcDropsTtl
         )
     }
 
@@ -309,6 +325,9 @@ impl Plant {
             Plant::ApplyBeforeCommit => "apply-before-commit",
             Plant::VoteNotSynced => "vote-not-synced",
             Plant::NonVoterCounted => "non-voter-counted",
+            Plant::CutoffIgnoresReads => "cutoff-ignores-reads",
+            Plant::CutoffIgnoresRetention => "cutoff-ignores-retention",
+            Plant::PageFreshReadTime => "page-fresh-read-time",
         }
     }
 

@@ -47,8 +47,8 @@ use options::{open_with_retry, options};
 pub use options::{Layout, Medium, RawEnv, Rocks, StorageConfig};
 pub(crate) use packed::PackedCells;
 pub use range_bounds::{compare_components, CmpOp, RangeCondition};
-pub(crate) use scan::DocRead;
 pub use scan::ReadStats;
+pub(crate) use scan::{DocRead, Window};
 
 /// The flushed frontier as stored: the op id and hybrid time of the last entry whose data
 /// is durable, and the history cutoff persisted with the data.

@@ -58,6 +58,14 @@ pub enum Error {
     /// or above `cutoff_ht`.
     #[error("snapshot too old: read at {read_ht} is below the history cutoff {cutoff_ht}")]
     SnapshotTooOld { read_ht: HybridTime, cutoff_ht: HybridTime },
+    /// A page of a long scan whose read point this replica no longer holds: the replica
+    /// restarted since the scan began (the registry is in memory), or is not the one the
+    /// scan registered on. The scan must start again at a new time.
+    #[error(
+        "read aborted: no read at {read_ht} is registered on this replica (it restarted, \
+         or the scan began elsewhere)"
+    )]
+    ReadAborted { read_ht: HybridTime },
     /// An injected crash fired at this point (simulation): the node lost power and is
     /// down until it is restarted. A write cut here may or may not survive.
     #[error("crashed {0}")]
@@ -160,6 +168,8 @@ pub enum ErrorKind {
     TableExists,
     /// A read below the history cutoff.
     SnapshotTooOld,
+    /// A long scan's read point is gone with its replica's restart: start again.
+    ReadAborted,
     /// An injected crash fired.
     Crashed,
     /// The node or a tablet is down until restarted.
@@ -192,7 +202,7 @@ pub enum ErrorKind {
 
 impl ErrorKind {
     /// Every kind.
-    pub const ALL: [ErrorKind; 21] = [
+    pub const ALL: [ErrorKind; 22] = [
         ErrorKind::Corruption,
         ErrorKind::InvalidRequest,
         ErrorKind::TypeConflict,
@@ -200,6 +210,7 @@ impl ErrorKind {
         ErrorKind::NoSuchTable,
         ErrorKind::TableExists,
         ErrorKind::SnapshotTooOld,
+        ErrorKind::ReadAborted,
         ErrorKind::Crashed,
         ErrorKind::Down,
         ErrorKind::DiskFull,
@@ -243,6 +254,7 @@ impl ErrorKind {
             ErrorKind::NoSuchTable => "no_such_table",
             ErrorKind::TableExists => "table_exists",
             ErrorKind::SnapshotTooOld => "snapshot_too_old",
+            ErrorKind::ReadAborted => "read_aborted",
             ErrorKind::Crashed => "crashed",
             ErrorKind::Down => "down",
             ErrorKind::DiskFull => "disk_full",
@@ -283,6 +295,7 @@ impl Error {
             Error::NoSuchTable(_) => ErrorKind::NoSuchTable,
             Error::TableExists(_) => ErrorKind::TableExists,
             Error::SnapshotTooOld { .. } => ErrorKind::SnapshotTooOld,
+            Error::ReadAborted { .. } => ErrorKind::ReadAborted,
             Error::Crashed(_) => ErrorKind::Crashed,
             Error::Down { .. } => ErrorKind::Down,
             Error::DiskFull { .. } => ErrorKind::DiskFull,

@@ -49,7 +49,10 @@
 //! expired through its own TTL stays until overwritten (its children inherit it). Invariant,
 //! checked by a proptest on real RocksDB and by every simulated compaction: no read at
 //! R >= H changes.
-//! Reads below the highest cutoff are refused (`snapshot too old`).
+//! Reads below the highest cutoff are refused (`snapshot too old`). A compaction's cutoff
+//! comes from the tablet's **retention policy** (`retention`): now less the retention
+//! interval, held back by the read points long scans registered (`replica/reads.rs`);
+//! the pages of a paged SELECT all read at the first page's time.
 //!
 //! **Packed rows** (`encoding/packed_row.rs`, `db/packed.rs`, `gc/repack.rs`): a CQL
 //! table `WITH packed_rows = true` stores an INSERT of every non-key column as one value
@@ -114,7 +117,7 @@
 //! in `use` lines and inline paths alike; test code may reach anything):
 //!
 //! 1. `hybrid_time`, `ids`, `decode_error`, `crash`, `canary`, `probe`, `shadow`, `entity`
-//! 2. `encoding`, `replay`
+//! 2. `encoding`, `replay`, `retention`
 //! 3. `error`, `document`, `expiry`, `write_batch`
 //! 4. `notation`, `disk`, `sst_files`, `reader`
 //! 5. `log`, `gc`, `simfs`
@@ -149,6 +152,7 @@ mod reader;
 pub mod redis;
 mod replay;
 mod replica;
+pub mod retention;
 pub mod script;
 mod shadow;
 mod simfs;

@@ -129,6 +129,9 @@ pub struct Node {
     /// The disk operations of each flush or compaction since the last
     /// [`Node::take_jobs`].
     jobs: Vec<Job>,
+    /// How long history is kept for reads in the past (YugabyteDB's tablet server flag
+    /// `timestamp_history_retention_interval_sec`): [`Node::compact_retained`]'s policy.
+    retention_us: u64,
 }
 
 /// One tablet's flush or compaction as the disk saw it: every mutating operation it made,
@@ -206,6 +209,7 @@ impl Node {
             installed: Vec::new(),
             memory_flushes: Vec::new(),
             jobs: Vec::new(),
+            retention_us: crate::retention::DEFAULT_INTERVAL_US,
         })
     }
 

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 36] = [
+pub const KNOWN: [&str; 41] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -22,6 +22,10 @@ pub const KNOWN: [&str; 36] = [
     "log.segment_skipped",
     "log.torn_tail_truncated",
     "node.memory_flush",
+    "page.read",
+    "page.read_aborted",
+    "page.read_point_held",
+    "page.snapshot_too_old",
     "raft.entry_replayed",
     "raft.restart_nothing_to_replay",
     "read.born_after_expiry",
@@ -29,6 +33,7 @@ pub const KNOWN: [&str; 36] = [
     "read.packed_row",
     "read.snapshot_too_old",
     "read.table_tombstone",
+    "retention.cutoff_held_by_read",
     "rocksdb.compaction_cut_durable",
     "rocksdb.compaction_cut_lost",
     "rocksdb.corruption_reported",

@@ -51,6 +51,7 @@
 
 mod lease;
 mod membership;
+mod reads;
 mod ready;
 mod requests;
 mod snapshot;
@@ -285,6 +286,9 @@ pub struct Replica {
     syncs: u64,
     /// As leader: ticks each replica has waited for a snapshot sent to it.
     snapshot_ticks: BTreeMap<u64, u32>,
+    /// The read points of requests in flight (long scans), in memory as YugabyteDB's
+    /// (`retention.rs`): they hold the history cutoff back.
+    readers: crate::retention::Readers,
 }
 
 impl Replica {
@@ -354,6 +358,7 @@ impl Replica {
             raw,
             clock,
             now_us,
+            readers: Default::default(),
             applied: commit,
             applied_ht: frontier.ht,
             unapplied: BTreeMap::new(),

@@ -195,7 +195,7 @@ impl Tablet {
                 let (entries, reply) = crate::redis::execute(&self.db, ttl, ht, command)?;
                 written(entries.iter().collect(), Reply::Redis(reply))
             }
-            Request::Get { .. } => unreachable!("a read is no write"),
+            Request::Get { .. } | Request::Page(..) => unreachable!("a read is no write"),
         }
     }
 
@@ -282,6 +282,12 @@ impl Tablet {
                 let table = self.table(statement.table())?;
                 self.check_partition(table, statement)?;
                 crate::cql::read_select(table, &self.db, read_ht, statement).map(Reply::Rows)
+            }
+            Request::Page(statement, paging) => {
+                let table = self.table(statement.table())?;
+                self.check_partition(table, statement)?;
+                let page = crate::cql::read_page(table, &self.db, read_ht, statement, paging)?;
+                Ok(Reply::Page { rows: page.0, last: page.1 })
             }
             Request::Redis(command) => {
                 self.expect_docs("a Redis command")?;

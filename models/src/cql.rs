@@ -589,8 +589,10 @@ fn value_cmp(a: &Scalar, b: &Scalar) -> Ordering {
 }
 
 /// The order of rows in a tablet (DocDB's key order): by partition hash, then the hash
-/// key's values, then clustering order.
-fn key_order(a: &DocId, b: &DocId) -> Ordering {
+/// key's values, then clustering order. A paged read's next page starts after its paging
+/// state's row in this order (`docdb/doc_rowwise_iterator.cc` seeks past the row key the
+/// paging state carries; the row itself need not exist any more).
+pub fn key_order(a: &DocId, b: &DocId) -> Ordering {
     let hash = |d: &DocId| {
         let values: Vec<Scalar> = d.hashed.iter().map(|k| k.scalar.clone()).collect();
         crate::partition::hash_of(&values)

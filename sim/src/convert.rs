@@ -73,6 +73,15 @@ pub fn doc_key(id: &DocId) -> DocKey {
     }
 }
 
+/// Engine document key → model document id.
+pub fn doc_id(key: &DocKey) -> DocId {
+    DocId {
+        colocation: key.colocation_id,
+        hashed: key.hashed.iter().map(self::key).collect(),
+        range: key.range.iter().map(self::key).collect(),
+    }
+}
+
 /// A model document id and path below it → the engine's path.
 pub fn path(id: &DocId, subkeys: &[Key]) -> DocPath {
     DocPath::new(doc_key(id), subkeys.iter().map(entry).collect())

@@ -49,11 +49,14 @@ pub enum FailureKind {
     /// The memstore limit flushed another tablet than the one holding the oldest write,
     /// or a tablet kept more log than the limit allows.
     MemoryFlush,
+    /// A compaction's history cutoff passed a read point a long scan registered, or lies
+    /// above now less the retention interval (`retention.rs`'s rule, restated).
+    Retention,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 19] = [
+    pub const ALL: [FailureKind; 20] = [
         FailureKind::Get,
         FailureKind::Select,
         FailureKind::Redis,
@@ -73,6 +76,7 @@ impl FailureKind {
         FailureKind::Panic,
         FailureKind::Misrouted,
         FailureKind::MemoryFlush,
+        FailureKind::Retention,
     ];
 
     /// The kind's name in reports and reproducers (snake_case).
@@ -97,6 +101,7 @@ impl FailureKind {
             FailureKind::Panic => "panic",
             FailureKind::Misrouted => "misrouted",
             FailureKind::MemoryFlush => "memory_flush",
+            FailureKind::Retention => "retention",
         }
     }
 

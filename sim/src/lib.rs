@@ -11,11 +11,14 @@
 //!   recorded script is its exact reproducer.
 //! - A **random run** ([`run`]) takes one seed: seeded streams draw the workload (the whole
 //!   data model: documents, CQL tables with collections, jsonb and packed rows, Redis,
-//!   TTLs), the schedule of flushes and compactions per node, power cuts and disk faults,
-//!   and with replicas the nemesis (partitions, skew, loss, slow disks, membership).
+//!   TTLs; SELECTs read in pages, long scans), the schedule of flushes and compactions
+//!   per node (each compaction's cutoff from the node's retention policy, its interval
+//!   drawn per seed), power cuts and disk faults, and with replicas the nemesis
+//!   (partitions, skew, loss, slow disks, membership).
 //! - The **checker** ([`check`]) judges every event: replies and reads of every replica
 //!   against the reference model (`docsim-models`) fed the committed log in order,
-//!   refusals below each replica's cutoff, re-reads after compactions, GC completeness,
+//!   refusals below each replica's cutoff, pages and long scans, each cutoff against the
+//!   retention rule, re-reads after compactions, GC completeness,
 //!   and with one replica every field of every restart (the durability book). The
 //!   executor itself checks what needs no model: one history per group, acknowledged
 //!   writes committed, convergence ([`exec::history`]). Failures are typed ([`failure`]).

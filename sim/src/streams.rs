@@ -29,3 +29,6 @@ pub const STREAM_CLIENTS: u64 = 10;
 pub const STREAM_MEMSTORE: u64 = 11;
 /// Faults in RocksDB's own files (`run/knobs.rs`, `RocksFaults`).
 pub const STREAM_ROCKS_FAULTS: u64 = 12;
+/// History retention and reads that span time: the retention interval, paged reads and
+/// long scans (`run/knobs.rs`, `Spans`).
+pub const STREAM_SPANS: u64 = 13;

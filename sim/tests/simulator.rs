@@ -122,8 +122,11 @@ fn profile_for(plant: Plant) -> Option<Profile> {
         Plant::OrphansCommitted => Some(Profile::Nested),
         // Only CQL tables are split into tablets: many tablets hold writes at once.
         Plant::RouteFirstHashColumn | Plant::MemstoreFlushesNewest => Some(Profile::Cql),
-        // Only CQL SELECTs have conditions on clustering columns.
-        Plant::YbPruneSwappedInclusivity => Some(Profile::Cql),
+        // Only CQL SELECTs have conditions on clustering columns, and only they are read
+        // in pages (long scans among them).
+        Plant::YbPruneSwappedInclusivity | Plant::CutoffIgnoresReads | Plant::PageFreshReadTime => {
+            Some(Profile::Cql)
+        }
         // Since full compactions reclaim expired entries, a minor compaction meets one
         // only between its expiry and the next full compaction: TTL-heavy runs.
         Plant::YbMinorGcDropsTtl | Plant::GcKeepsExpired => Some(Profile::TtlHeavy),

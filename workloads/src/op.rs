@@ -97,6 +97,23 @@ pub enum Op {
         /// The command.
         op: RedisOp,
     },
+    /// A page of a paged SELECT (docsim's docscript `cql page=<n> [after=<key>] [hold]`):
+    /// at most `size` rows after the row `after` (`None`: the first page), every page
+    /// read at the first page's time `ht` (the paging state carries it).
+    Page {
+        /// The read time.
+        ht: Time,
+        /// The table's name.
+        table: String,
+        /// The SELECT ([`CqlOp::Select`]).
+        op: CqlOp,
+        /// At most this many rows.
+        size: usize,
+        /// The key of the last row of the page before (the paging state).
+        after: Option<DocId>,
+        /// A long scan: its read point registered from its first page to its last.
+        hold: bool,
+    },
 }
 
 impl Op {
@@ -104,7 +121,7 @@ impl Op {
     pub fn time(&self) -> Option<Time> {
         let ht = match self {
             Op::Write { ht, .. } | Op::Batch { ht, .. } | Op::Get { ht, .. } => *ht,
-            Op::Cql { ht, .. } | Op::Redis { ht, .. } => *ht,
+            Op::Cql { ht, .. } | Op::Redis { ht, .. } | Op::Page { ht, .. } => *ht,
             Op::Markers(_) | Op::DefaultTtl { .. } | Op::Table(_) => 0,
         };
         (ht > 0).then_some(ht)
@@ -113,7 +130,7 @@ impl Op {
     /// Whether the op reads (and so is checked against the model).
     pub fn is_read(&self) -> bool {
         match self {
-            Op::Get { .. } => true,
+            Op::Get { .. } | Op::Page { .. } => true,
             Op::Cql { op: CqlOp::Select { .. }, .. } => true,
             Op::Redis { op, .. } => matches!(
                 op,

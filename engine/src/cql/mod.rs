@@ -28,5 +28,5 @@ pub use ast::{AlterChange, Assignment, CmpOp, Condition, DeleteTarget, Literal, 
 pub use lexer::SyntaxError;
 pub use parse::parse_statement;
 pub use schema::{Column, ColumnKind, CqlTable, CqlType};
-pub use statement::{format_rows, partition_hash, Cell, Outcome, Row};
-pub(crate) use statement::{read_select, write_entries};
+pub use statement::{format_rows, partition_hash, Cell, Outcome, Paging, Row};
+pub(crate) use statement::{read_page, read_select, write_entries};

@@ -3,7 +3,7 @@
 use super::ast::{Assignment, CmpOp, Condition, DeleteTarget, Literal, Statement};
 use super::json::parse_json;
 use super::schema::{ColumnKind, CqlTable, CqlType};
-use crate::db::{compare_components, DocDb, RangeCondition};
+use crate::db::{compare_components, DocDb, RangeCondition, Window};
 use crate::db::{DocRead, PackedCells};
 use crate::doc_write::{expand, DocWrite, WriteKind};
 use crate::document::Document;
@@ -119,6 +119,57 @@ pub(crate) fn read_select(
         unreachable!("only a SELECT reads")
     };
     select(table, db, columns.as_deref(), conditions, ht)
+}
+
+/// A page of the rows a SELECT reads at `ht`: at most `paging.size` rows after the row
+/// `paging.after`, and the last row's key when the page is full (`None`: the read is
+/// done). The scan reads documents in key order from just past `after` and stops once the
+/// page is full, so a page costs what its rows cost, not the table.
+pub(crate) fn read_page(
+    table: &CqlTable,
+    db: &DocDb,
+    ht: HybridTime,
+    statement: &Statement,
+    paging: &Paging,
+) -> Result<(Vec<Row>, Option<DocKey>)> {
+    let Statement::Select { columns, conditions, .. } = statement else {
+        unreachable!("only a SELECT reads")
+    };
+    let projected = projection(table, columns.as_deref())?;
+    let (hash, ranges) = selection(table, conditions)?;
+    let mut from = paging.after.as_ref().map(|key| key.encode());
+    let mut page: Vec<(DocKey, Row)> = Vec::new();
+    while page.len() < paging.size {
+        let want = paging.size - page.len();
+        let window = Window { from: from.as_deref(), after: true, limit: Some(want) };
+        let rows = read_rows(table, db, hash.as_ref(), (ht, &ranges), window)?;
+        let scanned = rows.len();
+        from = rows.last().map(|(doc, _)| doc.encode()).or(from);
+        for (doc, row) in rows {
+            let Some(row) = row else { continue };
+            if meets(&ranges, &doc) && row_exists(table, &row) {
+                let projected_row = project_row(table, &projected, &doc, &row);
+                page.push((doc, projected_row));
+            }
+        }
+        if scanned < want {
+            let rows = page.into_iter().map(|(_, row)| row).collect();
+            return Ok((rows, None));
+        }
+    }
+    let last = page.last().map(|(doc, _)| doc.clone());
+    Ok((page.into_iter().map(|(_, row)| row).collect(), last))
+}
+
+/// Where a page of a SELECT starts and how many rows it holds: YugabyteDB's paging state
+/// (`QLPagingStatePB`: the next row's key and the read time; the read time travels
+/// beside it here, as the read's hybrid time).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Paging {
+    /// At most this many rows (at least 1).
+    pub size: usize,
+    /// The rows after this row's key (`None`: from the first).
+    pub after: Option<DocKey>,
 }
 
 /// The partition hash of the rows a statement writes or reads: the hash of its hash key's
@@ -607,34 +658,48 @@ fn select(
     conditions: &[Condition],
     ht: HybridTime,
 ) -> Result<Vec<Row>> {
-    let projected: Vec<&super::Column> = match columns {
-        None => table.columns.iter().collect(),
-        Some(names) => names.iter().map(|n| column(table, n)).collect::<Result<_>>()?,
-    };
+    let projected = projection(table, columns)?;
     let (hash, ranges) = selection(table, conditions)?;
     let mut out = Vec::new();
-    for (doc, row) in read_rows(table, db, hash.as_ref(), (ht, &ranges))? {
-        let in_range = ranges
-            .iter()
-            .all(|c| c.op.holds(compare_components(&doc.range[c.index].value, &c.value)));
-        if in_range && row_exists(table, &row) {
+    let whole = Window { from: None, after: false, limit: None };
+    for (doc, row) in read_rows(table, db, hash.as_ref(), (ht, &ranges), whole)? {
+        let Some(row) = row else { continue };
+        if meets(&ranges, &doc) && row_exists(table, &row) {
             out.push(project_row(table, &projected, &doc, &row));
         }
     }
     Ok(out)
 }
 
+/// The columns a select list names (`None`: every column, in declaration order).
+fn projection<'t>(
+    table: &'t CqlTable,
+    columns: Option<&[String]>,
+) -> Result<Vec<&'t super::Column>> {
+    match columns {
+        None => Ok(table.columns.iter().collect()),
+        Some(names) => names.iter().map(|n| column(table, n)).collect(),
+    }
+}
+
+/// Whether the row `doc` meets every range condition.
+fn meets(ranges: &[RangeCondition], doc: &DocKey) -> bool {
+    ranges.iter().all(|c| c.op.holds(compare_components(&doc.range[c.index].value, &c.value)))
+}
+
 /// Every row whose key starts with `key` (a hash key and leading clustering components),
 /// in clustering order, read at `ht`; with no key, every row of the tablet, in hash order
 /// (a table's rows are hash-partitioned keys: they start with the hash's type byte). The
 /// scan may skip SST files no row meeting `conditions` has an entry in, so rows that do
-/// not meet them may come back incomplete: the caller drops them.
+/// not meet them may come back incomplete: the caller drops them. A document that reads
+/// as nothing comes back as `None` (a page counts it as scanned).
 fn read_rows(
     table: &CqlTable,
     db: &DocDb,
     key: Option<&DocKey>,
     (ht, conditions): (HybridTime, &[RangeCondition]),
-) -> Result<Vec<(DocKey, RowRead)>> {
+    window: Window<'_>,
+) -> Result<Vec<(DocKey, Option<RowRead>)>> {
     db.check_read_time(ht)?;
     let prefix = match key {
         Some(key) => {
@@ -646,14 +711,13 @@ fn read_rows(
     };
     let mut rows = Vec::new();
     let read = db.read_config(ht, table.default_ttl_ms);
-    for (doc, scanned) in db.scan_documents(&prefix, &read, conditions)? {
+    for (doc, scanned) in db.scan_documents(&prefix, &read, conditions, window)? {
         match scanned {
-            DocRead::Packed(cells) => rows.push((doc, RowRead::Packed(cells))),
+            DocRead::Packed(cells) => rows.push((doc, Some(RowRead::Packed(cells)))),
             DocRead::Entries(entries) => {
                 let root = DocPath::new(doc.clone(), vec![]);
-                if let Some(row) = read_subdocument(entries, &root, read) {
-                    rows.push((doc, RowRead::Document(row)));
-                }
+                let row = read_subdocument(entries, &root, read).map(RowRead::Document);
+                rows.push((doc, row));
             }
         }
     }

@@ -120,7 +120,9 @@ mod tests {
     /// The numbers a scan of the document at `us` hands the reader.
     fn scan(db: &DocDb, us: u64) -> Vec<i32> {
         let read = db.read_config(HybridTime::from_micros(us), None);
-        let docs = db.scan_documents(&crate::tests::doc_d().encode(), &read, &[]).expect("scan");
+        let whole = Default::default();
+        let docs =
+            db.scan_documents(&crate::tests::doc_d().encode(), &read, &[], whole).expect("scan");
         let entries = docs.into_iter().flat_map(|(_, read)| match read {
             DocRead::Entries(entries) => entries,
             DocRead::Packed(_) => unreachable!("no packed rows here"),

@@ -28,6 +28,30 @@ pub struct ReadStats {
     pub pruning_read: u64,
 }
 
+/// Which documents of a scan's prefix it reads: from a key on (or just past the
+/// documents starting with it: `after`), and at most `limit` of them.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Window<'a> {
+    pub from: Option<&'a [u8]>,
+    pub after: bool,
+    pub limit: Option<usize>,
+}
+
+impl Window<'_> {
+    /// Where the scan of `prefix` seeks first.
+    fn start(&self, prefix: &[u8]) -> Vec<u8> {
+        let from = match (self.from, self.after) {
+            (Some(key), true) => prefix_successor(key),
+            (Some(key), false) => Some(key.to_vec()),
+            (None, _) => None,
+        };
+        match from {
+            Some(from) if from.as_slice() > prefix => from,
+            _ => prefix.to_vec(),
+        }
+    }
+}
+
 impl DocDb {
     /// The entries of `doc_key`'s document that a read at `read_ht` needs, in key order,
     /// preceded by its colocated table key's (the table tombstone is an ancestor of every
@@ -136,6 +160,7 @@ impl DocDb {
         prefix: &[u8],
         read: &ReadConfig,
         conditions: &[RangeCondition],
+        window: Window<'_>,
     ) -> Result<Vec<(DocKey, DocRead)>> {
         // A prefix holding a whole bloom prefix (a partition's, or more) seeks in prefix
         // mode: the bloom filters skip the files without the partition. Others (a whole
@@ -143,11 +168,11 @@ impl DocDb {
         let prefix_mode = bloom_prefix_len(prefix).is_some_and(|len| len <= prefix.len());
         if self.pruning && !conditions.is_empty() {
             let mut it = self.pruning_iterator(prefix_mode, conditions);
-            return self.scan_with(&mut it, prefix, read);
+            return self.scan_with(&mut it, prefix, read, window);
         }
         // SAFETY: the database closes only in `drop`, which forgets the iterator first.
         let mut taken = unsafe { self.scan_iter.take(self.db(), prefix_mode) };
-        let docs = self.scan_with(&mut taken.iter, prefix, read)?;
+        let docs = self.scan_with(&mut taken.iter, prefix, read, window)?;
         self.scan_iter.keep(taken);
         Ok(docs)
     }
@@ -187,8 +212,10 @@ impl DocDb {
         it: &mut Iter<'_>,
         prefix: &[u8],
         read: &ReadConfig,
+        window: Window<'_>,
     ) -> Result<Vec<(DocKey, DocRead)>> {
-        it.seek(prefix);
+        it.seek(&window.start(prefix));
+        let limit = window.limit.unwrap_or(usize::MAX);
         let mut docs = Documents::default();
         let mut needed = NeededAt::new(read.read_ht);
         while let (Some(key), Some(value)) = (it.key(), it.value()) {
@@ -198,6 +225,9 @@ impl DocDb {
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if needed.needed(key, value, doc_len)? {
                 if key[..doc_len] != docs.current[..] {
+                    if docs.out.len() == limit {
+                        break; // the window is full: this document is the next one's
+                    }
                     docs.finish(read);
                     docs.start(key, doc_len)?;
                 }

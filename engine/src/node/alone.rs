@@ -20,7 +20,9 @@ use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, Part, TabletId};
 use crate::redis;
 use crate::replica::{Replica, RestartReport};
+use crate::retention::Cutoff;
 use crate::tablet::{Reply, Request, Schema};
+use std::collections::BTreeMap;
 
 /// One tablet's entries, for `dump`: the CQL table (for column names) and the entries.
 pub struct TabletDump<'a> {
@@ -267,6 +269,24 @@ impl Node {
         self.replica_mut(id)?.read(request, ht, now_us)
     }
 
+    /// The retention interval of [`Node::compact_retained`] from now on (every tablet).
+    pub fn set_retention(&mut self, interval_us: u64) {
+        self.retention_us = interval_us;
+    }
+
+    /// The tablet server's hybrid time at physical time `now_us`: the latest of its
+    /// replicas' clocks (YugabyteDB's tablet server has one hybrid clock, which the
+    /// retention policy reads: docsim keeps one per replica and reads the latest).
+    fn clock(&mut self, now_us: u64) -> HybridTime {
+        let clocks = self.replicas.values_mut().map(|r| r.now_ht(now_us));
+        clocks.max().unwrap_or(HybridTime::from_micros(now_us))
+    }
+
+    /// The retention interval of [`Node::compact_retained`].
+    pub fn retention(&self) -> u64 {
+        self.retention_us
+    }
+
     /// The highest history cutoff of the document tablet.
     pub fn history_cutoff(&mut self) -> Result<HybridTime> {
         self.docs()?;
@@ -278,7 +298,7 @@ impl Node {
     pub fn flush(&mut self) -> Result<()> {
         self.check_on()?;
         let ids = self.tablet_ids();
-        self.jobs_on(&ids, false, |replica| replica.flush())?;
+        self.jobs_on(&ids, false, |_, replica| replica.flush())?;
         self.gc_logs(None)
     }
 
@@ -286,8 +306,30 @@ impl Node {
     pub fn compact(&mut self, cutoff: HybridTime, kind: CompactionKind) -> Result<()> {
         self.docs()?; // the document tablet's cutoff moves too, even while empty
         let ids = self.tablet_ids();
-        self.jobs_on(&ids, true, |replica| replica.compact(cutoff, kind, None))?;
+        self.jobs_on(&ids, true, |_, replica| replica.compact(cutoff, kind, None))?;
         self.gc_logs(None)
+    }
+
+    /// Flush and compact every tablet, each with the history cutoff its retention policy
+    /// gives at `now_us` (`Replica::retention_cutoff`, with [`Node::set_retention`]'s
+    /// interval), then GC their logs: each tablet's cutoff (whether its compaction ran
+    /// or not), and the result.
+    pub fn compact_retained(
+        &mut self,
+        now_us: u64,
+        kind: CompactionKind,
+    ) -> (BTreeMap<TabletId, Cutoff>, Result<()>) {
+        let mut cutoffs = BTreeMap::new();
+        if let Err(e) = self.docs() {
+            return (cutoffs, Err(e)); // the document tablet's cutoff moves too
+        }
+        let (ids, interval_us, now) = (self.tablet_ids(), self.retention_us, self.clock(now_us));
+        let result = self.jobs_on(&ids, true, |id, replica| {
+            let cutoff = replica.retention_cutoff(now, interval_us);
+            cutoffs.insert(id.clone(), cutoff);
+            replica.compact(cutoff.ht, kind, None)
+        });
+        (cutoffs, result.and_then(|()| self.gc_logs(None)))
     }
 
     /// Run `work` (a flush or, `compaction`, a compaction) on the replica of each tablet
@@ -300,7 +342,7 @@ impl Node {
         &mut self,
         ids: &[TabletId],
         compaction: bool,
-        mut work: impl FnMut(&mut Replica) -> Result<()>,
+        mut work: impl FnMut(&TabletId, &mut Replica) -> Result<()>,
     ) -> Result<()> {
         let disk = self.options.disk.clone();
         let armed = self.armed.filter(|a| match a.at {
@@ -315,7 +357,7 @@ impl Node {
         for id in ids {
             let ledger_from = disk.ledger_len();
             disk.begin_journal();
-            let result = self.replica_mut(id).and_then(&mut work);
+            let result = self.replica_mut(id).and_then(|replica| work(id, replica));
             let ops = disk.end_journal();
             self.jobs.push(Job { tablet: id.clone(), compaction, ops, ledger_from });
             if let Err(e) = result {
@@ -351,9 +393,34 @@ impl Node {
             self.docs()?;
         }
         let ids = [id.clone()];
-        let run = |r: &mut Replica| r.compact(cutoff, CompactionKind::Minor, Some(files.clone()));
+        let run = |_: &TabletId, r: &mut Replica| {
+            r.compact(cutoff, CompactionKind::Minor, Some(files.clone()))
+        };
         self.jobs_on(&ids, true, run)?;
         self.gc_logs(Some(id))
+    }
+
+    /// [`Node::compact_files`] with the history cutoff tablet `id`'s retention policy gives
+    /// at `now_us`: the cutoff (if its replica runs to give one), and the result.
+    pub fn compact_files_retained(
+        &mut self,
+        id: &TabletId,
+        files: std::ops::RangeInclusive<usize>,
+        now_us: u64,
+    ) -> (Option<Cutoff>, Result<()>) {
+        if *id == TabletId::Docs {
+            if let Err(e) = self.docs() {
+                return (None, Err(e));
+            }
+        }
+        let (interval_us, now) = (self.retention_us, self.clock(now_us));
+        let mut given = None;
+        let result = self.jobs_on(std::slice::from_ref(id), true, |_, replica| {
+            let cutoff = replica.retention_cutoff(now, interval_us);
+            given = Some(cutoff);
+            replica.compact(cutoff.ht, CompactionKind::Minor, Some(files.clone()))
+        });
+        (given, result.and_then(|()| self.gc_logs(Some(id))))
     }
 
     /// Log GC after a flush (of every tablet, or of `only`), unless a power cut was armed

@@ -253,6 +253,10 @@ impl Replica {
         self.unapplied.clear();
         self.in_flight.clear();
         self.removed = false;
+        // The tablet's data is the leader's now: a long scan registered on the data it
+        // replaced reads on no more (its pages fail `read_aborted`, as YugabyteDB's reads
+        // fail when remote bootstrap replaces a tablet peer).
+        self.readers = Default::default();
         self.installed.push(op_id);
         Ok(())
     }

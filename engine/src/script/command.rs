@@ -133,6 +133,24 @@ pub enum Command {
         run: Option<FileRun>,
         node: Option<u64>,
     },
+    /// `compact [minor] [files=<a>..<b> [table=<name>]] [@T]` (docsim extension): flush,
+    /// then compact every tablet (or that run of one tablet's files) with
+    /// the history cutoff its retention policy gives at `T` (default: the node's clock
+    /// now): the lower of `T` less the retention interval and the oldest read point a
+    /// long scan registered. Prints each tablet's cutoff and what decided it.
+    Retained {
+        minor: bool,
+        run: Option<FileRun>,
+        at: Option<HybridTime>,
+        node: Option<u64>,
+    },
+    /// `retention <dur>` (docsim extension): the retention interval of the node's
+    /// compactions by policy from now on (YugabyteDB's
+    /// `timestamp_history_retention_interval_sec`; default 900 s).
+    Retention {
+        interval_us: u64,
+        node: Option<u64>,
+    },
     /// `files` (docsim extension): one line per SST file of each tablet.
     Files {
         node: Option<u64>,
@@ -170,6 +188,14 @@ pub enum Command {
     /// `cql @T <statement>`.
     Cql {
         at: Option<At>,
+        statement: String,
+        route: Route,
+    },
+    /// `cql [@T] page=<n> [after=<key>] [hold] <SELECT>` (docsim extension): a page of a
+    /// paged read. The paging state is the read time (`@T`) and the last row's key.
+    Page {
+        at: Option<At>,
+        paging: PageOptions,
         statement: String,
         route: Route,
     },
@@ -235,7 +261,24 @@ pub enum FaultCommand {
     LoseRocksDb { dir: String },
 }
 
+/// A page's options: its size, where it starts, whether it is a long scan's.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PageOptions {
+    /// At most this many rows.
+    pub size: usize,
+    /// The rows after this key (the previous page's last).
+    pub after: Option<crate::encoding::DocKey>,
+    /// A long scan: its read point stays registered from its first page to its last.
+    pub hold: bool,
+}
+
 impl Command {
+    /// Whether only the simulator's executor runs the command (`docsim script`): paged
+    /// reads and compactions by retention policy.
+    pub fn needs_simulator(&self) -> bool {
+        matches!(self, Command::Page { .. } | Command::Retained { .. } | Command::Retention { .. })
+    }
+
     /// Whether the command needs a replicated group (the simulator's executor): a
     /// network command, or a node other than node 1.
     pub fn is_replicated(&self) -> bool {
@@ -255,11 +298,14 @@ impl Command {
             Command::Write { route, .. }
             | Command::Batch { route, .. }
             | Command::Cql { route, .. }
+            | Command::Page { route, .. }
             | Command::Redis { route, .. } => beyond_one(&route.node) || route.nowait,
             Command::Get { from, .. } => beyond_one(from),
             Command::Dump { node, .. }
             | Command::Flush { node }
             | Command::Compact { node, .. }
+            | Command::Retained { node, .. }
+            | Command::Retention { node, .. }
             | Command::Files { node }
             | Command::Stats { node }
             | Command::Crash { node, .. }
@@ -438,14 +484,9 @@ impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Command::Header(header) => write!(f, "{header}"),
-            Command::Markers(MarkerMode::Optional) => f.write_str("markers optional"),
-            Command::Markers(MarkerMode::Required) => f.write_str("markers required"),
-            Command::Layout(Layout::Packed) => f.write_str("layout packed"),
-            Command::Layout(Layout::Declared) => f.write_str("layout declared"),
-            Command::Layout(Layout::Unpacked) => f.write_str("layout unpacked"),
-            Command::Layout(Layout::Entity) => f.write_str("layout entity"),
-            Command::Memstore(None) => f.write_str("memstore off"),
-            Command::Memstore(Some(bytes)) => write!(f, "memstore {}", format_bytes(*bytes)),
+            Command::Markers(_) | Command::Layout(_) | Command::Memstore(_) => {
+                write_setting(f, self)
+            }
             Command::Write { write, ht, route } => {
                 write!(f, "{write}")?;
                 write_ht(f, ht)?;
@@ -476,6 +517,8 @@ impl fmt::Display for Command {
             Command::Dump { .. }
             | Command::Flush { .. }
             | Command::Compact { .. }
+            | Command::Retained { .. }
+            | Command::Retention { .. }
             | Command::Files { .. }
             | Command::Stats { .. }
             | Command::Crash { .. }
@@ -492,6 +535,10 @@ impl fmt::Display for Command {
                 write_route(f, if reads("cql", statement) { "from" } else { "to" }, route)?;
                 write!(f, " {statement}")
             }
+            Command::Page { at, paging, statement, route } => {
+                write_page(f, at.as_ref(), paging, route)?;
+                write!(f, " {statement}")
+            }
             Command::Redis { at, command, route } => {
                 f.write_str("redis")?;
                 if let Some(at) = at {
@@ -503,6 +550,65 @@ impl fmt::Display for Command {
             Command::Expect(line) => write!(f, "expect {line}"),
             _ => super::parse::write_replicated(f, self),
         }
+    }
+}
+
+/// A setting: `markers ...`, `layout ...`, `memstore ...`.
+fn write_setting(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Result {
+    match command {
+        Command::Markers(MarkerMode::Optional) => f.write_str("markers optional"),
+        Command::Markers(MarkerMode::Required) => f.write_str("markers required"),
+        Command::Layout(Layout::Packed) => f.write_str("layout packed"),
+        Command::Layout(Layout::Declared) => f.write_str("layout declared"),
+        Command::Layout(Layout::Unpacked) => f.write_str("layout unpacked"),
+        Command::Layout(Layout::Entity) => f.write_str("layout entity"),
+        Command::Memstore(None) => f.write_str("memstore off"),
+        Command::Memstore(Some(bytes)) => write!(f, "memstore {}", format_bytes(*bytes)),
+        other => unreachable!("not a setting: {other:?}"),
+    }
+}
+
+/// A page's command up to its statement: `cql [@T] page=<n> [after=<key>] [hold]
+/// [from=<i>]`.
+fn write_page(
+    f: &mut fmt::Formatter<'_>,
+    at: Option<&At>,
+    paging: &PageOptions,
+    route: &Route,
+) -> fmt::Result {
+    f.write_str("cql")?;
+    if let Some(at) = at {
+        write!(f, " {at}")?;
+    }
+    write!(f, " page={}", paging.size)?;
+    if let Some(after) = &paging.after {
+        write!(f, " after={after}")?;
+    }
+    if paging.hold {
+        f.write_str(" hold")?;
+    }
+    write_route(f, "from", route)
+}
+
+/// `compact [minor] [files=<a>..<b> [table=<name>]] [@T]`, `retention <dur>`.
+fn write_retention_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Result {
+    match command {
+        Command::Retained { minor, run, at, node } => {
+            f.write_str(if *minor { "compact minor" } else { "compact" })?;
+            if let Some(run) = run {
+                write!(f, " files={}..{}", run.first, run.last)?;
+                if let Some(table) = &run.table {
+                    write!(f, " table={table}")?;
+                }
+            }
+            write_ht(f, at)?;
+            write_node(f, node)
+        }
+        Command::Retention { interval_us, node } => {
+            write!(f, "retention {}", format_duration_us(*interval_us))?;
+            write_node(f, node)
+        }
+        other => unreachable!("not a retention command: {other:?}"),
     }
 }
 
@@ -535,6 +641,7 @@ fn write_node_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Res
             }
             write_node(f, node)
         }
+        Command::Retained { .. } | Command::Retention { .. } => write_retention_command(f, command),
         Command::Files { node } => {
             f.write_str("files")?;
             write_node(f, node)

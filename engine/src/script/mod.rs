@@ -28,11 +28,12 @@ mod run;
 mod tests;
 
 pub use command::{
-    format_bytes, At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route,
+    format_bytes, At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, PageOptions,
+    Route,
 };
 pub use parse::{parse_line, strip_comment};
 pub use run::{
     dump, error_kind_names, format_entry, format_file, format_get, format_memory_flush,
-    format_restart, format_restart_full, format_segment, format_stats, memory_flush_line,
-    run_script, run_script_in, CommandError, Last, Runner, ScriptOutcome,
+    format_page, format_restart, format_restart_full, format_segment, format_stats,
+    memory_flush_line, run_script, run_script_in, CommandError, Last, Runner, ScriptOutcome,
 };

@@ -1,7 +1,9 @@
 //! Parsing docscript lines into [`Command`]s (the grammar is `command.rs`'s), and printing
 //! the replicated commands.
 
-use super::command::{At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, Route};
+use super::command::{
+    At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, PageOptions, Route,
+};
 use crate::crash::CrashPoint;
 use crate::disk::IoTarget;
 use crate::doc_write::{DocWrite, MarkerMode, WriteKind};
@@ -94,6 +96,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "restart" => Command::Restart { node: node_option(&mut p)? },
         "disarm" => Command::Disarm { node: node_option(&mut p)? },
         "compact" => parse_compact(&mut p)?,
+        "retention" => parse_retention(&mut p)?,
         "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
         "fault" => {
@@ -226,6 +229,16 @@ fn parse_compact(p: &mut Parser<'_>) -> PResult<Command> {
         let last = index(p)?;
         run = Some(FileRun { first, last, table: None });
     }
+    let rest = p.rest().trim_start();
+    if !rest.starts_with("cutoff") && !rest.starts_with("files") {
+        // No cutoff: the retention policy's (docsim extension).
+        if let Some(run) = run.as_mut().filter(|_| p.eat_word("table")) {
+            p.expect("=")?;
+            run.table = Some(table_ref(p)?);
+        }
+        let at = optional_ht(p)?;
+        return Ok(Command::Retained { minor, run, at, node: node_option(p)? });
+    }
     if !p.eat_word("cutoff") {
         let hint = match !minor && p.rest().trim_start().starts_with("files") {
             true => " (a run of files is a minor compaction: `compact minor files=...`)",
@@ -249,11 +262,15 @@ fn index(p: &mut Parser<'_>) -> PResult<usize> {
     usize::try_from(n).map_err(|_| p.error_at(at, format!("file index {n} is out of range")))
 }
 
-/// `cql [@T] [to=<i>|from=<i>] [nowait] <statement>` or `redis ...`: the text is its own
-/// language's, parsed when it runs; the routing options come before it (a Redis value may
-/// read `to=2`).
+/// `cql [@T] [page=<n> [after=<key>] [hold]] [to=<i>|from=<i>] [nowait] <statement>` or
+/// `redis ...`: the text is its own language's, parsed when it runs; the routing options
+/// come before it (a Redis value may read `to=2`).
 fn parse_statement_line(p: &mut Parser<'_>, word: &str) -> PResult<Command> {
     let at = if p.rest().trim_start().starts_with('@') { Some(parse_at(p)?) } else { None };
+    let paging = match word == "cql" && p.eat_word("page") {
+        true => Some(parse_page(p)?),
+        false => None,
+    };
     let mut route = Route::default();
     loop {
         let id = match id_option(p, "to")? {
@@ -272,10 +289,41 @@ fn parse_statement_line(p: &mut Parser<'_>, word: &str) -> PResult<Command> {
         return Err(p.error(format!("expected a {word} statement")));
     }
     let text = p.take_rest();
+    if let Some(paging) = paging {
+        if route.nowait {
+            return Err(p.error("a page is a read: `nowait` is for writes"));
+        }
+        return Ok(Command::Page { at, paging, statement: text, route });
+    }
     Ok(match word {
         "cql" => Command::Cql { at, statement: text, route },
         _ => Command::Redis { at, command: text, route },
     })
+}
+
+/// `retention <dur> [node=<i>]`.
+fn parse_retention(p: &mut Parser<'_>) -> PResult<Command> {
+    let interval_us = p.duration_us()?;
+    Ok(Command::Retention { interval_us, node: node_option(p)? })
+}
+
+/// A page's options after `page`: `=<n> [after=<key>] [hold]`.
+fn parse_page(p: &mut Parser<'_>) -> PResult<PageOptions> {
+    p.expect("=")?;
+    let at = p.pos();
+    let size = p.unsigned()?;
+    let size = match usize::try_from(size) {
+        Ok(size) if size >= 1 => size,
+        _ => return Err(p.error_at(at, format!("a page holds 1 row or more, not {size}"))),
+    };
+    let after = match p.eat_word("after") {
+        true => {
+            p.expect("=")?;
+            Some(p.doc_key()?)
+        }
+        false => None,
+    };
+    Ok(PageOptions { size, after, hold: p.eat_word("hold") })
 }
 
 fn parse_write(p: &mut Parser<'_>, word: &str) -> PResult<DocWrite> {

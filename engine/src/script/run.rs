@@ -52,8 +52,9 @@ pub enum CommandError {
     /// The Redis command line does not parse.
     #[error("{0}")]
     Redis(#[from] redis::SyntaxError),
-    /// A command of a replicated script in a group of one (this runner's).
-    #[error("`{0}` needs a replicated group: run the script with `docsim script`")]
+    /// A command of a replicated script, or one only the simulator's executor runs, in
+    /// this runner's group of one.
+    #[error("`{0}` needs the simulator's executor: run the script with `docsim script`")]
     Replicated(String),
 }
 
@@ -256,7 +257,7 @@ impl Runner {
     /// Execute one command, appending its output lines to `out`. A group of one: routing
     /// options may name node 1 only, and the replicated commands need the simulator.
     pub fn execute(&mut self, command: &Command, out: &mut String) -> Result<(), CommandError> {
-        if command.is_replicated() {
+        if command.is_replicated() || command.needs_simulator() {
             return Err(CommandError::Replicated(command.to_string()));
         }
         let node = &mut self.node;
@@ -427,6 +428,21 @@ pub fn format_file(id: &TabletId, index: usize, file: &crate::SstFile) -> String
         Some(false) => " volatile",
     };
     format!("files: {tablet}{index} entries={} {smallest} .. {largest}{durable}", file.entries)
+}
+
+/// A page of a paged read as printed: its rows, then `paging: @<T> after=<key>` (the
+/// paging state: the next page's command reads at `<T>` after `<key>`) or `paging: done`.
+pub fn format_page(
+    rows: &[crate::cql::Row],
+    read_ht: HybridTime,
+    last: Option<&crate::DocKey>,
+) -> Vec<String> {
+    let mut lines = crate::cql::format_rows(rows);
+    lines.push(match last {
+        Some(key) => format!("paging: @{read_ht} after={key}"),
+        None => "paging: done".to_owned(),
+    });
+    lines
 }
 
 /// `stats: [<tablet> ]bloom_filtered=<n> bloom_passed=<n> pruned=<n> pruning_read=<n>`

@@ -1,7 +1,7 @@
 //! The typed requests a tablet serves and their replies. Text (docscript, CQL, Redis) is
 //! parsed before it gets here.
 
-use crate::cql::{Row, Statement};
+use crate::cql::{Paging, Row, Statement};
 use crate::doc_write::{DocWrite, MarkerMode};
 use crate::document::Document;
 use crate::encoding::DocKey;
@@ -16,6 +16,8 @@ pub enum Request {
     /// A CQL statement: a SELECT reads, an ALTER TABLE changes the metadata, the others
     /// write.
     Cql(Statement),
+    /// A page of a SELECT (docsim's docscript: `cql page=<n> [after=<key>] SELECT ...`).
+    Page(Statement, Paging),
     /// A Redis command.
     Redis(crate::redis::Command),
     /// The document tablet's default TTL (`default_ttl`), in milliseconds.
@@ -28,6 +30,7 @@ impl Request {
         match self {
             Request::Get { .. } => true,
             Request::Cql(statement) => matches!(statement, Statement::Select { .. }),
+            Request::Page(..) => true,
             Request::Redis(command) => command.is_read(),
             Request::Write { .. } | Request::DefaultTtl(_) => false,
         }
@@ -75,4 +78,7 @@ pub enum Reply {
     Rows(Vec<Row>),
     /// A Redis reply.
     Redis(crate::redis::Reply),
+    /// A page of a SELECT: its rows, and the key of its last row when the page is full
+    /// (the paging state: the next page reads after it), `None` when the read is done.
+    Page { rows: Vec<Row>, last: Option<DocKey> },
 }

@@ -10,6 +10,9 @@
 //!   highest the group used.
 //! - **Re-checks**: after a compaction (or a restart) of a replica, the recent reads at or
 //!   above its cutoff are read there again: a compaction changes no such read.
+//! - **Reads that span time** (`pages.rs`): each page of a paged read against the model's
+//!   read of the whole SELECT at the read's one time; long scans' read points as the run
+//!   registered them; each compaction's cutoff against the retention rule, restated.
 //! - **GC completeness** (`gc_complete.rs`): after every full compaction, the replica's
 //!   dump holds nothing at or below the cutoff that no read can need.
 //! - **Memory flushes** (`memstore.rs`): each flush the memstore limit makes takes the
@@ -28,6 +31,7 @@ mod log_files;
 mod manifest;
 mod memstore;
 pub mod model;
+mod pages;
 
 pub use book::{Book, Cut, InDoubt, LogFiles};
 pub use log_files::segment_prev_index;
@@ -100,6 +104,8 @@ pub struct Checker {
     last_applied: BTreeMap<(TabletId, u64), (OpId, HybridTime)>,
     /// A group of one: the book's exact durability rules apply.
     alone: bool,
+    /// The read points long scans registered: (node, tablet, read time) → how many.
+    holds: BTreeMap<(u64, TabletId, HybridTime), usize>,
     markers: Markers,
     /// Each replica's history cutoff: at least, at most.
     cutoffs: BTreeMap<(TabletId, u64), (HybridTime, HybridTime)>,
@@ -137,6 +143,7 @@ impl Checker {
             memstore: memstore::Account::default(),
             last_applied: BTreeMap::new(),
             alone: replicas == 1,
+            holds: BTreeMap::new(),
             markers: Markers::Optional,
             cutoffs: BTreeMap::new(),
             highest: BTreeMap::new(),
@@ -261,10 +268,7 @@ impl Checker {
                 fed.map_err(|(kind, want, got)| Found::new(kind, want, got))
             }
             Event::Installed { tablet, node, op_id } => {
-                self.memstore.unknowable(node, [tablet.clone()]);
-                self.models.installed(&tablet, node, op_id.index);
-                let highest = self.highest.get(&tablet).copied().unwrap_or(HybridTime::MIN);
-                self.cutoffs.insert((tablet, node), (HybridTime::MIN, highest));
+                self.installed(tablet, node, op_id);
                 Ok(())
             }
             Event::Proposed { tablet, node, op_id, ht, reply } => {
@@ -290,6 +294,9 @@ impl Checker {
                 }
                 Ok(())
             }
+            Event::Read { .. } | Event::Scan { .. } if is_page(op) => {
+                self.page_event(op.expect("a page"), event)
+            }
             Event::Read { tablet, node, request, read_ht, result } => {
                 self.read(op, (tablet, node, request), read_ht, &result)
             }
@@ -301,6 +308,16 @@ impl Checker {
                 self.node_event(event, op, cluster, rechecks)
             }
         }
+    }
+
+    /// A replica installed a snapshot from its leader: its data, cutoff and registered
+    /// read points are the snapshot's.
+    fn installed(&mut self, tablet: TabletId, node: u64, op_id: OpId) {
+        self.read_points_lost(node, Some(&tablet));
+        self.memstore.unknowable(node, [tablet.clone()]);
+        self.models.installed(&tablet, node, op_id.index);
+        let highest = self.highest.get(&tablet).copied().unwrap_or(HybridTime::MIN);
+        self.cutoffs.insert((tablet, node), (HybridTime::MIN, highest));
     }
 
     fn proposed(
@@ -627,6 +644,7 @@ impl Checker {
         let _ = op;
         match event {
             Event::Crashed { node, .. } => {
+                self.read_points_lost(node, None);
                 self.memstore.crashed(node);
                 Ok(())
             }
@@ -766,23 +784,26 @@ impl Checker {
         if self.alone {
             let only = request.run.as_ref().map(|(t, ..)| t);
             self.book.flushed(only);
-            if let Some(cutoff) = request.cutoff {
-                self.book.compacted(&tablets, cutoff);
+        }
+        for tablet in &tablets {
+            if let Some(cutoff) = request.cutoff_of(tablet) {
+                if self.alone {
+                    self.book.compacted(std::slice::from_ref(tablet), cutoff);
+                }
+                self.cut_to(node, std::slice::from_ref(tablet), cutoff);
             }
         }
-        if let Some(cutoff) = request.cutoff {
-            self.cut_to(node, &tablets, cutoff);
-        }
+        self.retention_holds(node, request)?;
         if cut_after {
             return Ok(()); // the node is down: its restart checks the rest
         }
         if self.alone {
             self.check_log_gc(cluster, &tablets)?;
         }
-        if let (Some(cutoff), false, None) = (request.cutoff, request.minor, &request.run) {
-            self.check_gc_complete(cluster, node, cutoff)?;
+        if request.compacts() && !request.minor && request.run.is_none() {
+            self.check_gc_complete(cluster, node, request)?;
         }
-        if let Some(cutoff) = request.cutoff {
+        if let Some(cutoff) = request.highest_cutoff() {
             rechecks.extend(self.rechecks(node, cutoff));
         }
         Ok(())
@@ -820,11 +841,11 @@ impl Checker {
             self.memstore.flushed(node, Some(&job.tablet));
             if self.alone {
                 self.book.flushed(Some(&job.tablet));
-                if let Some(cutoff) = request.cutoff {
+                if let Some(cutoff) = request.cutoff_of(&job.tablet) {
                     self.book.compacted(tablet, cutoff);
                 }
             }
-            if let Some(cutoff) = request.cutoff {
+            if let Some(cutoff) = request.cutoff_of(&job.tablet) {
                 self.cut_to(node, tablet, cutoff);
             }
         }
@@ -856,7 +877,7 @@ impl Checker {
         &self,
         cluster: &Cluster,
         node: u64,
-        cutoff: HybridTime,
+        request: &Compaction,
     ) -> Result<(), Found> {
         let slot = cluster.slot(node);
         let Ok(dumps) = slot.node.dump() else { return Ok(()) }; // down: the restart checks
@@ -870,6 +891,7 @@ impl Checker {
                 dropped: &dropped,
             };
             let entries: Vec<_> = dump.entries.into_iter().map(|(entry, ..)| entry).collect();
+            let Some(cutoff) = request.cutoff_of(tablet) else { continue };
             leftovers.extend(gc_complete::leftovers(&entries, cutoff, &rules));
         }
         let dump = if cluster.replicas() > 1 { format!("dump node={node}") } else { "dump".into() };
@@ -898,6 +920,11 @@ fn log_files(node: &Node, ids: &[TabletId]) -> LogFiles {
             (id.clone(), files.collect())
         })
         .collect()
+}
+
+/// Whether the op is a page of a paged read.
+fn is_page(op: Option<&Op>) -> bool {
+    matches!(op, Some(Op::Page { .. }))
 }
 
 /// Whether an error kind is the group's to decide (which replica serves what, when), not

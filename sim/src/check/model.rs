@@ -69,10 +69,34 @@ impl Models {
         }
     }
 
+    /// The key columns of `tablet`'s table, which no `ALTER TABLE` changes: the hash
+    /// key's, and the clustering key's with whether each is descending.
+    pub fn key_columns(&self, tablet: &TabletId) -> (Vec<String>, Vec<(String, bool)>) {
+        let Some(table) = self.tables.get(tablet) else { return Default::default() };
+        let schema = &table.schemas[0].1;
+        (schema.hash.clone(), schema.range.clone())
+    }
+
     /// The tablets of table `name` the models hold, in hash order.
     pub fn tablets_of(&self, name: &str) -> Vec<TabletId> {
         let of = |id: &&TabletId| id.table_name() == Some(name);
         self.tables.keys().filter(of).cloned().collect()
+    }
+
+    /// The tablets of table `name` a SELECT `op` reads, by the model's own partitioning:
+    /// the one whose hash range holds its hash key, or (no hash key) every one.
+    pub fn tablets_reading(&self, name: &str, op: &docsim_models::cql::CqlOp) -> Vec<TabletId> {
+        let tablets = self.tablets_of(name);
+        let Some(TabletId::Table(_, part)) = tablets.first() else { return tablets };
+        let schema = &self.tables[&tablets[0]].schemas[0].1;
+        match docsim_models::cql::partition_hash(schema, op) {
+            Some(hash) => {
+                let owner = docsim_models::partition::tablet_of(hash, part.count);
+                let of = |t: &TabletId| matches!(t, TabletId::Table(_, p) if p.index == owner);
+                tablets.into_iter().filter(of).collect()
+            }
+            None => tablets,
+        }
     }
 
     /// Why `op` does not belong in `tablet` by the model's own partitioning, if it does
@@ -484,6 +508,11 @@ pub fn engine_reply_lines(reply: &Reply) -> Vec<String> {
         Reply::Document(None) => vec!["=> <none>".into()],
         Reply::Rows(rows) => docsim_engine::cql::format_rows(rows),
         Reply::Redis(r) => r.to_string().lines().map(str::to_owned).collect(),
+        Reply::Page { rows, last } => {
+            let mut lines = docsim_engine::cql::format_rows(rows);
+            lines.push(format!("last={}", last.as_ref().map_or("-".into(), |k| k.to_string())));
+            lines
+        }
     }
 }
 

@@ -4,12 +4,25 @@
 
 use super::{tablet_name, Answer, Cluster, Event, Pending, WRITE_TIMEOUT};
 use crate::failure::FailureKind;
-use docsim_engine::cql::{format_rows, parse_statement, CqlTable, Statement};
+use docsim_engine::cql::{format_rows, parse_statement, CqlTable, Paging, Statement};
 use docsim_engine::script::{format_get, At, Command, Route};
 use docsim_engine::{
     Error, ErrorKind, HybridTime, Layout, MarkerMode, Reply, Request, Schema, TabletId,
 };
 use std::time::Duration;
+
+/// One tablet's part of a read: the tablet, the node that served it, its reply.
+type Part = (TabletId, u64, Result<Reply, Error>);
+
+/// What a long scan's first page made of its read point (`Cluster::hold_scan`).
+enum Held {
+    /// Registered on every replica the scan reads, at this time.
+    At(HybridTime),
+    /// Refused by the replica of one tablet (its part), at this time.
+    Refused(HybridTime, Box<Part>),
+    /// A tablet has no replica to ask.
+    NoReplica(CommandError),
+}
 
 /// A client request as a command names it: its tablets (several, in hash order, for a
 /// statement of a whole split table), the typed request, when.
@@ -19,6 +32,8 @@ struct Client {
     request: Request,
     at: Option<At>,
     route: Route,
+    /// A long scan's page: its read point registered from the first page to the last.
+    hold: bool,
 }
 
 impl Cluster {
@@ -69,8 +84,9 @@ impl Cluster {
     /// A command that is a client's request: its tablets and typed request (or why it
     /// does not parse or names no table); `None` for every other command.
     fn client(&mut self, command: &Command) -> Option<Result<Client, CommandError>> {
-        let docs =
-            |request, at, route| Ok(Client { tablets: vec![TabletId::Docs], request, at, route });
+        let docs = |request, at, route| {
+            Ok(Client { tablets: vec![TabletId::Docs], request, at, route, hold: false })
+        };
         let markers = self.markers;
         Some(match command.clone() {
             Command::Write { write, ht, route } => {
@@ -93,7 +109,7 @@ impl Cluster {
                 self.tablets_named(&name).map_err(CommandError::Node).map(|tablets| {
                     let tablet = docsim_engine::route::path(&tablets, &path);
                     let request = Request::Get { path };
-                    Client { tablets: vec![tablet], request, at: Some(at), route }
+                    Client { tablets: vec![tablet], request, at: Some(at), route, hold: false }
                 })
             }
             Command::Cql { at, statement, route } => match parse_statement(&statement) {
@@ -102,7 +118,23 @@ impl Cluster {
                     request: Request::Cql(s),
                     at,
                     route,
+                    hold: false,
                 }),
+                Err(e) => Err(CommandError::Syntax(e.to_string())),
+            },
+            Command::Page { paging, route, .. }
+                if paging.hold && route.node.is_none() && self.replicated() =>
+            {
+                let why = "a long scan (`hold`) in a replicated group names its node: from=<i>";
+                Err(CommandError::Syntax(why.into()))
+            }
+            Command::Page { at, paging, statement, route } => match parse_statement(&statement) {
+                Ok(s @ Statement::Select { .. }) => self.cql_tablets(&s).map(|tablets| {
+                    let page = Paging { size: paging.size, after: paging.after };
+                    let request = Request::Page(s, page);
+                    Client { tablets, request, at, route, hold: paging.hold }
+                }),
+                Ok(_) => Err(CommandError::Syntax("a page is a page of a SELECT".into())),
                 Err(e) => Err(CommandError::Syntax(e.to_string())),
             },
             Command::Redis { at, command, route } => {
@@ -269,25 +301,32 @@ impl Cluster {
     ) -> (String, Option<CommandError>) {
         let mut at = client.at.unwrap_or(At::Now { ahead_us: 0 });
         let mut parts = Vec::new();
-        for tablet in &client.tablets {
-            let read = self.target(tablet, &client.route).and_then(|node| {
-                let read = self.read_one(tablet, &client.request, at, node);
-                read.map(|r| (node, r)).map_err(CommandError::Node)
-            });
-            let (node, (read_ht, result)) = match read {
-                Ok(read) => read,
+        let page = match &client.request {
+            Request::Page(statement, paging) => Some((statement, paging)),
+            _ => None,
+        };
+        if client.hold && page.is_some_and(|(_, paging)| paging.after.is_none()) {
+            match self.hold_scan(&client, at) {
+                Held::At(read_ht) => at = At::Ht(read_ht),
+                Held::Refused(read_ht, part) => {
+                    at = At::Ht(read_ht);
+                    parts.push(*part);
+                }
+                Held::NoReplica(e) => return (command.to_string(), Some(e)),
+            }
+        }
+        if parts.is_empty() {
+            match self.read_tablets(&client, page, &mut at) {
+                Ok(read) => parts = read,
                 Err(e) => return (command.to_string(), Some(e)),
-            };
-            at = At::Ht(read_ht);
-            let refused = result.is_err();
-            parts.push((tablet.clone(), node, result));
-            if refused {
-                break; // the scan is refused
             }
         }
         let At::Ht(read_ht) = at else { unreachable!("a read took a time") };
         let nodes: Vec<u64> = parts.iter().map(|(_, node, _)| *node).collect();
         let result = super::merged_reply(parts.iter().map(|(.., r)| r.clone()));
+        if client.hold && !matches!(result, Ok(Reply::Page { last: Some(_), .. })) {
+            self.release_scan(&client, read_ht); // the long scan ended
+        }
         let request = client.request.clone();
         self.events.push(match <[_; 1]>::try_from(parts) {
             Ok([(tablet, node, result)]) => Event::Read { tablet, node, request, read_ht, result },
@@ -309,6 +348,55 @@ impl Cluster {
         }
     }
 
+    /// The parts of a read: each of the client's tablets in hash order, all at the time
+    /// the first one took (`at` becomes it), until one refuses. A page reads them until
+    /// it holds its rows, from the one holding its paging state's row (YugabyteDB's
+    /// paging state names the next partition key: the tablets before it hold no row
+    /// after it).
+    fn read_tablets(
+        &mut self,
+        client: &Client,
+        page: Option<(&Statement, &Paging)>,
+        at: &mut At,
+    ) -> Result<Vec<Part>, CommandError> {
+        let mut parts = Vec::new();
+        let mut remaining = page.map_or(usize::MAX, |(_, paging)| paging.size);
+        let from = match page.and_then(|(_, paging)| paging.after.as_ref()) {
+            Some(after) if client.tablets.len() > 1 => {
+                let path = docsim_engine::DocPath::new(after.clone(), vec![]);
+                let owner = docsim_engine::route::path(&client.tablets, &path);
+                client.tablets.iter().position(|t| *t == owner).unwrap_or(0)
+            }
+            _ => 0,
+        };
+        for tablet in &client.tablets[from..] {
+            let request = match page {
+                Some((statement, paging)) => {
+                    let paging = Paging { size: remaining, after: paging.after.clone() };
+                    Request::Page(statement.clone(), paging)
+                }
+                None => client.request.clone(),
+            };
+            let node = self.target(tablet, &client.route)?;
+            let read = self.read_one(tablet, (&request, client.hold), *at, node);
+            let (read_ht, result) = read.map_err(CommandError::Node)?;
+            *at = At::Ht(read_ht);
+            let (refused, full) = match &result {
+                Err(_) => (true, false),
+                Ok(Reply::Page { rows, last }) => {
+                    remaining -= rows.len();
+                    (false, last.is_some())
+                }
+                Ok(_) => (false, false),
+            };
+            parts.push((tablet.clone(), node, result));
+            if refused || full {
+                break; // the scan is refused, or the page is full
+            }
+        }
+        Ok(parts)
+    }
+
     /// A read command as recorded: a group of one's with the time it took.
     fn recorded_read(&self, command: &Command, at: At) -> String {
         match (self.replicated(), at) {
@@ -322,7 +410,7 @@ impl Cluster {
     fn read_one(
         &mut self,
         tablet: &TabletId,
-        request: &Request,
+        (request, held): (&Request, bool),
         at: At,
         node: u64,
     ) -> Result<(HybridTime, Result<Reply, Error>), Error> {
@@ -334,8 +422,54 @@ impl Cluster {
             At::Now { ahead_us } => replica.now_ht(now_us).add_micros(ahead_us),
             At::Safe => replica.safe_time(),
         };
-        let read = || replica.read(request, read_ht, now_us);
+        let read = || match request {
+            Request::Page(..) => replica.read_page(request, read_ht, now_us, held),
+            _ => replica.read(request, read_ht, now_us),
+        };
         Ok((read_ht, crate::cost::timed(crate::cost::Part::ClientCalls, read)))
+    }
+
+    /// A long scan's first page: its read point (the time it reads at) registered on the
+    /// replica of every tablet it will read, before it reads any (`ScopedReadOperation`
+    /// for the scan's life). A replica that refuses (a read time below its cutoff) refuses
+    /// the scan, with the points made released.
+    fn hold_scan(&mut self, client: &Client, at: At) -> Held {
+        let mut read_ht = None;
+        for (i, tablet) in client.tablets.iter().enumerate() {
+            let node = match self.target(tablet, &client.route) {
+                Ok(node) => node,
+                Err(e) => return Held::NoReplica(e),
+            };
+            let now_us = self.now_us(node);
+            let mut slot = self.slot(node);
+            let held = slot.node.replica_mut(tablet).and_then(|replica| {
+                let ht = *read_ht.get_or_insert_with(|| match at {
+                    At::Ht(ht) => ht,
+                    At::Now { ahead_us } => replica.now_ht(now_us).add_micros(ahead_us),
+                    At::Safe => replica.safe_time(),
+                });
+                replica.hold_read(ht).map(|()| ht)
+            });
+            drop(slot);
+            if let Err(e) = held {
+                let made = Client { tablets: client.tablets[..i].to_vec(), ..client.clone() };
+                let Some(ht) = read_ht else { return Held::NoReplica(CommandError::Node(e)) };
+                self.release_scan(&made, ht);
+                return Held::Refused(ht, Box::new((tablet.clone(), node, Err(e))));
+            }
+        }
+        Held::At(read_ht.expect("a table has a tablet"))
+    }
+
+    /// A long scan ended (its last page, or a refusal): its read point released on the
+    /// replica of each of its tablets that still holds it.
+    fn release_scan(&mut self, client: &Client, read_ht: HybridTime) {
+        for tablet in &client.tablets {
+            let Ok(node) = self.target(tablet, &client.route) else { continue };
+            if let Ok(replica) = self.slot(node).node.replica_mut(tablet) {
+                replica.release_read(read_ht);
+            }
+        }
     }
 
     /// A write sent to `node`: proposed there and answered (once applied), or refused.
@@ -502,7 +636,9 @@ fn with_time(command: &Command, ht: HybridTime) -> Command {
         | Command::Batch { ht: t, .. }
         | Command::DefaultTtl { ht: t, .. } => *t = Some(ht),
         Command::Get { at, .. } => *at = At::Ht(ht),
-        Command::Cql { at, .. } | Command::Redis { at, .. } => *at = Some(At::Ht(ht)),
+        Command::Cql { at, .. } | Command::Redis { at, .. } | Command::Page { at, .. } => {
+            *at = Some(At::Ht(ht))
+        }
         _ => {}
     }
     command
@@ -513,6 +649,9 @@ pub fn reply_lines(request: &Request, ht: HybridTime, reply: &Reply) -> Vec<Stri
     match (request, reply) {
         (Request::Get { path }, Reply::Document(doc)) => vec![format_get(path, ht, doc.as_ref())],
         (_, Reply::Rows(rows)) => format_rows(rows),
+        (_, Reply::Page { rows, last }) => {
+            docsim_engine::script::format_page(rows, ht, last.as_ref())
+        }
         (_, Reply::Redis(reply)) => reply.to_string().lines().map(str::to_owned).collect(),
         _ => Vec::new(),
     }

@@ -34,6 +34,7 @@ mod node_ops;
 
 pub use client::reply_lines;
 pub use history::{Answer, History};
+pub(crate) use node_ops::cutoff_lines;
 
 use crate::failure::{Broken, FailureKind};
 use crate::world::{self, Shared, Slot, World};
@@ -146,13 +147,38 @@ pub enum Event {
 }
 
 /// A flush or compaction, as a node ran it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Compaction {
-    /// `None`: a flush.
+    /// The cutoff the command gave every tablet (`compact cutoff=<T>`); `None` with
+    /// `retained` empty: a flush.
     pub cutoff: Option<HybridTime>,
+    /// The cutoff each tablet's retention policy gave (`compact [@T]`), and whether a
+    /// registered read decided it.
+    pub retained: BTreeMap<TabletId, docsim_engine::retention::Cutoff>,
+    /// The retention interval the policy applied.
+    pub retention_us: u64,
     pub minor: bool,
     /// A run of one tablet's files.
     pub run: Option<(TabletId, usize, usize)>,
+}
+
+impl Compaction {
+    /// The history cutoff tablet `tablet` compacted with (`None`: a flush, or a tablet
+    /// the retention policy did not reach).
+    pub fn cutoff_of(&self, tablet: &TabletId) -> Option<HybridTime> {
+        self.cutoff.or_else(|| self.retained.get(tablet).map(|c| c.ht))
+    }
+
+    /// Whether it compacted (not only flushed).
+    pub fn compacts(&self) -> bool {
+        self.cutoff.is_some() || !self.retained.is_empty()
+    }
+
+    /// The highest cutoff of any tablet.
+    pub fn highest_cutoff(&self) -> Option<HybridTime> {
+        let retained = self.retained.values().map(|c| c.ht).max();
+        self.cutoff.max(retained)
+    }
 }
 
 /// What the executor counted, for reports.
@@ -210,6 +236,8 @@ pub struct Cluster {
     layout: Layout,
     /// Every node's server-wide memstore limit (`memstore`).
     memstore_limit: Option<usize>,
+    /// Every node's retention interval (`retention`), when a command set one.
+    retention_us: Option<u64>,
     /// A group of one's memory flush lines, printed with the command that made them.
     memory_lines: Vec<String>,
     histories: BTreeMap<TabletId, History>,
@@ -255,6 +283,7 @@ impl Cluster {
             markers: MarkerMode::Optional,
             layout,
             memstore_limit: None,
+            retention_us: None,
             memory_lines: Vec::new(),
             histories: BTreeMap::new(),
             pending: Vec::new(),
@@ -334,6 +363,9 @@ impl Cluster {
         assert_eq!(id as usize, self.slots.len() + 1, "nodes start in order");
         let mut node = Node::new(&std::path::PathBuf::from(format!("/n{id}")), self.options(id))
             .map_err(|e| format!("node {id} does not start: {e}"))?;
+        if let Some(interval_us) = self.retention_us {
+            node.set_retention(interval_us);
+        }
         let now_us = self.world.now_us(0);
         for (tablet, schema) in &self.catalog {
             node.create_tablet(tablet.clone(), schema.clone(), now_us)
@@ -740,17 +772,24 @@ pub fn read_prefix(replicated: bool, nodes: &[u64]) -> String {
     }
 }
 
-/// A split table's replies as the client prints them: every tablet's rows in turn, or
-/// the first refusal.
+/// A split table's replies as the client prints them: every tablet's rows in turn (a
+/// page's: with the last part's paging state), or the first refusal.
 pub fn merged_reply(parts: impl IntoIterator<Item = Result<Reply, Error>>) -> Result<Reply, Error> {
-    let mut rows = Vec::new();
+    let (mut rows, mut page) = (Vec::new(), None);
     for part in parts {
         match part? {
             Reply::Rows(part) => rows.extend(part),
+            Reply::Page { rows: part, last } => {
+                rows.extend(part);
+                page = Some(last);
+            }
             other => return Ok(other),
         }
     }
-    Ok(Reply::Rows(rows))
+    Ok(match page {
+        Some(last) => Reply::Page { rows, last },
+        None => Reply::Rows(rows),
+    })
 }
 
 /// A tablet as trace lines name it: `docs`, `table=<name>` or `table=<name>/<index>`.

@@ -7,8 +7,10 @@ use super::client::CommandError;
 use super::{tablet_name, Cluster, Compaction, Event};
 use docsim_engine::disk::Tear;
 use docsim_engine::gc::CompactionKind;
+use docsim_engine::retention::{Cutoff, HeldBy};
 use docsim_engine::script::{self, Command};
 use docsim_engine::{Error, TabletId};
+use std::collections::BTreeMap;
 
 impl Cluster {
     /// A node's command, or a network one (`network.rs`).
@@ -19,19 +21,37 @@ impl Cluster {
     ) -> Option<CommandError> {
         let every = |node: &Option<u64>| node.is_none();
         let result = match command {
-            Command::Flush { node } | Command::Compact { node, .. } if every(node) => {
+            Command::Flush { node }
+            | Command::Compact { node, .. }
+            | Command::Retained { node, .. }
+                if every(node) =>
+            {
                 let ids: Vec<u64> = self.ids().filter(|&id| self.running(id)).collect();
                 let ids = if ids.is_empty() { vec![1] } else { ids }; // refused: down
                 let mut first_error = None;
                 for id in ids {
-                    if let Err(e) = self.flush_or_compact(id, command) {
+                    if let Err(e) = self.flush_or_compact(id, command, printed) {
                         first_error.get_or_insert(e);
                     }
                 }
                 first_error.map_or(Ok(()), Err)
             }
-            Command::Flush { node: Some(id) } | Command::Compact { node: Some(id), .. } => {
-                self.existing(*id).and_then(|id| self.flush_or_compact(id, command))
+            Command::Flush { node: Some(id) }
+            | Command::Compact { node: Some(id), .. }
+            | Command::Retained { node: Some(id), .. } => {
+                self.existing(*id).and_then(|id| self.flush_or_compact(id, command, printed))
+            }
+            Command::Retention { interval_us, node } => {
+                let ids = match node {
+                    Some(id) => self.existing(*id).map(|id| vec![id]),
+                    None => Ok(self.ids().collect()),
+                };
+                ids.map(|ids| {
+                    ids.iter().for_each(|&id| self.slot(id).node.set_retention(*interval_us));
+                    if node.is_none() {
+                        self.retention_us = Some(*interval_us);
+                    }
+                })
             }
             Command::Crash { node, at, tear } => {
                 let id = node.unwrap_or(1);
@@ -92,30 +112,65 @@ impl Cluster {
 
     /// A flush or compaction of node `id`, then its log GC (which a power cut armed
     /// after the flush cuts short: the node goes down).
-    fn flush_or_compact(&mut self, id: u64, command: &Command) -> Result<(), CommandError> {
-        if let Command::Compact { cutoff, run: Some(run), .. } = command {
-            // A run of files names one tablet's files: each tablet the name names in turn.
-            let tablets = match &run.table {
-                None => vec![TabletId::Docs],
-                Some(name) => self.tablets_named(name).map_err(CommandError::Node)?,
+    fn flush_or_compact(
+        &mut self,
+        id: u64,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> Result<(), CommandError> {
+        let (run, cutoff, at) = match command {
+            Command::Compact { cutoff, run: Some(run), .. } => (run, Some(*cutoff), None),
+            Command::Retained { run: Some(run), at, .. } => (run, None, *at),
+            _ => return self.flush_or_compact_all(id, command, printed),
+        };
+        // A run of files names one tablet's files: each tablet the name names in turn.
+        let tablets = match &run.table {
+            None => vec![TabletId::Docs],
+            Some(name) => self.tablets_named(name).map_err(CommandError::Node)?,
+        };
+        let (now_us, prefix) = (self.now_us(id), super::read_prefix(self.replicated(), &[id]));
+        let now_us = at.map_or(now_us, |at| at.physical_us());
+        for tablet in tablets {
+            let mut request = Compaction {
+                cutoff,
+                minor: true,
+                run: Some((tablet.clone(), run.first, run.last)),
+                retention_us: self.slot(id).node.retention(),
+                ..Default::default()
             };
-            for tablet in tablets {
-                let request = Compaction {
-                    cutoff: Some(*cutoff),
-                    minor: true,
-                    run: Some((tablet.clone(), run.first, run.last)),
-                };
-                let files = run.first..=run.last;
-                let result = crate::cost::timed(crate::cost::Part::Replicas, || {
-                    self.slot(id).node.compact_files(&tablet, files, *cutoff)
-                });
-                self.compacted(id, request, result)?;
-            }
-            return Ok(());
+            let files = run.first..=run.last;
+            let result = crate::cost::timed(crate::cost::Part::Replicas, || {
+                let node = &mut self.slot(id).node;
+                match cutoff {
+                    Some(cutoff) => node.compact_files(&tablet, files, cutoff),
+                    None => {
+                        let (given, result) = node.compact_files_retained(&tablet, files, now_us);
+                        request.retained.extend(given.map(|c| (tablet.clone(), c)));
+                        result
+                    }
+                }
+            });
+            printed.extend(
+                cutoff_lines(&request.retained).into_iter().map(|l| format!("{prefix}{l}")),
+            );
+            self.compacted(id, request, result)?;
         }
-        if matches!(command, Command::Compact { run: None, .. }) && self.running(id) {
+        Ok(())
+    }
+
+    /// A flush or compaction of every tablet of node `id` (see `flush_or_compact`).
+    fn flush_or_compact_all(
+        &mut self,
+        id: u64,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> Result<(), CommandError> {
+        let whole =
+            matches!(command, Command::Compact { run: None, .. } | Command::Retained { .. });
+        if whole && self.running(id) {
             self.docs_tablet(); // the document tablet's cutoff moves too, even while empty
         }
+        let (now_us, replicated) = (self.now_us(id), self.replicated());
         let (request, result) = {
             let mut slot = self.slot(id);
             let node = &mut slot.node;
@@ -123,14 +178,29 @@ impl Cluster {
                 crate::cost::timed(crate::cost::Part::Replicas, f)
             };
             match command {
-                Command::Flush { .. } => {
-                    let request = Compaction { cutoff: None, minor: false, run: None };
-                    (request, timed(&mut || node.flush()))
-                }
+                Command::Flush { .. } => (Compaction::default(), timed(&mut || node.flush())),
                 Command::Compact { cutoff, minor, run: None, .. } => {
                     let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
-                    let request = Compaction { cutoff: Some(*cutoff), minor: *minor, run: None };
+                    let request =
+                        Compaction { cutoff: Some(*cutoff), minor: *minor, ..Default::default() };
                     (request, timed(&mut || node.compact(*cutoff, kind)))
+                }
+                Command::Retained { minor, at, run: None, .. } => {
+                    let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
+                    let now_us = at.map_or(now_us, |at| at.physical_us());
+                    let mut retained = Default::default();
+                    let result = timed(&mut || {
+                        let (cutoffs, result) = node.compact_retained(now_us, kind);
+                        retained = cutoffs;
+                        result
+                    });
+                    let prefix = super::read_prefix(replicated, &[id]);
+                    let lines = cutoff_lines(&retained).into_iter();
+                    printed.extend(lines.map(|line| format!("{prefix}{line}")));
+                    let retention_us = node.retention();
+                    let request =
+                        Compaction { retained, retention_us, minor: *minor, ..Default::default() };
+                    (request, result)
                 }
                 other => unreachable!("not a flush or compaction: {other}"),
             }
@@ -237,4 +307,36 @@ impl Cluster {
         }
         Ok(())
     }
+}
+
+/// The cutoffs a compaction by retention policy took, as `compact` prints them: the
+/// document tablet's (`cutoff=<T> held_by=retention|read`), then each table whose lowest
+/// cutoff differs from it (`table=<name> cutoff=<T> held_by=...`: a read holds it back). A
+/// table's tablets are not named one by one, so a split changes no line; a run of one
+/// table's files prints that table's.
+pub(crate) fn cutoff_lines(retained: &BTreeMap<TabletId, Cutoff>) -> Vec<String> {
+    let docs = retained.get(&TabletId::Docs);
+    let mut tables: BTreeMap<&str, Cutoff> = BTreeMap::new();
+    for (tablet, cutoff) in retained {
+        if let Some(name) = tablet.table_name() {
+            let lowest = tables.entry(name).or_insert(*cutoff);
+            if cutoff.ht < lowest.ht {
+                *lowest = *cutoff;
+            }
+        }
+    }
+    let line = |cutoff: &Cutoff| {
+        let by = match cutoff.held_by {
+            HeldBy::Retention => "retention",
+            HeldBy::Read => "read",
+        };
+        format!("cutoff={} held_by={by}", cutoff.ht)
+    };
+    let mut lines: Vec<String> = docs.map(line).into_iter().collect();
+    for (name, cutoff) in tables {
+        if docs.is_none_or(|d| d.ht != cutoff.ht) {
+            lines.push(format!("table={name} {}", line(&cutoff)));
+        }
+    }
+    lines
 }

@@ -3,14 +3,14 @@
 //! executor, and hand its events to the checker; stop at the first failure and build its
 //! reproducer from the run's recorded script.
 
-use super::knobs::{Crashes, CutAt, DiskFaults, Nemesis, RocksFaults, Schedule, Work};
+use super::knobs::{Crashes, CutAt, DiskFaults, Nemesis, RocksFaults, Schedule, Spans, Work};
 use super::nemesis::NemesisState;
 use super::{fnv, Failure, RunConfig, RunOutcome, Sinks, Step, FNV_OFFSET};
 use crate::check::{Checker, Found, Recheck};
 use crate::exec::{Cluster, WRITE_TIMEOUT};
 use docsim_engine::script::{At, Command, FaultCommand, FileRun, Route};
 use docsim_engine::{CrashPoint, HybridTime, Layout, Node, TabletId};
-use docsim_models::cql::Schema;
+use docsim_models::cql::{CqlOp, Schema};
 use docsim_workloads::{Op, Workload};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -76,6 +76,9 @@ pub(super) struct Driver {
     crashes: Crashes,
     faults: DiskFaults,
     rocks_faults: RocksFaults,
+    spans: Spans,
+    /// The next page of each paged read still open, as the step that reads it.
+    open_pages: Vec<Step>,
     pub(super) nemesis: NemesisState,
     /// Steps to run next, before anything else (a fault's aftermath).
     queued: VecDeque<Step>,
@@ -112,6 +115,7 @@ impl Driver {
         let mut faults =
             DiskFaults::new(crate::streams::stream(seed, crate::streams::STREAM_FAULTS));
         let rocks_faults = rocks_faults(&config);
+        let spans = Spans::new(crate::streams::stream(seed, crate::streams::STREAM_SPANS));
         if !config.byte_faults {
             faults.placed_by_bytes_off();
         }
@@ -122,8 +126,8 @@ impl Driver {
         let memstore_limit =
             super::knobs::memstore_limit(memstore).filter(|_| !config.same_options);
         let knobs = format!(
-            "replicas={} {} clock_step={step_mean_us}us {schedule} crash={}/10k {faults} \
-             {rocks_faults} {nemesis} memstore={} storage=[{}]",
+            "replicas={} {} clock_step={step_mean_us}us {schedule} {spans} crash={}/10k \
+             {faults} {rocks_faults} {nemesis} memstore={} storage=[{}]",
             config.replicas,
             workload.knobs(),
             crashes.per_10k,
@@ -159,6 +163,8 @@ impl Driver {
             crashes,
             faults,
             rocks_faults,
+            spans,
+            open_pages: Vec::new(),
             nemesis,
             queued: VecDeque::new(),
             faulty: Vec::new(),
@@ -187,6 +193,9 @@ impl Driver {
             self.cluster.step(Command::Memstore(self.memstore_limit)).await;
             self.trace_seen = self.cluster.trace_lines().len();
         }
+        let retention = Command::Retention { interval_us: self.spans.retention_us, node: None };
+        self.cluster.step(retention).await;
+        self.trace_seen = self.cluster.trace_lines().len();
     }
 
     async fn generate(&mut self) {
@@ -282,7 +291,6 @@ impl Driver {
     fn work(&mut self) -> Option<Step> {
         let id = self.running_node()?;
         let now = self.now(id);
-        let floor = self.nemesis.cutoff(id);
         let node = self.replicated().then_some(id);
         let cluster = &self.cluster;
         // How many SST files the document tablet has: asked only for a compaction of a run
@@ -292,13 +300,13 @@ impl Driver {
             let docs = files.and_then(|f| f.into_iter().find(|(t, _)| *t == TabletId::Docs));
             docs.map_or(0, |(_, f)| f.len())
         };
-        Some(Step::Command(match self.schedule.next(now, floor, docs_files)? {
+        let at = (!self.replicated()).then_some(now);
+        Some(Step::Command(match self.schedule.next(docs_files)? {
             Work::Flush => Command::Flush { node },
-            Work::Compact { cutoff, minor, files } => {
-                self.nemesis.compacted(id, cutoff);
+            Work::Compact { minor, files } => {
                 self.outcome.compactions += 1;
                 let run = files.map(|(first, last)| FileRun { first, last, table: None });
-                Command::Compact { cutoff, minor, run, node }
+                Command::Retained { minor, run, at, node }
             }
         }))
     }
@@ -333,7 +341,8 @@ impl Driver {
             *self.outcome.faults.entry(name.to_owned()).or_default() += 1;
         }
         let crash = |at| Step::Command(Command::Crash { at, tear, node });
-        let floor = self.nemesis.cutoff(id);
+        let now = (!self.replicated()).then(|| self.now(id));
+        let compact = Command::Retained { minor: false, run: None, at: now, node };
         let steps = match at {
             CutAt::Now => vec![crash(None)],
             CutAt::Armed(point) => vec![crash(Some(point))],
@@ -341,15 +350,11 @@ impl Driver {
                 vec![crash(Some(CrashPoint::AfterFlush)), Step::Command(Command::Flush { node })]
             }
             CutAt::AfterLogGc => vec![Step::Command(Command::Flush { node }), crash(None)],
-            CutAt::AfterCompaction => {
-                let compact = Command::Compact { cutoff: floor, minor: false, run: None, node };
-                vec![Step::Command(compact), crash(None)]
-            }
+            CutAt::AfterCompaction => vec![Step::Command(compact), crash(None)],
             CutAt::InFlush(k) => {
                 vec![crash(Some(CrashPoint::InFlush(k))), Step::Command(Command::Flush { node })]
             }
             CutAt::InCompaction(k) => {
-                let compact = Command::Compact { cutoff: floor, minor: false, run: None, node };
                 vec![crash(Some(CrashPoint::InCompaction(k))), Step::Command(compact)]
             }
         };
@@ -432,16 +437,69 @@ impl Driver {
         gc_logged.map(|t| docsim_engine::tablet_dir(&t)).collect()
     }
 
-    /// The workload's next op, as a client step routed by the run.
+    /// The next page of an open paged read, or the workload's next op (a SELECT maybe
+    /// read in pages), as a client step routed by the run.
     fn client_step(&mut self) -> Step {
+        if let Some(at) = self.spans.next_page(self.open_pages.len()) {
+            return self.open_pages.remove(at);
+        }
         let id = if self.replicated() { self.nemesis.any_node(&self.cluster) } else { 1 };
         let now = self.now(id).raw();
         let cutoff = self.nemesis.cutoff(id).raw();
         let op = self.workload.next_op(&mut self.workload_rng, now, cutoff);
+        let op = self.paged(op);
         if !self.replicated() {
             return Step::client(op);
         }
         self.nemesis.route(op, &self.cluster)
+    }
+
+    /// A whole-row SELECT, now and then read in pages (a long scan, now and then).
+    fn paged(&mut self, op: Op) -> Op {
+        match op {
+            Op::Cql { ht, table, op: select @ CqlOp::Select { columns: None, .. } } => {
+                match self.spans.paged() {
+                    Some((size, hold)) => {
+                        Op::Page { ht, table, op: select, size, after: None, hold }
+                    }
+                    None => Op::Cql { ht, table, op: select },
+                }
+            }
+            op => op,
+        }
+    }
+
+    /// What a step's events tell the run's own bookkeeping: the cutoffs compactions took
+    /// (the workload reads at or above them), and a page's paging state (its read's next
+    /// page, still to read).
+    fn note_spans(&mut self, step: &Step, events: &[crate::exec::Event]) {
+        use crate::exec::Event;
+        for event in events {
+            let (read_ht, result) = match event {
+                Event::Compacted { node, request, .. } => {
+                    if let Some(cutoff) = request.highest_cutoff() {
+                        self.nemesis.compacted(*node, cutoff);
+                    }
+                    continue;
+                }
+                Event::Read { read_ht, result, .. } => (*read_ht, result.clone()),
+                Event::Scan { parts, read_ht, .. } => {
+                    (*read_ht, crate::exec::merged_reply(parts.iter().map(|p| p.2.clone())))
+                }
+                _ => continue,
+            };
+            let Step::Client { op: Op::Page { table, op, size, hold, .. }, route, .. } = step
+            else {
+                continue;
+            };
+            if let Ok(docsim_engine::Reply::Page { last: Some(last), .. }) = result {
+                let after = Some(crate::convert::doc_id(&last));
+                let (table, op, size, hold) = (table.clone(), op.clone(), *size, *hold);
+                let op = Op::Page { ht: read_ht.raw(), table, op, size, after, hold };
+                let at = Some(At::Ht(read_ht));
+                self.open_pages.push(Step::Client { op, route: *route, at });
+            }
+        }
     }
 
     /// Carry out `step` (and the re-checks it calls for) and check its events.
@@ -499,6 +557,9 @@ impl Driver {
         let watch = crate::bench::Stopwatch::start();
         self.cluster.step(command.clone()).await;
         let events = self.cluster.take_events();
+        if !recheck {
+            self.note_spans(&step, &events);
+        }
         self.retime(&step, &events);
         let step = self.pinned(step, &events);
         let checked = crate::cost::timed(crate::cost::Part::Check, || {
@@ -682,12 +743,13 @@ fn step_kind(command: &Command) -> &'static str {
         Command::Crash { .. } | Command::Disarm { .. } => "crash",
         Command::Fault { .. } => "fault",
         Command::Flush { .. } => "flush",
-        Command::Compact { .. } => "compaction",
+        Command::Compact { .. } | Command::Retained { .. } => "compaction",
         Command::Get { .. } => "read",
         Command::Cql { statement, .. } if statement.to_ascii_lowercase().starts_with("select") => {
             "read"
         }
         Command::Redis { command, .. } if is_redis_read(command) => "read",
+        Command::Page { .. } => "read",
         Command::Write { .. }
         | Command::Batch { .. }
         | Command::Cql { .. }

@@ -4,7 +4,6 @@
 //! disks, membership changes, clients. Swarm testing: each seed switches some kinds off
 //! and draws its own rates, so different seeds stress different corners.
 
-use docsim_engine::HybridTime;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 
@@ -28,8 +27,8 @@ pub fn memstore_limit(mut rng: ChaCha8Rng) -> Option<usize> {
     }
 }
 
-/// How often the run flushes and compacts (each node on its own draws), and how far a
-/// compaction's history cutoff lags behind now.
+/// How often the run flushes and compacts (each node on its own draws). A compaction's
+/// history cutoff is its node's retention policy's (`Spans::retention_us`).
 pub struct Schedule {
     pub rng: ChaCha8Rng,
     pub flush_permille: u32,
@@ -37,7 +36,6 @@ pub struct Schedule {
     pub minor_percent: u32,
     /// Of minor compactions, the share (in %) that take a run of files, not all of them.
     pub run_percent: u32,
-    pub lag_max_us: u64,
 }
 
 /// A flush or compaction the schedule drew.
@@ -46,7 +44,6 @@ pub enum Work {
     Flush,
     /// `files`: a run of the document tablet's files (first, last), drawn from `count`.
     Compact {
-        cutoff: HybridTime,
         minor: bool,
         files: Option<(usize, usize)>,
     },
@@ -58,27 +55,19 @@ impl Schedule {
             flush_permille: swarm_rate(&mut rng, 2, 64),
             compact_permille: swarm_rate(&mut rng, 1, 32),
             minor_percent: rng.random_range(0..60),
-            lag_max_us: rng.random_range(0..50_000),
             run_percent: rng.random_range(0..100),
             rng,
         }
     }
 
-    /// A flush, a compaction (its cutoff never below `floor`; a minor one may take a run
-    /// of the `doc_files` SST files of the document tablet), or nothing.
-    pub fn next(
-        &mut self,
-        now: HybridTime,
-        floor: HybridTime,
-        doc_files: impl FnOnce() -> usize,
-    ) -> Option<Work> {
+    /// A flush, a compaction (a minor one may take a run of the `doc_files` SST files of
+    /// the document tablet), or nothing.
+    pub fn next(&mut self, doc_files: impl FnOnce() -> usize) -> Option<Work> {
         let roll = self.rng.random_range(0..1000u32);
         if roll < self.flush_permille {
             return Some(Work::Flush);
         }
         if roll < self.flush_permille + self.compact_permille {
-            let lag_us = self.rng.random_range(0..=self.lag_max_us);
-            let target = HybridTime::from_raw(now.raw().saturating_sub(lag_us << 12));
             let minor = self.rng.random_range(0..100) < self.minor_percent;
             let run = minor && self.rng.random_range(0..100) < self.run_percent;
             let doc_files = if run { doc_files() } else { 0 };
@@ -86,7 +75,7 @@ impl Schedule {
                 let first = self.rng.random_range(0..doc_files);
                 (first, self.rng.random_range(first..doc_files))
             });
-            return Some(Work::Compact { cutoff: target.max(floor), minor, files });
+            return Some(Work::Compact { minor, files });
         }
         None
     }
@@ -96,12 +85,8 @@ impl std::fmt::Display for Schedule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "flush={}\u{2030} compact={}\u{2030} minor={}% runs={}% cutoff_lag<={}us",
-            self.flush_permille,
-            self.compact_permille,
-            self.minor_percent,
-            self.run_percent,
-            self.lag_max_us
+            "flush={}\u{2030} compact={}\u{2030} minor={}% runs={}%",
+            self.flush_permille, self.compact_permille, self.minor_percent, self.run_percent
         )
     }
 }
@@ -424,6 +409,75 @@ impl std::fmt::Display for Nemesis {
             self.write_percent,
             self.max_faults,
             self.membership
+        )
+    }
+}
+
+/// History retention and the reads that span it, drawn per seed from their own stream:
+/// the retention interval every node's compactions keep history for, how often a SELECT
+/// is read in pages (and how big), how often a paged read is a long scan holding its read
+/// point, and how often a step continues a paged read instead of starting something new.
+pub struct Spans {
+    pub rng: ChaCha8Rng,
+    pub retention_us: u64,
+    pub page_percent: u32,
+    pub hold_percent: u32,
+    pub next_percent: u32,
+    pub page_rows_max: usize,
+}
+
+impl Spans {
+    pub fn new(mut rng: ChaCha8Rng) -> Spans {
+        // Mostly 100 us to 90 ms, spread evenly over the scales (a run spans seconds of
+        // simulated time and TTLs of milliseconds: compactions then collect history and
+        // reads fall below cutoffs); now and then YugabyteDB's default, 900 s, under which
+        // nothing is ever collected.
+        let retention_us = match rng.random_range(0..10) {
+            0 => docsim_engine::retention::DEFAULT_INTERVAL_US,
+            _ => {
+                let scale = [100, 300, 1_000, 3_000, 10_000, 30_000][rng.random_range(0..6)];
+                rng.random_range(scale..=3 * scale)
+            }
+        };
+        Spans {
+            retention_us,
+            page_percent: [0, 10, 30, 60][rng.random_range(0..4)],
+            hold_percent: rng.random_range(0..=100),
+            next_percent: rng.random_range(10..60),
+            page_rows_max: rng.random_range(1..=4),
+            rng,
+        }
+    }
+
+    /// Whether a SELECT is read in pages: its page size and whether it holds its read
+    /// point (a long scan), or `None`.
+    pub fn paged(&mut self) -> Option<(usize, bool)> {
+        if self.rng.random_range(0..100) >= self.page_percent {
+            return None;
+        }
+        let size = self.rng.random_range(1..=self.page_rows_max);
+        Some((size, self.rng.random_range(0..100) < self.hold_percent))
+    }
+
+    /// Whether this step continues one of `open` paged reads: which.
+    pub fn next_page(&mut self, open: usize) -> Option<usize> {
+        if open == 0 || self.rng.random_range(0..100) >= self.next_percent {
+            return None;
+        }
+        Some(self.rng.random_range(0..open))
+    }
+}
+
+impl std::fmt::Display for Spans {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "retention={}us pages={}% hold={}% next={}% page_rows<={}",
+            self.retention_us,
+            self.page_percent,
+            self.hold_percent,
+            self.next_percent,
+            self.page_rows_max
         )
     }
 }

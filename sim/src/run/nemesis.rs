@@ -345,7 +345,7 @@ impl NemesisState {
 /// for such a table's statements is each tablet's own, `exec/client.rs`).
 pub fn tablet_of(op: &Op, cluster: &Cluster) -> TabletId {
     match op {
-        Op::Cql { table, .. } => {
+        Op::Cql { table, .. } | Op::Page { table, .. } => {
             let tablets = cluster.tablets_named(table).unwrap_or_default();
             tablets.into_iter().next().unwrap_or_else(|| TabletId::table(table))
         }
@@ -355,7 +355,7 @@ pub fn tablet_of(op: &Op, cluster: &Cluster) -> TabletId {
 
 fn is_read(op: &Op) -> bool {
     match op {
-        Op::Get { .. } => true,
+        Op::Get { .. } | Op::Page { .. } => true,
         Op::Cql { op: docsim_models::cql::CqlOp::Select { .. }, .. } => true,
         Op::Redis { op, .. } => super::step::redis_reads(op),
         _ => false,

@@ -4,7 +4,7 @@
 //! executor runs.
 
 use crate::convert;
-use docsim_engine::script::{At, Command, Route};
+use docsim_engine::script::{At, Command, PageOptions, Route};
 use docsim_models::cql::{CqlOp, Schema};
 use docsim_models::redis::RedisOp;
 use docsim_workloads::Op;
@@ -83,6 +83,13 @@ impl Step {
                     false => write_at.map(At::Ht),
                 };
                 Command::Redis { at, command: convert::redis(redis).to_string(), route }
+            }
+            Op::Page { ht, table, op: select, size, after, hold } => {
+                let schema = schemas.get(table).expect("a declared table");
+                let statement = convert::statement(schema, select).to_string();
+                let after = after.as_ref().map(convert::doc_key);
+                let paging = PageOptions { size: *size, after, hold: *hold };
+                Command::Page { at: Some(read_at(*ht)), paging, statement, route }
             }
         }
     }
