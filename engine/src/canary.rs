@@ -168,12 +168,21 @@ pub enum Plant {
     /// Each page of a paged read reads at a fresh time instead of the one its paging state
     /// carries: the pages together show rows from two times.
     PageFreshReadTime,
+    // Bugs of snapshots (`db/snapshots.rs`, issue 43).
+    /// A snapshot's checkpoint is taken without flushing the memtables first (RocksDB's
+    /// checkpoint, asked not to flush, copies the SST files alone): the writes still in
+    /// memory are missing from it.
+    CheckpointWithoutFlush,
+    /// The leader takes its snapshot when the request comes, at whatever it has applied,
+    /// instead of when the snapshot's entry applies: with writes in flight its snapshot
+    /// misses some that the followers' (taken at the entry) hold.
+    SnapshotAtDifferentOpIds,
 }
 
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 44] = [
+    pub const ALL: [Plant; 46] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -218,6 +227,8 @@ impl Plant {
         Plant::CutoffIgnoresReads,
         Plant::CutoffIgnoresRetention,
         Plant::PageFreshReadTime,
+        Plant::CheckpointWithoutFlush,
+        Plant::SnapshotAtDifferentOpIds,
     ];
 
     /// The replica counts a run can catch the bug with. The bugs of Raft's replication
@@ -234,7 +245,8 @@ impl Plant {
             | Plant::AckBeforeQuorum
             | Plant::ApplyBeforeCommit
             | Plant::VoteNotSynced
-            | Plant::NonVoterCounted => &[3, 5],
+            | Plant::NonVoterCounted
+            | Plant::SnapshotAtDifferentOpIds => &[3, 5],
             Plant::SkippedSegmentsUnchecked | Plant::FrontierZeroTrusted => &[1],
             _ => &[1, 3, 5],
         }
@@ -328,6 +340,8 @@ impl Plant {
             Plant::CutoffIgnoresReads => "cutoff-ignores-reads",
             Plant::CutoffIgnoresRetention => "cutoff-ignores-retention",
             Plant::PageFreshReadTime => "page-fresh-read-time",
+            Plant::CheckpointWithoutFlush => "checkpoint-without-flush",
+            Plant::SnapshotAtDifferentOpIds => "snapshot-at-different-op-ids",
         }
     }
 

@@ -30,6 +30,11 @@ pub enum CrashPoint {
     /// The same inside the node's next compaction (its own flush first, then RocksDB's
     /// compaction: output files, the MANIFEST edit, the inputs' deletion).
     InCompaction(u32),
+    /// The same inside the next snapshot a replica of the node takes (its flush, the
+    /// checkpoint's links and files, its record, the renames and directory syncs); a
+    /// snapshot with fewer operations ends first: the cut falls after it, before the
+    /// entry is acknowledged.
+    InSnapshot(u32),
 }
 
 impl CrashPoint {
@@ -66,13 +71,16 @@ impl CrashPoint {
             CrashPoint::AfterFlush => "after-flush",
             CrashPoint::InFlush(_) => "in-flush",
             CrashPoint::InCompaction(_) => "in-compaction",
+            CrashPoint::InSnapshot(_) => "in-snapshot",
         }
     }
 
     /// The `k` of a point inside a flush or a compaction.
     pub fn op(self) -> Option<u32> {
         match self {
-            CrashPoint::InFlush(k) | CrashPoint::InCompaction(k) => Some(k),
+            CrashPoint::InFlush(k) | CrashPoint::InCompaction(k) | CrashPoint::InSnapshot(k) => {
+                Some(k)
+            }
             _ => None,
         }
     }
@@ -80,7 +88,10 @@ impl CrashPoint {
     /// Whether the point lies inside the node's flushes or compactions (the node, not a
     /// replica, fires it).
     pub fn in_job(self) -> bool {
-        self.op().is_some() || self == CrashPoint::AfterFlush
+        matches!(
+            self,
+            CrashPoint::InFlush(_) | CrashPoint::InCompaction(_) | CrashPoint::AfterFlush
+        )
     }
 
     /// The point with this docscript name (`op`: the `k` of `in-flush op=<k>`, which
@@ -89,6 +100,7 @@ impl CrashPoint {
         match (name, op) {
             ("in-flush", Some(k)) => Some(CrashPoint::InFlush(k)),
             ("in-compaction", Some(k)) => Some(CrashPoint::InCompaction(k)),
+            ("in-snapshot", Some(k)) => Some(CrashPoint::InSnapshot(k)),
             (_, Some(_)) => None,
             (_, None) => CrashPoint::ALL.into_iter().find(|c| c.name() == name),
         }
@@ -97,7 +109,7 @@ impl CrashPoint {
     /// The names of every point, as docscript spells them.
     pub fn names() -> Vec<&'static str> {
         let mut names: Vec<&str> = CrashPoint::ALL.iter().map(|c| c.name()).collect();
-        names.extend(["in-flush op=<k>", "in-compaction op=<k>"]);
+        names.extend(["in-flush op=<k>", "in-compaction op=<k>", "in-snapshot op=<k>"]);
         names
     }
 }

@@ -38,6 +38,7 @@ mod options;
 mod packed;
 mod range_bounds;
 mod scan;
+mod snapshots;
 pub use frontier::Memstore;
 use gc_filter::{filter_result, GcState, RepackPlan};
 pub use metadata::Export;
@@ -49,6 +50,7 @@ pub(crate) use packed::PackedCells;
 pub use range_bounds::{compare_components, CmpOp, RangeCondition};
 pub use scan::ReadStats;
 pub(crate) use scan::{DocRead, Window};
+pub use snapshots::SnapshotInfo;
 
 /// The flushed frontier as stored: the op id and hybrid time of the last entry whose data
 /// is durable, and the history cutoff persisted with the data.
@@ -102,6 +104,8 @@ pub struct DocDb {
     _sim_env: Option<Arc<crate::simfs::SimEnv>>,
     /// The directory RocksDB's files are in.
     dir: std::path::PathBuf,
+    /// RocksDB's files are in its in-memory environment (no snapshots there).
+    in_memory: bool,
 }
 
 /// One row's stored entries, for the repacking plan: their keys, the entries (entity rows
@@ -128,10 +132,36 @@ impl DocDb {
         plants: Plants,
         storage: StorageConfig,
     ) -> Result<DocDb> {
+        let db = DocDb::open_mode(dir, rocks, (plants, storage), false)?;
+        db.remove_snapshot_leftovers()?;
+        Ok(db)
+    }
+
+    /// Open the instance in `dir` (a snapshot's checkpoint) to read only: nothing in its
+    /// files changes.
+    pub fn open_read_only(
+        dir: &Path,
+        rocks: &Rocks,
+        plants: Plants,
+        storage: StorageConfig,
+    ) -> Result<DocDb> {
+        DocDb::open_mode(dir, rocks, (plants, storage), true)
+    }
+
+    fn open_mode(
+        dir: &Path,
+        rocks: &Rocks,
+        (plants, storage): (Plants, StorageConfig),
+        read_only: bool,
+    ) -> Result<DocDb> {
         let gc = Arc::new(Mutex::new(GcState { plants, ..GcState::default() }));
         let mut opts = options(gc.clone(), (storage, plants), rocks)?;
         let sim_env = rocks.install(&mut opts);
-        let db = open_with_retry(&opts, dir).map_err(|e| naming_dir(e, dir))?;
+        let db = match read_only {
+            true => options::open_read_only(&opts, dir),
+            false => open_with_retry(&opts, dir),
+        };
+        let db = db.map_err(|e| naming_dir(e, dir))?;
         let history_cutoff_ht = match db.get(HISTORY_CUTOFF_KEY)? {
             None => HybridTime::MIN,
             Some(raw) => HybridTime::from_raw(u64::from_be_bytes(
@@ -145,7 +175,7 @@ impl DocDb {
         };
         let opened_frontier = Frontier { op_id, ht, history_cutoff: history_cutoff_ht };
         let packings = Packings::default();
-        Ok(DocDb {
+        let db = DocDb {
             db: Some(db),
             gc,
             history_cutoff_ht,
@@ -161,7 +191,9 @@ impl DocDb {
             statistics: storage.statistics,
             _sim_env: sim_env,
             dir: dir.to_owned(),
-        })
+            in_memory: rocks.medium() == Medium::Memory,
+        };
+        Ok(db)
     }
 
     /// The planted bugs this instance was opened with.

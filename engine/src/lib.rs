@@ -162,7 +162,8 @@ mod write_batch;
 
 pub use crash::CrashPoint;
 pub use db::{
-    DocDb, Entry, Frontier, Layout, Medium, Memstore, RawEnv, ReadStats, Rocks, StorageConfig,
+    DocDb, Entry, Frontier, Layout, Medium, Memstore, RawEnv, ReadStats, Rocks, SnapshotInfo,
+    StorageConfig,
 };
 pub use doc_write::{DocWrite, MarkerMode, WriteKind};
 pub use document::Document;
@@ -182,7 +183,7 @@ pub use replica::{
     RestartReport,
 };
 pub use sst_files::SstFile;
-pub use tablet::{MetaChange, Payload, Reply, Request, Schema, Tablet};
+pub use tablet::{MetaChange, Payload, Reply, Request, Schema, SnapshotOp, SnapshotTaken, Tablet};
 pub use write_batch::DocWriteBatch;
 
 #[cfg(test)]

@@ -110,6 +110,11 @@ pub struct Log {
 }
 
 impl Log {
+    /// The disk the log lives on (the node's).
+    pub fn disk(&self) -> &SimDisk {
+        &self.disk
+    }
+
     /// Open (or create) the log in `dir`, reading entries from the newest segment whose
     /// first entry is at or below `from_index + 1` (see [`first_segment_to_read`]).
     pub fn open(

@@ -511,6 +511,39 @@ impl Node {
         Ok(self.replicas().map(|(id, r)| (id.clone(), bytes(r))).collect())
     }
 
+    /// Each running replica's snapshots.
+    pub fn snapshots(&self) -> Result<Vec<(TabletId, Vec<crate::db::SnapshotInfo>)>> {
+        self.check_on()?;
+        let of = |(id, r): (&TabletId, &Replica)| Ok((id.clone(), r.tablet().db().snapshots()?));
+        self.replicas().map(of).collect()
+    }
+
+    /// Read `request` from snapshot `snapshot` of tablet `id` on this node, at `read_ht`
+    /// (`None`: the snapshot's own hybrid time), opening its checkpoint to read only: the
+    /// time read at, and the reply.
+    pub fn read_snapshot(
+        &self,
+        id: &TabletId,
+        snapshot: &str,
+        request: &Request,
+        read_ht: Option<HybridTime>,
+    ) -> Result<(HybridTime, Reply)> {
+        let db = self.replica(id)?.tablet().db();
+        let info = db.snapshots()?.into_iter().find(|s| s.id == snapshot);
+        let no_such = || Error::InvalidRequest(format!("no snapshot {snapshot} of {id} here"));
+        let info = info.ok_or_else(no_such)?;
+        let dir = db.snapshot_dir(snapshot).ok_or_else(no_such)?;
+        let o = &self.options;
+        let part = match id {
+            TabletId::Table(_, part) => *part,
+            TabletId::Docs => crate::ids::Part::WHOLE,
+        };
+        let schema = self.catalog[id].clone();
+        let tablet = Tablet::open_snapshot(&dir, &self.rocks, o.plants, o.storage, schema)?;
+        let read_ht = read_ht.unwrap_or(info.ht);
+        Ok((read_ht, tablet.owning(part).read(request, read_ht)?))
+    }
+
     /// Every running replica's live SST files, oldest first.
     pub fn files(&self) -> Result<Vec<(TabletId, Vec<crate::sst_files::SstFile>)>> {
         self.check_on()?;

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 41] = [
+pub const KNOWN: [&str; 42] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -41,6 +41,7 @@ pub const KNOWN: [&str; 41] = [
     "rocksdb.flush_cut_lost",
     "rocksdb.lost_files_refused",
     "rocksdb.write_failed_tablet_down",
+    "snapshot.taken",
     "write.del_missing_skipped",
     "write.marker_seek",
     "write.marker_seek_descendant",

@@ -71,6 +71,7 @@ use crate::hybrid_time::{HybridClock, HybridTime, PhysicalClock};
 use crate::ids::OpId;
 use crate::log::{HardState, Log, LogEntry, Recovery, SegmentInfo, Truncation};
 use crate::replay::{log_gc_bound, must_finish_install, plan_replay};
+use crate::tablet::SnapshotOp;
 use crate::tablet::{Payload, Tablet};
 use raft::eraftpb::{ConfState, Entry, EntryType, Message, Snapshot};
 use raft::storage::MemStorage;
@@ -201,6 +202,9 @@ pub struct AppliedEntry {
     pub ht: Option<HybridTime>,
     /// Whether it wrote data (a write batch, into the memtable; not a metadata change).
     pub writes: bool,
+    /// A snapshot it took: its id, and the frontier its flush made durable (if the
+    /// memtables held any entry).
+    pub snapshot: Option<crate::tablet::SnapshotTaken>,
 }
 
 /// A replica's role and progress, for the simulator's reports.
@@ -408,28 +412,55 @@ impl Replica {
                 }
             }
             if plan.contains(&i) {
-                let writes = self.apply_payload(entry)?;
-                if writes {
+                let applied = self.apply_payload(entry)?;
+                if applied.writes {
                     report.replayed += 1;
                     report.first.get_or_insert(entry.op_id);
                     report.last = Some(entry.op_id);
                 }
-                self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes });
+                let (writes, snapshot) = (applied.writes, applied.snapshot);
+                self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes, snapshot });
             }
         }
         Ok(())
     }
 
     /// Apply one committed entry's payload to the tablet (a configuration change is the
-    /// caller's); returns whether it carried writes.
-    fn apply_payload(&mut self, entry: &LogEntry) -> Result<bool> {
+    /// caller's): whether it carried writes, and the snapshot it took.
+    fn apply_payload(&mut self, entry: &LogEntry) -> Result<crate::tablet::Applied> {
         let payload = Payload::decode(&entry.data)
             .map_err(|why| Error::Storage(format!("log entry {}: {why}", entry.op_id)))?;
-        let applied = self.tablet.apply(entry.op_id, &payload)?;
+        let applied = self.apply_cut(entry, &payload)?;
         if matches!(payload, Payload::Write { .. } | Payload::Meta { .. }) {
             self.written = entry.op_id;
         }
-        Ok(applied.writes)
+        if let Some((op_id, _)) = applied.snapshot.as_ref().and_then(|s| s.flushed) {
+            self.flushed = self.flushed.max(op_id);
+        }
+        Ok(applied)
+    }
+
+    /// Apply `payload`; a power cut armed inside a snapshot (`in-snapshot op=<k>`) falls
+    /// after the `k`-th disk operation of this one's, or after it: the replica is down.
+    fn apply_cut(&mut self, entry: &LogEntry, payload: &Payload) -> Result<crate::tablet::Applied> {
+        let creates = matches!(
+            payload,
+            Payload::Meta {
+                change: crate::tablet::MetaChange::Snapshot(SnapshotOp::Create(_)),
+                ..
+            }
+        );
+        let cut = match self.crash_at {
+            Some(at @ CrashPoint::InSnapshot(k)) if creates => Some((at, k)),
+            _ => None,
+        };
+        let Some((at, k)) = cut else { return self.tablet.apply(entry.op_id, payload) };
+        let disk = self.log.disk().clone();
+        disk.arm_cut(k);
+        let _ = self.tablet.apply(entry.op_id, payload); // what it did before the cut stays
+        disk.disarm_cut();
+        self.crash_at = None;
+        Err(Error::Crashed(at))
     }
 
     /// This replica's id.

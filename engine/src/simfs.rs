@@ -134,6 +134,18 @@ impl SimEnv {
         SimEnv { env, ctx }
     }
 
+    /// The disk the files live on.
+    pub fn disk(&self) -> &SimDisk {
+        // SAFETY: `ctx` lives as long as this value.
+        unsafe { &(*self.ctx).disk }
+    }
+
+    /// The node's directory, with a trailing `/`: a path is this plus a disk name.
+    pub fn root(&self) -> &str {
+        // SAFETY: as above.
+        unsafe { &(*self.ctx).root }
+    }
+
     /// Open databases of `opts` through this Env, without an info log.
     pub fn install(&self, opts: &mut rocksdb::Options) {
         // SAFETY: `opts` and the Env are live; the caller keeps the Env alive (an `Arc`

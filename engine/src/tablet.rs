@@ -26,9 +26,9 @@ mod schema;
 
 pub use payload::Payload;
 pub use request::{Reply, Request};
-pub use schema::{MetaChange, Schema};
+pub use schema::{valid_snapshot_id, MetaChange, Schema, SnapshotOp};
 
-use crate::canary::Plants;
+use crate::canary::{Plant, Plants};
 use crate::cql::CqlType;
 use crate::cql::Statement;
 use crate::db::{DocDb, Frontier, RawEntry, Rocks, StorageConfig};
@@ -57,13 +57,23 @@ pub struct Evaluated {
 }
 
 /// What applying one entry did.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Applied {
     /// The hybrid time of a write or metadata change (none for empty and configuration
     /// entries).
     pub ht: Option<HybridTime>,
     /// Whether the entry carried writes (what a restart's `replayed` counts).
     pub writes: bool,
+    /// The snapshot the entry took.
+    pub snapshot: Option<SnapshotTaken>,
+}
+
+/// A snapshot an entry took: its id, and the frontier the flush before its checkpoint
+/// made durable (`None`: the memtables held no entry).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SnapshotTaken {
+    pub id: String,
+    pub flushed: Option<(OpId, HybridTime)>,
 }
 
 /// One tablet replica's state machine.
@@ -93,6 +103,22 @@ impl Tablet {
         std::fs::create_dir_all(dir)
             .map_err(|e| Error::Io(format!("cannot create {}: {e}", dir.display())))?;
         let db = DocDb::open_in(dir, rocks, plants, storage)?;
+        Tablet::over(db, initial)
+    }
+
+    /// The tablet a snapshot's checkpoint in `dir` holds, to read only (its schema as the
+    /// snapshot has it).
+    pub fn open_snapshot(
+        dir: &Path,
+        rocks: &Rocks,
+        plants: Plants,
+        storage: StorageConfig,
+        initial: Schema,
+    ) -> Result<Tablet> {
+        Tablet::over(DocDb::open_read_only(dir, rocks, plants, storage)?, initial)
+    }
+
+    fn over(db: DocDb, initial: Schema) -> Result<Tablet> {
         let schema = match db.metadata(SCHEMA_KEY)? {
             None => initial,
             Some(bytes) => Schema::decode(&bytes).map_err(|why| stored(SCHEMA_KEY, why))?,
@@ -181,6 +207,12 @@ impl Tablet {
                 self.meta(change, ht)
             }
             Request::DefaultTtl(ttl_ms) => self.meta(MetaChange::DefaultTtl(*ttl_ms), ht),
+            Request::Snapshot(op) => {
+                if let SnapshotOp::Create(id) = op {
+                    self.planted_snapshot_now(id, ht)?;
+                }
+                self.meta(MetaChange::Snapshot(op.clone()), ht)
+            }
             Request::Cql(statement) => {
                 let table = self.table(statement.table())?;
                 self.check_partition(table, statement)?;
@@ -203,6 +235,16 @@ impl Tablet {
     fn meta(&self, change: MetaChange, ht: HybridTime) -> Result<Evaluated> {
         self.schema.check(&change)?;
         Ok(Evaluated { payload: Some(Payload::Meta { ht, change }), reply: Reply::Written })
+    }
+
+    /// The plant `snapshot-at-different-op-ids`: the leader takes its snapshot as the
+    /// request comes, at what it applied so far (its record names no entry), and keeps
+    /// it when the entry applies.
+    fn planted_snapshot_now(&self, id: &str, ht: HybridTime) -> Result<()> {
+        match self.db.plants().contains(Plant::SnapshotAtDifferentOpIds) {
+            true => self.db.create_snapshot(id, OpId::default(), ht).map(drop),
+            false => Ok(()),
+        }
     }
 
     /// The first list index a statement at `ht` may use (module essay).
@@ -236,7 +278,25 @@ impl Tablet {
                 let meta: Vec<(&[u8], &[u8])> =
                     meta.iter().map(|bytes| (LIST_NEXT_KEY, &bytes[..])).collect();
                 self.db.write(batch, *ht, Some(op_id), &meta)?;
-                Ok(Applied { ht: Some(*ht), writes: true })
+                Ok(Applied { ht: Some(*ht), writes: true, snapshot: None })
+            }
+            Payload::Meta { ht, change: MetaChange::Snapshot(snapshot) } => {
+                let planted = self.db.plants().contains(Plant::SnapshotAtDifferentOpIds);
+                let taken = match snapshot {
+                    SnapshotOp::Create(id) if planted && self.db.snapshot_dir(id).is_some() => {
+                        Some(SnapshotTaken { id: id.clone(), flushed: None })
+                    }
+                    SnapshotOp::Create(id) => {
+                        let flushed = self.db.create_snapshot(id, op_id, *ht)?;
+                        Some(SnapshotTaken { id: id.clone(), flushed })
+                    }
+                    SnapshotOp::Delete(id) => {
+                        self.db.delete_snapshot(id)?;
+                        None
+                    }
+                };
+                self.db.write_metadata(&[], op_id, *ht)?; // the frontier passes it
+                Ok(Applied { ht: Some(*ht), writes: false, snapshot: taken })
             }
             Payload::Meta { ht, change } => {
                 self.schema.apply(change, *ht).map_err(|e| {
@@ -245,9 +305,11 @@ impl Tablet {
                 self.attach_schema();
                 let encoded = self.schema.encode();
                 self.db.write_metadata(&[(SCHEMA_KEY, &encoded)], op_id, *ht)?;
-                Ok(Applied { ht: Some(*ht), writes: false })
+                Ok(Applied { ht: Some(*ht), writes: false, snapshot: None })
             }
-            Payload::Conf(_) | Payload::Empty => Ok(Applied { ht: None, writes: false }),
+            Payload::Conf(_) | Payload::Empty => {
+                Ok(Applied { ht: None, writes: false, snapshot: None })
+            }
         }
     }
 

@@ -52,11 +52,14 @@ pub enum FailureKind {
     /// A compaction's history cutoff passed a read point a long scan registered, or lies
     /// above now less the retention interval (`retention.rs`'s rule, restated).
     Retention,
+    /// A replica's snapshot is missing, names another entry, or holds other rows than the
+    /// model did when its entry committed.
+    Snapshot,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 20] = [
+    pub const ALL: [FailureKind; 21] = [
         FailureKind::Get,
         FailureKind::Select,
         FailureKind::Redis,
@@ -77,6 +80,7 @@ impl FailureKind {
         FailureKind::Misrouted,
         FailureKind::MemoryFlush,
         FailureKind::Retention,
+        FailureKind::Snapshot,
     ];
 
     /// The kind's name in reports and reproducers (snake_case).
@@ -102,6 +106,7 @@ impl FailureKind {
             FailureKind::Misrouted => "misrouted",
             FailureKind::MemoryFlush => "memory_flush",
             FailureKind::Retention => "retention",
+            FailureKind::Snapshot => "snapshot",
         }
     }
 

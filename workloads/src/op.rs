@@ -97,6 +97,16 @@ pub enum Op {
         /// The command.
         op: RedisOp,
     },
+    /// A snapshot of every tablet of `table` taken (or, `delete`, deleted) by a Raft entry
+    /// of each (docsim's docscript `snapshot create|delete <id> <table>`).
+    Snapshot {
+        /// The table's name.
+        table: String,
+        /// The snapshot's name.
+        id: String,
+        /// Delete it instead.
+        delete: bool,
+    },
     /// A page of a paged SELECT (docsim's docscript `cql page=<n> [after=<key>] [hold]`):
     /// at most `size` rows after the row `after` (`None`: the first page), every page
     /// read at the first page's time `ht` (the paging state carries it).
@@ -122,7 +132,7 @@ impl Op {
         let ht = match self {
             Op::Write { ht, .. } | Op::Batch { ht, .. } | Op::Get { ht, .. } => *ht,
             Op::Cql { ht, .. } | Op::Redis { ht, .. } | Op::Page { ht, .. } => *ht,
-            Op::Markers(_) | Op::DefaultTtl { .. } | Op::Table(_) => 0,
+            Op::Markers(_) | Op::DefaultTtl { .. } | Op::Table(_) | Op::Snapshot { .. } => 0,
         };
         (ht > 0).then_some(ht)
     }

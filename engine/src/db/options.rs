@@ -269,6 +269,12 @@ fn medium(in_memory: bool) -> Result<RocksMedium> {
 /// refuses a registration stamped earlier than the task it is running, which happens when
 /// the opening thread's clock is madsim's simulated one. Nothing is written by a failed
 /// open, and the data decides nothing about when it succeeds.
+/// Open the database in `dir` to read only (a snapshot's checkpoint).
+pub(super) fn open_read_only(opts: &Options, dir: &Path) -> Result<DB> {
+    let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(DB::open_for_read_only(opts, dir, false)?)
+}
+
 pub(super) fn open_with_retry(opts: &Options, dir: &Path) -> Result<DB> {
     let open = || {
         let _guard = OPEN_CLOSE.lock().unwrap_or_else(|e| e.into_inner());

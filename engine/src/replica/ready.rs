@@ -206,7 +206,8 @@ impl Replica {
             if let Some(encoded) = Payload::conf_change_of(&entry.data) {
                 self.apply_conf_change(encoded, entry.op_id)?;
             }
-            let writes = self.apply_payload(&entry)?;
+            let applied = self.apply_payload(&entry)?;
+            let (writes, snapshot) = (applied.writes, applied.snapshot);
             let ht = super::entry_ht(&entry)?;
             if let Some(ht) = ht {
                 self.applied_ht = self.applied_ht.max(ht);
@@ -214,7 +215,7 @@ impl Replica {
             self.applied = entry.op_id.index;
             self.unapplied.remove(&entry.op_id.index);
             self.in_flight.remove(&entry.op_id.index);
-            self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes });
+            self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes, snapshot });
         }
         if applied_any {
             self.maybe_crash(CrashPoint::AfterApply)?;

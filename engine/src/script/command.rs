@@ -151,6 +151,27 @@ pub enum Command {
         interval_us: u64,
         node: Option<u64>,
     },
+    /// `snapshot create|delete <id> <table> [to=<i>]` (docsim extension): a snapshot of
+    /// every tablet of the table taken, or deleted, by a Raft entry of each.
+    SnapshotWrite {
+        op: crate::tablet::SnapshotOp,
+        table: String,
+        ht: Option<HybridTime>,
+        route: Route,
+    },
+    /// `snapshot list [node=<i>]` (docsim extension): one line per snapshot of each
+    /// tablet on the node.
+    SnapshotList {
+        node: Option<u64>,
+    },
+    /// `snapshot select <id> [@T] [node=<i>] <SELECT>` (docsim extension): a SELECT of
+    /// the snapshot's tablets, at its own hybrid time (or `T`).
+    SnapshotSelect {
+        id: String,
+        at: Option<HybridTime>,
+        node: Option<u64>,
+        statement: String,
+    },
     /// `files` (docsim extension): one line per SST file of each tablet.
     Files {
         node: Option<u64>,
@@ -276,7 +297,15 @@ impl Command {
     /// Whether only the simulator's executor runs the command (`docsim script`): paged
     /// reads and compactions by retention policy.
     pub fn needs_simulator(&self) -> bool {
-        matches!(self, Command::Page { .. } | Command::Retained { .. } | Command::Retention { .. })
+        matches!(
+            self,
+            Command::Page { .. }
+                | Command::Retained { .. }
+                | Command::Retention { .. }
+                | Command::SnapshotWrite { .. }
+                | Command::SnapshotList { .. }
+                | Command::SnapshotSelect { .. }
+        )
     }
 
     /// Whether the command needs a replicated group (the simulator's executor): a
@@ -299,7 +328,11 @@ impl Command {
             | Command::Batch { route, .. }
             | Command::Cql { route, .. }
             | Command::Page { route, .. }
+            | Command::SnapshotWrite { route, .. }
             | Command::Redis { route, .. } => beyond_one(&route.node) || route.nowait,
+            Command::SnapshotList { node } | Command::SnapshotSelect { node, .. } => {
+                beyond_one(node)
+            }
             Command::Get { from, .. } => beyond_one(from),
             Command::Dump { node, .. }
             | Command::Flush { node }
@@ -528,28 +561,47 @@ impl fmt::Display for Command {
             | Command::Log { .. } => write_node_command(f, self),
             Command::Table(stmt) => write!(f, "table {stmt}"),
             Command::Cql { at, statement, route } => {
-                f.write_str("cql")?;
-                if let Some(at) = at {
-                    write!(f, " {at}")?;
-                }
-                write_route(f, if reads("cql", statement) { "from" } else { "to" }, route)?;
-                write!(f, " {statement}")
+                write_statement(f, "cql", at, statement, route)
             }
             Command::Page { at, paging, statement, route } => {
                 write_page(f, at.as_ref(), paging, route)?;
                 write!(f, " {statement}")
             }
             Command::Redis { at, command, route } => {
-                f.write_str("redis")?;
-                if let Some(at) = at {
-                    write!(f, " {at}")?;
-                }
-                write_route(f, if reads("redis", command) { "from" } else { "to" }, route)?;
-                write!(f, " {command}")
+                write_statement(f, "redis", at, command, route)
             }
             Command::Expect(line) => write!(f, "expect {line}"),
+            Command::SnapshotWrite { .. }
+            | Command::SnapshotList { .. }
+            | Command::SnapshotSelect { .. } => write_snapshot_command(f, self),
             _ => super::parse::write_replicated(f, self),
         }
+    }
+}
+
+/// `snapshot create|delete|list|select ...`.
+fn write_snapshot_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Result {
+    use crate::tablet::SnapshotOp;
+    match command {
+        Command::SnapshotWrite { op, table, ht, route } => {
+            match op {
+                SnapshotOp::Create(id) => write!(f, "snapshot create {id} {table}")?,
+                SnapshotOp::Delete(id) => write!(f, "snapshot delete {id} {table}")?,
+            }
+            write_ht(f, ht)?;
+            write_route(f, "to", route)
+        }
+        Command::SnapshotList { node } => {
+            f.write_str("snapshot list")?;
+            write_node(f, node)
+        }
+        Command::SnapshotSelect { id, at, node, statement } => {
+            write!(f, "snapshot select {id}")?;
+            write_ht(f, at)?;
+            write_node(f, node)?;
+            write!(f, " {statement}")
+        }
+        other => unreachable!("not a snapshot command: {other:?}"),
     }
 }
 
@@ -566,6 +618,22 @@ fn write_setting(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Result {
         Command::Memstore(Some(bytes)) => write!(f, "memstore {}", format_bytes(*bytes)),
         other => unreachable!("not a setting: {other:?}"),
     }
+}
+
+/// `cql|redis [@T] [to=<i>|from=<i>] [nowait] <text>`.
+fn write_statement(
+    f: &mut fmt::Formatter<'_>,
+    word: &str,
+    at: &Option<At>,
+    text: &str,
+    route: &Route,
+) -> fmt::Result {
+    f.write_str(word)?;
+    if let Some(at) = at {
+        write!(f, " {at}")?;
+    }
+    write_route(f, if reads(word, text) { "from" } else { "to" }, route)?;
+    write!(f, " {text}")
 }
 
 /// A page's command up to its statement: `cql [@T] page=<n> [after=<key>] [hold]

@@ -97,6 +97,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "disarm" => Command::Disarm { node: node_option(&mut p)? },
         "compact" => parse_compact(&mut p)?,
         "retention" => parse_retention(&mut p)?,
+        "snapshot" => parse_snapshot(&mut p)?,
         "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
         "fault" => {
@@ -299,6 +300,50 @@ fn parse_statement_line(p: &mut Parser<'_>, word: &str) -> PResult<Command> {
         "cql" => Command::Cql { at, statement: text, route },
         _ => Command::Redis { at, command: text, route },
     })
+}
+
+/// `snapshot create|delete <id> <table> [@T] [to=<i>]`, `snapshot list [node=<i>]`,
+/// `snapshot select <id> [@T] [node=<i>] <SELECT>`.
+fn parse_snapshot(p: &mut Parser<'_>) -> PResult<Command> {
+    use crate::tablet::SnapshotOp;
+    if p.eat_word("list") {
+        return Ok(Command::SnapshotList { node: node_option(p)? });
+    }
+    let at = p.pos();
+    let word = p.word().unwrap_or_default();
+    if !matches!(word, "create" | "delete" | "select") {
+        let found = if word.is_empty() { p.found() } else { format!("`{word}`") };
+        let what = "`create`, `delete`, `list` or `select`";
+        return Err(p.error_at(at, format!("expected {what} after `snapshot`, found {found}")));
+    }
+    let id = snapshot_id(p)?;
+    if word == "select" {
+        let at = optional_ht(p)?;
+        let node = node_option(p)?;
+        if p.rest().trim().is_empty() {
+            return Err(p.error("expected a SELECT"));
+        }
+        return Ok(Command::SnapshotSelect { id, at, node, statement: p.take_rest() });
+    }
+    let table = table_ref(p)?;
+    let ht = optional_ht(p)?;
+    let route = Route { node: id_option(p, "to")?, nowait: false };
+    let op = if word == "create" { SnapshotOp::Create(id) } else { SnapshotOp::Delete(id) };
+    Ok(Command::SnapshotWrite { op, table, ht, route })
+}
+
+/// A snapshot's name: letters, digits, `_` and `-` (it names a directory).
+fn snapshot_id(p: &mut Parser<'_>) -> PResult<String> {
+    p.skip_ws();
+    let at = p.pos();
+    let id = p.token().unwrap_or_default().to_owned();
+    match crate::tablet::valid_snapshot_id(&id) {
+        true => Ok(id),
+        false => {
+            let why = "1 to 64 letters, digits, `_` or `-`";
+            Err(p.error_at(at, format!("`{id}` is no snapshot name: {why}")))
+        }
+    }
 }
 
 /// `retention <dur> [node=<i>]`.

@@ -22,6 +22,9 @@ pub enum Request {
     Redis(crate::redis::Command),
     /// The document tablet's default TTL (`default_ttl`), in milliseconds.
     DefaultTtl(Option<u64>),
+    /// A snapshot of the tablet created or deleted (`snapshot create|delete`): a Raft
+    /// entry, so every replica takes it at one op id.
+    Snapshot(super::SnapshotOp),
 }
 
 impl Request {
@@ -32,13 +35,16 @@ impl Request {
             Request::Cql(statement) => matches!(statement, Statement::Select { .. }),
             Request::Page(..) => true,
             Request::Redis(command) => command.is_read(),
-            Request::Write { .. } | Request::DefaultTtl(_) => false,
+            Request::Write { .. } | Request::DefaultTtl(_) | Request::Snapshot(_) => false,
         }
     }
 
     /// Whether the request changes the tablet's metadata.
     pub fn is_metadata(&self) -> bool {
-        matches!(self, Request::DefaultTtl(_) | Request::Cql(Statement::Alter { .. }))
+        matches!(
+            self,
+            Request::DefaultTtl(_) | Request::Snapshot(_) | Request::Cql(Statement::Alter { .. })
+        )
     }
 
     /// The documents a write reads before it writes (its batch depends on what they

@@ -43,6 +43,24 @@ pub enum MetaChange {
     DefaultTtl(Option<u64>),
     /// `ALTER TABLE`.
     Alter(AlterChange),
+    /// A snapshot of the tablet taken at this entry, or one deleted (`snapshot create`,
+    /// `snapshot delete`; YugabyteDB's `TabletSnapshotOp`): no schema change, but an
+    /// entry every replica applies at one op id.
+    Snapshot(SnapshotOp),
+}
+
+/// What a snapshot entry does, to the snapshot named by its id (docsim's names: letters,
+/// digits, `_` and `-`, used as a directory name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SnapshotOp {
+    Create(String),
+    Delete(String),
+}
+
+/// Whether `id` is a snapshot's name: 1 to 64 letters, digits, `_` or `-`.
+pub fn valid_snapshot_id(id: &str) -> bool {
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    (1..=64).contains(&id.len()) && id.chars().all(allowed)
 }
 
 impl Schema {
@@ -77,6 +95,7 @@ impl Schema {
     /// Apply `change`, carried by an entry at `ht`; nothing changes when it is refused.
     pub fn apply(&mut self, change: &MetaChange, ht: HybridTime) -> Result<()> {
         match (self, change) {
+            (_, MetaChange::Snapshot(_)) => Ok(()), // the tablet's files, not its schema
             (Schema::Docs { default_ttl_ms }, MetaChange::DefaultTtl(ttl)) => {
                 *default_ttl_ms = *ttl;
                 Ok(())
@@ -220,6 +239,8 @@ impl std::fmt::Display for MetaChange {
                 write!(f, "ADD {column} {}", ty.name())
             }
             MetaChange::Alter(AlterChange::Drop { column }) => write!(f, "DROP {column}"),
+            MetaChange::Snapshot(SnapshotOp::Create(id)) => write!(f, "snapshot create {id}"),
+            MetaChange::Snapshot(SnapshotOp::Delete(id)) => write!(f, "snapshot delete {id}"),
         }
     }
 }
@@ -227,6 +248,18 @@ impl std::fmt::Display for MetaChange {
 impl MetaChange {
     /// The change a [`MetaChange`]'s `Display` text names, or why it names none.
     pub fn parse(text: &str) -> std::result::Result<MetaChange, String> {
+        if let Some(rest) = text.strip_prefix("snapshot ") {
+            let op = match rest.split_once(' ') {
+                Some(("create", id)) => SnapshotOp::Create(id.to_owned()),
+                Some(("delete", id)) => SnapshotOp::Delete(id.to_owned()),
+                _ => return Err(format!("`{text}`: a snapshot entry creates or deletes one")),
+            };
+            let (SnapshotOp::Create(id) | SnapshotOp::Delete(id)) = &op;
+            if !valid_snapshot_id(id) {
+                return Err(format!("`{text}`: `{id}` is no snapshot name"));
+            }
+            return Ok(MetaChange::Snapshot(op));
+        }
         if let Some(ttl) = text.strip_prefix("default_ttl ") {
             return match ttl {
                 "none" => Ok(MetaChange::DefaultTtl(None)),
@@ -286,7 +319,8 @@ mod tests {
         assert_eq!(Schema::decode(b""), Err("empty".into()));
         assert_eq!(Schema::decode(b"docs\n"), Err("no default_ttl line".into()));
         assert!(Schema::decode(b"table packed=1\nCREATE TABLE").unwrap_err().contains("entity="));
-        for change in [MetaChange::DefaultTtl(Some(5)), drop_key] {
+        let snapshot = MetaChange::Snapshot(SnapshotOp::Create("s-1".into()));
+        for change in [MetaChange::DefaultTtl(Some(5)), drop_key, snapshot] {
             assert_eq!(MetaChange::parse(&change.to_string()), Ok(change));
         }
     }

@@ -32,6 +32,7 @@ mod manifest;
 mod memstore;
 pub mod model;
 mod pages;
+mod snapshots;
 
 pub use book::{Book, Cut, InDoubt, LogFiles};
 pub use log_files::segment_prev_index;
@@ -104,6 +105,8 @@ pub struct Checker {
     last_applied: BTreeMap<(TabletId, u64), (OpId, HybridTime)>,
     /// A group of one: the book's exact durability rules apply.
     alone: bool,
+    /// Snapshots a lagging follower took past its own cutoff (unreadable at their time).
+    pub snapshots_unreadable: u64,
     /// The read points long scans registered: (node, tablet, read time) → how many.
     holds: BTreeMap<(u64, TabletId, HybridTime), usize>,
     markers: Markers,
@@ -144,6 +147,7 @@ impl Checker {
             last_applied: BTreeMap::new(),
             alone: replicas == 1,
             holds: BTreeMap::new(),
+            snapshots_unreadable: 0,
             markers: Markers::Optional,
             cutoffs: BTreeMap::new(),
             highest: BTreeMap::new(),
@@ -255,7 +259,7 @@ impl Checker {
             return Ok(());
         }
         match event {
-            Event::Applied { tablet, node, op_id, ht, writes } => {
+            Event::Applied { tablet, node, op_id, ht, writes, snapshot } => {
                 if let Some(ht) = ht.filter(|_| writes) {
                     self.memstore.applied(node, &tablet, op_id.index, ht);
                 }
@@ -265,7 +269,9 @@ impl Checker {
                 self.models.applied(&tablet, node, op_id.index);
                 let committed = &cluster.history(&tablet).expect("a group").applied;
                 let fed = self.models.feed(&tablet, committed);
-                fed.map_err(|(kind, want, got)| Found::new(kind, want, got))
+                fed.map_err(|(kind, want, got)| Found::new(kind, want, got))?;
+                let taken = snapshot.map(|t| (t, op_id));
+                taken.map_or(Ok(()), |t| self.snapshot_taken(cluster, (&tablet, node), t))
             }
             Event::Installed { tablet, node, op_id } => {
                 self.installed(tablet, node, op_id);
@@ -342,7 +348,9 @@ impl Checker {
         };
         let writes = !matches!(
             op,
-            Op::DefaultTtl { .. } | Op::Cql { op: docsim_models::cql::CqlOp::Alter(_), .. }
+            Op::DefaultTtl { .. }
+                | Op::Snapshot { .. }
+                | Op::Cql { op: docsim_models::cql::CqlOp::Alter(_), .. }
         );
         self.proposals.insert((tablet.clone(), op_id), (ht, writes));
         let markers = self.markers;
@@ -667,6 +675,7 @@ impl Checker {
                 let (lo, _) =
                     self.cutoffs.get(&(TabletId::Docs, node)).copied().unwrap_or_default();
                 rechecks.extend(self.rechecks(node, lo));
+                self.snapshots_hold(cluster, node)?;
                 if !self.alone {
                     return Ok(());
                 }

@@ -39,6 +39,9 @@ struct TableModel {
     dropped: Vec<(i32, HybridTime, u64)>,
 }
 
+/// What a snapshot must hold: the entry that takes it, its time, the tablet's rows then.
+pub type SnapshotWant = (OpId, HybridTime, Result<ModelReply, ModelError>);
+
 /// The models of every group.
 #[derive(Default)]
 pub struct Models {
@@ -52,6 +55,12 @@ pub struct Models {
     fed: BTreeMap<TabletId, u64>,
     /// The last index each replica applied, by (tablet, node).
     applied_at: BTreeMap<(TabletId, u64), u64>,
+    /// What each snapshot must hold, noted when its entry committed (the model then holds
+    /// exactly the entries before it): by (tablet, snapshot id), the entry and the
+    /// tablet's rows read at the entry's time.
+    pub snapshots: BTreeMap<(TabletId, String), SnapshotWant>,
+    /// The snapshots whose deletion committed.
+    pub deleted_snapshots: std::collections::BTreeSet<(TabletId, String)>,
 }
 
 /// What the model expected and what the engine gave, as output lines, with the kind.
@@ -150,6 +159,16 @@ impl Models {
                     return Err((FailureKind::UnknownEntry, vec![], vec![why]));
                 };
                 self.commit(tablet, next, ht, &p)?;
+                match &p.op {
+                    Op::Snapshot { table, id, delete: false } => {
+                        let rows = self.read_at(tablet, next, &select_all(table), ht);
+                        self.snapshots.insert((tablet.clone(), id.clone()), (op_id, ht, rows));
+                    }
+                    Op::Snapshot { id, delete: true, .. } => {
+                        self.deleted_snapshots.insert((tablet.clone(), id.clone()));
+                    }
+                    _ => {}
+                }
             }
             self.fed.insert(tablet.clone(), next);
             next += 1;
@@ -225,6 +244,8 @@ impl Models {
                 let mut schema = in_effect(&t.schemas, seen).expect("as created");
                 t.model.cql(time, &mut schema, op).map(|_| ModelReply::Written)
             }
+            // A snapshot changes no data: what it must hold is noted when it commits.
+            Op::Snapshot { .. } => Ok(ModelReply::Written),
             other => unreachable!("not a write: {other:?}"),
         }
     }
@@ -547,4 +568,10 @@ pub fn cql_reply(outcome: CqlOutcome) -> Reply {
         CqlOutcome::Rows(rows) => Reply::Rows(rows),
         CqlOutcome::Written => Reply::Written,
     }
+}
+
+/// `SELECT * FROM <table>`, as the workload's op.
+pub fn select_all(table: &str) -> Op {
+    let op = CqlOp::Select { hash: Vec::new(), range: Vec::new(), columns: None };
+    Op::Cql { ht: 0, table: table.to_owned(), op }
 }

@@ -137,6 +137,12 @@ impl Cluster {
                 Ok(_) => Err(CommandError::Syntax("a page is a page of a SELECT".into())),
                 Err(e) => Err(CommandError::Syntax(e.to_string())),
             },
+            Command::SnapshotWrite { op, table, ht, route } => {
+                self.tablets_named(&table).map_err(CommandError::Node).map(|tablets| {
+                    let request = Request::Snapshot(op);
+                    Client { tablets, request, at: ht.map(At::Ht), route, hold: false }
+                })
+            }
             Command::Redis { at, command, route } => {
                 match docsim_engine::redis::Command::parse(&command) {
                     Ok(c) => docs(Request::Redis(c), at, route),
@@ -634,6 +640,7 @@ fn with_time(command: &Command, ht: HybridTime) -> Command {
     match &mut command {
         Command::Write { ht: t, .. }
         | Command::Batch { ht: t, .. }
+        | Command::SnapshotWrite { ht: t, .. }
         | Command::DefaultTtl { ht: t, .. } => *t = Some(ht),
         Command::Get { at, .. } => *at = At::Ht(ht),
         Command::Cql { at, .. } | Command::Redis { at, .. } | Command::Page { at, .. } => {

@@ -130,8 +130,16 @@ pub enum Event {
         read_ht: HybridTime,
     },
     /// An entry a replica applied (live or replayed).
-    /// `writes`: it wrote data into the memtable (not a metadata change).
-    Applied { tablet: TabletId, node: u64, op_id: OpId, ht: Option<HybridTime>, writes: bool },
+    /// `writes`: it wrote data into the memtable (not a metadata change); `snapshot`: the
+    /// snapshot it took.
+    Applied {
+        tablet: TabletId,
+        node: u64,
+        op_id: OpId,
+        ht: Option<HybridTime>,
+        writes: bool,
+        snapshot: Option<docsim_engine::SnapshotTaken>,
+    },
     /// A snapshot a replica installed.
     Installed { tablet: TabletId, node: u64, op_id: OpId },
     /// A node's power went off: an armed cut that fired (at its point) or a `crash`.
@@ -584,8 +592,9 @@ impl Cluster {
             for (tablet, a) in applied {
                 let history = self.histories.entry(tablet.clone()).or_default();
                 history.applied(id, a.op_id, a.ht)?;
-                let (op_id, ht, writes) = (a.op_id, a.ht, a.writes);
-                self.events.push(Event::Applied { tablet, node: id, op_id, ht, writes });
+                let (op_id, ht, writes, snapshot) = (a.op_id, a.ht, a.writes, a.snapshot);
+                let node = id;
+                self.events.push(Event::Applied { tablet, node, op_id, ht, writes, snapshot });
             }
             let lines = self.memory_flushes(id);
             match self.replicated() {
@@ -748,8 +757,9 @@ impl Cluster {
         for (tablet, a) in applied {
             let history = self.histories.entry(tablet.clone()).or_default();
             history.applied(id, a.op_id, a.ht)?;
-            let (op_id, ht, writes) = (a.op_id, a.ht, a.writes);
-            self.events.push(Event::Applied { tablet, node: id, op_id, ht, writes });
+            let (op_id, ht, writes, snapshot) = (a.op_id, a.ht, a.writes, a.snapshot);
+            let node = id;
+            self.events.push(Event::Applied { tablet, node, op_id, ht, writes, snapshot });
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use docsim_engine::disk::Tear;
 use docsim_engine::gc::CompactionKind;
 use docsim_engine::retention::{Cutoff, HeldBy};
 use docsim_engine::script::{self, Command};
-use docsim_engine::{Error, TabletId};
+use docsim_engine::{Error, SnapshotInfo, TabletId};
 use std::collections::BTreeMap;
 
 impl Cluster {
@@ -77,6 +77,17 @@ impl Cluster {
                 printed.extend(out.lines().map(str::to_owned));
                 Ok(())
             }),
+            Command::SnapshotList { node } => self.existing(node.unwrap_or(1)).and_then(|id| {
+                let snapshots = self.slot(id).node.snapshots().map_err(CommandError::Node)?;
+                for (tablet, snapshots) in snapshots {
+                    printed.extend(snapshots.iter().map(|s| format_snapshot(&tablet, s)));
+                }
+                Ok(())
+            }),
+            Command::SnapshotSelect { id, at, node, statement } => {
+                let node = self.existing(node.unwrap_or(1));
+                node.and_then(|node| self.snapshot_select(node, id, *at, statement, printed))
+            }
             Command::Files { node } => self.existing(node.unwrap_or(1)).and_then(|id| {
                 let files = self.slot(id).node.files().map_err(CommandError::Node)?;
                 for (tablet, files) in files {
@@ -108,6 +119,33 @@ impl Cluster {
             true => Ok(id),
             false => Err(CommandError::NoNode(id)),
         }
+    }
+
+    /// `snapshot select`: the SELECT of each of its table's tablets read from snapshot
+    /// `id` on `node`, at the snapshot's own hybrid time (or `at`): the rows as a SELECT
+    /// prints them.
+    fn snapshot_select(
+        &mut self,
+        node: u64,
+        id: &str,
+        at: Option<docsim_engine::HybridTime>,
+        statement: &str,
+        printed: &mut Vec<String>,
+    ) -> Result<(), CommandError> {
+        let parsed = docsim_engine::cql::parse_statement(statement);
+        let parsed = parsed.map_err(|e| CommandError::Syntax(e.to_string()))?;
+        let tablets = self.tablets_named(parsed.table()).map_err(CommandError::Node)?;
+        let request = docsim_engine::Request::Cql(parsed);
+        let mut rows = Vec::new();
+        for tablet in &tablets {
+            let read = self.slot(node).node.read_snapshot(tablet, id, &request, at);
+            match read.map_err(|e| self.node_error(node, e))?.1 {
+                docsim_engine::Reply::Rows(part) => rows.extend(part),
+                other => unreachable!("a SELECT answers rows: {other:?}"),
+            }
+        }
+        printed.extend(docsim_engine::cql::format_rows(&rows));
+        Ok(())
     }
 
     /// A flush or compaction of node `id`, then its log GC (which a power cut armed
@@ -339,4 +377,10 @@ pub(crate) fn cutoff_lines(retained: &BTreeMap<TabletId, Cutoff>) -> Vec<String>
         }
     }
     lines
+}
+
+/// `snapshot: [table=<name>[/<i>] ]<id> op=<term.index> ht=<T>`.
+fn format_snapshot(tablet: &TabletId, snapshot: &docsim_engine::SnapshotInfo) -> String {
+    let SnapshotInfo { id, op_id, ht } = snapshot;
+    format!("snapshot: {}{id} op={op_id} ht={ht}", tablet.line_prefix())
 }

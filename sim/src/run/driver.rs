@@ -79,6 +79,8 @@ pub(super) struct Driver {
     spans: Spans,
     /// The next page of each paged read still open, as the step that reads it.
     open_pages: Vec<Step>,
+    /// The snapshots drawn and not deleted: (table, id).
+    snapshots: Vec<(String, String)>,
     pub(super) nemesis: NemesisState,
     /// Steps to run next, before anything else (a fault's aftermath).
     queued: VecDeque<Step>,
@@ -115,7 +117,10 @@ impl Driver {
         let mut faults =
             DiskFaults::new(crate::streams::stream(seed, crate::streams::STREAM_FAULTS));
         let rocks_faults = rocks_faults(&config);
-        let spans = Spans::new(crate::streams::stream(seed, crate::streams::STREAM_SPANS));
+        let mut spans = Spans::new(crate::streams::stream(seed, crate::streams::STREAM_SPANS));
+        if config.rocks_in_memory {
+            spans.snapshot_permille = 0; // RocksDB's in-memory environment keeps none
+        }
         if !config.byte_faults {
             faults.placed_by_bytes_off();
         }
@@ -165,6 +170,7 @@ impl Driver {
             rocks_faults,
             spans,
             open_pages: Vec::new(),
+            snapshots: Vec::new(),
             nemesis,
             queued: VecDeque::new(),
             faulty: Vec::new(),
@@ -443,11 +449,23 @@ impl Driver {
         if let Some(at) = self.spans.next_page(self.open_pages.len()) {
             return self.open_pages.remove(at);
         }
-        let id = if self.replicated() { self.nemesis.any_node(&self.cluster) } else { 1 };
-        let now = self.now(id).raw();
-        let cutoff = self.nemesis.cutoff(id).raw();
-        let op = self.workload.next_op(&mut self.workload_rng, now, cutoff);
-        let op = self.paged(op);
+        let tables: Vec<String> = self.schemas.keys().cloned().collect();
+        let op = match self.spans.snapshot(&tables, &self.snapshots) {
+            Some((table, id, delete)) => {
+                match delete {
+                    true => self.snapshots.retain(|(_, s)| *s != id),
+                    false => self.snapshots.push((table.clone(), id.clone())),
+                }
+                Op::Snapshot { table, id, delete }
+            }
+            None => {
+                let id = if self.replicated() { self.nemesis.any_node(&self.cluster) } else { 1 };
+                let now = self.now(id).raw();
+                let cutoff = self.nemesis.cutoff(id).raw();
+                let op = self.workload.next_op(&mut self.workload_rng, now, cutoff);
+                self.paged(op)
+            }
+        };
         if !self.replicated() {
             return Step::client(op);
         }
@@ -722,6 +740,10 @@ impl Driver {
         if self.checker.ended {
             self.outcome.faults.insert("ended-by-detected-damage".to_owned(), 1);
         }
+        if self.checker.snapshots_unreadable > 0 {
+            let n = self.checker.snapshots_unreadable;
+            self.outcome.faults.insert("snapshot-past-follower-cutoff".to_owned(), n);
+        }
         if generated && self.failure.is_none() && !self.replicated() && !self.checker.ended {
             assert_eq!(
                 counts.crashes, counts.restarts,
@@ -750,6 +772,7 @@ fn step_kind(command: &Command) -> &'static str {
         }
         Command::Redis { command, .. } if is_redis_read(command) => "read",
         Command::Page { .. } => "read",
+        Command::SnapshotWrite { .. } => "snapshot",
         Command::Write { .. }
         | Command::Batch { .. }
         | Command::Cql { .. }

@@ -424,6 +424,10 @@ pub struct Spans {
     pub hold_percent: u32,
     pub next_percent: u32,
     pub page_rows_max: usize,
+    /// Snapshots of a table taken (or deleted) per 1,000 client ops.
+    pub snapshot_permille: u32,
+    /// Snapshots named so far (each run's names are `s0`, `s1`, ...).
+    snapshots_named: usize,
 }
 
 impl Spans {
@@ -445,8 +449,29 @@ impl Spans {
             hold_percent: rng.random_range(0..=100),
             next_percent: rng.random_range(10..60),
             page_rows_max: rng.random_range(1..=4),
+            snapshot_permille: [0, 5, 20][rng.random_range(0..3)],
+            snapshots_named: 0,
             rng,
         }
+    }
+
+    /// A snapshot to take of one of `tables` (`Some((table, id, false))`) or, now and
+    /// then, one of `taken` (table, id) to delete, or nothing.
+    pub fn snapshot(
+        &mut self,
+        tables: &[String],
+        taken: &[(String, String)],
+    ) -> Option<(String, String, bool)> {
+        if tables.is_empty() || self.rng.random_range(0..1000) >= self.snapshot_permille {
+            return None;
+        }
+        if !taken.is_empty() && self.rng.random_range(0..100) < 30 {
+            let (table, id) = taken[self.rng.random_range(0..taken.len())].clone();
+            return Some((table, id, true));
+        }
+        let table = tables[self.rng.random_range(0..tables.len())].clone();
+        self.snapshots_named += 1;
+        Some((table, format!("s{}", self.snapshots_named - 1), false))
     }
 
     /// Whether a SELECT is read in pages: its page size and whether it holds its read
@@ -472,12 +497,13 @@ impl std::fmt::Display for Spans {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "retention={}us pages={}% hold={}% next={}% page_rows<={}",
+            "retention={}us pages={}% hold={}% next={}% page_rows<={} snapshots={}\u{2030}",
             self.retention_us,
             self.page_percent,
             self.hold_percent,
             self.next_percent,
-            self.page_rows_max
+            self.page_rows_max,
+            self.snapshot_permille
         )
     }
 }

@@ -84,6 +84,13 @@ impl Step {
                 };
                 Command::Redis { at, command: convert::redis(redis).to_string(), route }
             }
+            Op::Snapshot { table, id, delete } => {
+                let op = match delete {
+                    false => docsim_engine::SnapshotOp::Create(id.clone()),
+                    true => docsim_engine::SnapshotOp::Delete(id.clone()),
+                };
+                Command::SnapshotWrite { op, table: table.clone(), ht: write_at, route }
+            }
             Op::Page { ht, table, op: select, size, after, hold } => {
                 let schema = schemas.get(table).expect("a declared table");
                 let statement = convert::statement(schema, select).to_string();
