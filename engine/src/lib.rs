@@ -52,7 +52,9 @@
 //! Reads below the highest cutoff are refused (`snapshot too old`). A compaction's cutoff
 //! comes from the tablet's **retention policy** (`retention`): now less the retention
 //! interval, held back by the read points long scans registered (`replica/reads.rs`);
-//! the pages of a paged SELECT all read at the first page's time.
+//! the pages of a paged SELECT all read at the first page's time. A table **snapshot** is
+//! a Raft entry of each tablet: every replica flushes and checkpoints RocksDB beside the
+//! tablet at that entry (`db/snapshots.rs`).
 //!
 //! **Packed rows** (`encoding/packed_row.rs`, `db/packed.rs`, `gc/repack.rs`): a CQL
 //! table `WITH packed_rows = true` stores an INSERT of every non-key column as one value

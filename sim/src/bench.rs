@@ -15,6 +15,7 @@ pub mod cache;
 pub mod memstore;
 pub mod prune;
 mod raw;
+pub mod snapshot;
 
 use docsim_engine::canary::Plants;
 use docsim_engine::cql::{CmpOp, Condition, CqlTable, Literal, Outcome as CqlOutcome, Statement};

@@ -183,8 +183,9 @@ enum Command {
         /// or `bloom` (SST files a point read looks into; `--rows` rows in 16 files) or
         /// `memstore` (the memstore limit over 16 tablets: flushes, each tablet's retained
         /// log against its bound; `--rows` inserts) or `prune` (a time-series range query
-        /// over 16 files written in time order). `cache`, `bloom`, `memstore` and `prune`
-        /// also run raw RocksDB doing the same work, `--runs` times.
+        /// over 16 files written in time order) or `snapshot` (a table's snapshot at
+        /// `--rows` / 100, / 10 and `--rows` rows). `cache`, `bloom`, `memstore`, `prune`
+        /// and `snapshot` also run raw RocksDB doing the same work, `--runs` times.
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -375,6 +376,7 @@ fn main() -> ExitCode {
                 "bloom" => bench_bloom(rows, runs.max(1)),
                 "memstore" => bench_memstore(rows, runs.max(1)),
                 "prune" => bench_prune(runs.max(1)),
+                "snapshot" => bench_snapshot(rows, runs.max(1)),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -902,6 +904,14 @@ fn bench_report<R>(
 fn bench_bloom(rows: usize, runs: usize) -> ExitCode {
     use docsim::bench::bloom;
     bench_report(|dir| bloom::bench_bloom(rows, runs, dir), |r| bloom::format_report(rows, r))
+}
+
+fn bench_snapshot(rows: usize, runs: usize) -> ExitCode {
+    use docsim::bench::snapshot;
+    let sizes = [rows / 100, rows / 10, rows];
+    println!("a snapshot of a table of n rows (unflushed), medians of {runs} runs:");
+    let report = |r: &Vec<snapshot::SnapshotRun>| snapshot::format_report(r).join("\n") + "\n";
+    bench_report(|dir| snapshot::bench_snapshot(&sizes, runs, dir), report)
 }
 
 fn bench_prune(rounds: usize) -> ExitCode {

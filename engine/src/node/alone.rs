@@ -188,6 +188,21 @@ impl Node {
         })
     }
 
+    /// Take (or delete) a snapshot of every tablet of table `name`, each by an entry at
+    /// `ht`.
+    pub fn snapshot(
+        &mut self,
+        name: &str,
+        op: crate::tablet::SnapshotOp,
+        ht: HybridTime,
+    ) -> Result<()> {
+        let request = Request::Snapshot(op);
+        for id in self.tablets_of(name)? {
+            self.alone_write(&id, &request, Some(ht))?;
+        }
+        Ok(())
+    }
+
     /// Run a Redis command on the document tablet at `ht`.
     pub fn redis(&mut self, ht: HybridTime, command: &redis::Command) -> Result<redis::Reply> {
         self.redis_at(Some(ht), command)

@@ -188,9 +188,10 @@ impl Cluster {
                     }
                 }
             });
-            printed.extend(
-                cutoff_lines(&request.retained).into_iter().map(|l| format!("{prefix}{l}")),
-            );
+            if result.is_ok() {
+                let lines = cutoff_lines(&request.retained).into_iter();
+                printed.extend(lines.map(|l| format!("{prefix}{l}")));
+            }
             self.compacted(id, request, result)?;
         }
         Ok(())
@@ -232,9 +233,13 @@ impl Cluster {
                         retained = cutoffs;
                         result
                     });
-                    let prefix = super::read_prefix(replicated, &[id]);
-                    let lines = cutoff_lines(&retained).into_iter();
-                    printed.extend(lines.map(|line| format!("{prefix}{line}")));
+                    // Printed when it ran to the end: a failure prints its error alone
+                    // (what a reproducer's `expect error:` takes).
+                    if result.is_ok() {
+                        let prefix = super::read_prefix(replicated, &[id]);
+                        let lines = cutoff_lines(&retained).into_iter();
+                        printed.extend(lines.map(|line| format!("{prefix}{line}")));
+                    }
                     let retention_us = node.retention();
                     let request =
                         Compaction { retained, retention_us, minor: *minor, ..Default::default() };
