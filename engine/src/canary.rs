@@ -168,6 +168,12 @@ pub enum Plant {
     /// Each page of a paged read reads at a fresh time instead of the one its paging state
     /// carries: the pages together show rows from two times.
     PageFreshReadTime,
+    /// A compaction's history cutoff ignores the replica's safe time (the cutoff as
+    /// `tablet_retention_policy.cc` computes it): a follower behind its leader collects a
+    /// parent whose TTL a child still on its way inherits, and the child reads as alive
+    /// (rare: needs a short interval, skewed clocks or a lagging follower, and such a
+    /// child).
+    CutoffIgnoresSafeTime,
     // Bugs of snapshots (`db/snapshots.rs`, issue 43).
     /// A snapshot's checkpoint is taken without flushing the memtables first (RocksDB's
     /// checkpoint, asked not to flush, copies the SST files alone): the writes still in
@@ -182,7 +188,7 @@ pub enum Plant {
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 46] = [
+    pub const ALL: [Plant; 47] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -227,6 +233,7 @@ impl Plant {
         Plant::CutoffIgnoresReads,
         Plant::CutoffIgnoresRetention,
         Plant::PageFreshReadTime,
+        Plant::CutoffIgnoresSafeTime,
         Plant::CheckpointWithoutFlush,
         Plant::SnapshotAtDifferentOpIds,
     ];
@@ -246,7 +253,8 @@ impl Plant {
             | Plant::ApplyBeforeCommit
             | Plant::VoteNotSynced
             | Plant::NonVoterCounted
-            | Plant::SnapshotAtDifferentOpIds => &[3, 5],
+            | Plant::SnapshotAtDifferentOpIds
+            | Plant::CutoffIgnoresSafeTime => &[3, 5],
             Plant::SkippedSegmentsUnchecked | Plant::FrontierZeroTrusted => &[1],
             _ => &[1, 3, 5],
         }
@@ -273,6 +281,7 @@ impl Plant {
                 | Plant::YbPackedColumnTtlFromRow
                 | Plant::FrontierWrittenApart
                 | Plant::YbMinorGcDropsTtl
+                | Plant::CutoffIgnoresSafeTime
         )
     }
 
@@ -340,6 +349,7 @@ impl Plant {
             Plant::CutoffIgnoresReads => "cutoff-ignores-reads",
             Plant::CutoffIgnoresRetention => "cutoff-ignores-retention",
             Plant::PageFreshReadTime => "page-fresh-read-time",
+            Plant::CutoffIgnoresSafeTime => "cutoff-ignores-safe-time",
             Plant::CheckpointWithoutFlush => "checkpoint-without-flush",
             Plant::SnapshotAtDifferentOpIds => "snapshot-at-different-op-ids",
         }

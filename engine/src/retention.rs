@@ -14,13 +14,21 @@
 //! - what snapshot schedules need kept (`allowed_history_cutoff_provider_`): docsim has no
 //!   schedules yet, so this term is absent.
 //!
+//! docsim adds a fourth term, its own rule: the replica's **safe time** (the time no entry
+//! it has yet to apply can be at or below). A follower behind its leader (or whose clock
+//! runs ahead of the leader's) would otherwise collect, at a cutoff past entries still on
+//! their way, versions those entries depend on: an expired parent whose TTL a child in
+//! flight inherits is dropped, and the child then reads as alive (seed 90889, three
+//! replicas, a 213 µs interval). `tablet_retention_policy.cc` has no such term; with its
+//! 900 s default the hazard needs a follower 900 s behind. The plant
+//! `cutoff-ignores-safe-time` is that rule.
+//!
 //! A read point below the cutoff already used is refused when it registers
 //! (`RegisterReaderTimestamp`: `SnapshotTooOld`). Each replica computes its own cutoff
-//! from its own clock and readers (YugabyteDB's default; `HistoryCutoffOperation`, the
-//! leader's cutoff replicated through Raft, is off unless
+//! from its node's hybrid clock and its own readers (YugabyteDB's default:
+//! `HistoryCutoffOperation`, the leader's cutoff replicated through Raft, is off unless
 //! `enable_history_cutoff_propagation` is set). A follower's cutoff therefore never
-//! passes a read point registered on it, and its safe time (what it serves at) is its own
-//! clock's business: a read at a safe time below its cutoff is refused like any other.
+//! passes a read point registered on it, nor (docsim's rule above) its safe time.
 //!
 //! The registry lives in memory, as YugabyteDB's does: a restart forgets it (the requests
 //! it stood for died with the process). The cutoff a compaction used is kept with the
@@ -40,6 +48,8 @@ pub enum HeldBy {
     Retention,
     /// A registered read point, older than that.
     Read,
+    /// The replica's safe time, older still (docsim's rule, below).
+    SafeTime,
 }
 
 /// A history cutoff, what decided it, and the clock reading it was computed at.
@@ -47,7 +57,8 @@ pub enum HeldBy {
 pub struct Cutoff {
     pub ht: HybridTime,
     pub held_by: HeldBy,
-    /// The replica's hybrid time when it decided.
+    /// The tablet server's hybrid time it was decided at (docsim: the latest of the
+    /// node's replicas' clocks).
     pub now: HybridTime,
 }
 

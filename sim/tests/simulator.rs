@@ -363,6 +363,7 @@ fn rare_plants_are_caught_by_the_seeds_that_found_them() {
         (Plant::GcTakesFirstNeededSegment, 1),
         (Plant::FrontierWrittenApart, 1),
         (Plant::YbMinorGcDropsTtl, 23),
+        (Plant::CutoffIgnoresSafeTime, 90889),
         (Plant::ReadsPastLease, 243),
         (Plant::HtNotPropagated, HT_NOT_PROPAGATED_SEED),
         (Plant::VoteNotSynced, VOTE_NOT_SYNCED_SEED),

@@ -8,14 +8,16 @@
 //! used is `snapshot_too_old` (the tablet's own check, `DocDb::check_read_time`, makes
 //! the same one). Between pages only the retention interval protects the read time.
 //! A long scan registers its read point once ([`Replica::hold_read`]) and keeps it until
-//! it ends ([`Replica::release_read`]); its pages must find it still registered, or fail
-//! with `read_aborted` (the replica restarted: its registry is gone with the process).
+//! it ends ([`Replica::release_read`]); its pages must find a read point at its time still
+//! registered, or fail with `read_aborted` (the replica restarted: its registry is gone
+//! with the process). Points are counted by time, as YugabyteDB's `active_readers_` are:
+//! two scans at one time hold it together.
 
 use super::Replica;
 use crate::canary::Plant;
 use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
-use crate::retention::{effective_cutoff, Cutoff};
+use crate::retention::{effective_cutoff, Cutoff, HeldBy};
 use crate::tablet::{Reply, Request};
 
 impl Replica {
@@ -64,8 +66,15 @@ impl Replica {
     /// The history cutoff a compaction at `now` (the tablet server's hybrid time) takes,
     /// with a retention interval of `interval_us`: the lower of now less the interval
     /// and the oldest registered read point
-    /// (`TabletRetentionPolicy::GetRetentionDirective`).
+    /// (`TabletRetentionPolicy::GetRetentionDirective`), and never above this replica's
+    /// safe time (docsim's rule, `retention.rs`).
     pub fn retention_cutoff(&self, now: HybridTime, interval_us: u64) -> Cutoff {
-        effective_cutoff(now, interval_us, self.readers.oldest(), self.options.plants)
+        let plants = self.options.plants;
+        let cutoff = effective_cutoff(now, interval_us, self.readers.oldest(), plants);
+        let safe = self.safe_time();
+        match safe < cutoff.ht && !plants.contains(Plant::CutoffIgnoresSafeTime) {
+            true => Cutoff { ht: safe, held_by: HeldBy::SafeTime, ..cutoff },
+            false => cutoff,
+        }
     }
 }

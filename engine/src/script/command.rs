@@ -135,9 +135,10 @@ pub enum Command {
     },
     /// `compact [minor] [files=<a>..<b> [table=<name>]] [@T]` (docsim extension): flush,
     /// then compact every tablet (or that run of one tablet's files) with
-    /// the history cutoff its retention policy gives at `T` (default: the node's clock
-    /// now): the lower of `T` less the retention interval and the oldest read point a
-    /// long scan registered. Prints each tablet's cutoff and what decided it.
+    /// the history cutoff its retention policy gives at `T` (the node's hybrid time, at
+    /// least `T`): the lowest of it less the retention interval, the oldest read point a
+    /// long scan registered and the replica's safe time. Prints the document tablet's
+    /// cutoff, then each table's lowest where it differs.
     Retained {
         minor: bool,
         run: Option<FileRun>,

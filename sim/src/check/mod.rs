@@ -384,7 +384,9 @@ impl Checker {
             Error::Crashed(point) => Cut::Crash(*point),
             // A fault in RocksDB's files while the entry applied (a snapshot's flush): the
             // entry is in the log, and bootstrap applies it again.
-            e if !e.to_string().contains("/log/") => Cut::Crash(CrashPoint::AfterApply),
+            Error::Io(_) | Error::DiskFull { .. } if !error.to_string().contains("/log/") => {
+                Cut::Crash(CrashPoint::AfterApply)
+            }
             _ => Cut::DiskFault,
         };
         self.book.cut(cut, InDoubt { tablet, op_id, ht, writes });
@@ -660,6 +662,8 @@ impl Checker {
                 Ok(())
             }
             Event::Restarted { node, result } => {
+                // A clean restart too reopens every replica: their registries are new.
+                self.read_points_lost(node, None);
                 // What bootstrap replayed into the memtables: unknown to the account.
                 let replayed = result.as_deref().unwrap_or_default().iter();
                 let replayed = replayed.filter(|(_, r)| r.replayed > 0).map(|(t, _)| t.clone());

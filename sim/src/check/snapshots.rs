@@ -87,7 +87,9 @@ impl Checker {
             // its time had collected that history first: its snapshot holds the entry's
             // data but refuses reads at the entry's time (each replica computes its own
             // cutoff; see `docs/findings.md`). Never rows of another time.
-            (Ok(_), Err(docsim_engine::Error::SnapshotTooOld { .. })) if !self.alone => {
+            (Ok(_), Err(docsim_engine::Error::SnapshotTooOld { .. }))
+                if !self.alone && self.compacted_past(tablet, node, ht) =>
+            {
                 self.snapshots_unreadable += 1;
                 true
             }
@@ -108,6 +110,13 @@ impl Checker {
         let then_run = Some(format!("snapshot select {id} @{ht}{on} {statement}"));
         let kind = FailureKind::Snapshot;
         Err(Found { kind, expected: want, actual: got, then_run, at_step: None })
+    }
+
+    /// Whether replica (`tablet`, `node`) compacted (or installed a snapshot) past `ht`,
+    /// by the run's account: then its snapshot taken after may refuse reads at `ht`.
+    fn compacted_past(&self, tablet: &TabletId, node: u64, ht: docsim_engine::HybridTime) -> bool {
+        let (_, highest) = self.cutoffs.get(&(tablet.clone(), node)).copied().unwrap_or_default();
+        highest > ht
     }
 
     /// What snapshot `id` must hold of every tablet of `table`, in hash order (what

@@ -311,9 +311,12 @@ impl Cluster {
             Request::Page(statement, paging) => Some((statement, paging)),
             _ => None,
         };
+        // Whether this request holds a long scan's read point: a later page's, or a first
+        // page's once registered everywhere (a refused one released what it made).
+        let mut holds = client.hold && page.is_some_and(|(_, paging)| paging.after.is_some());
         if client.hold && page.is_some_and(|(_, paging)| paging.after.is_none()) {
             match self.hold_scan(&client, at) {
-                Held::At(read_ht) => at = At::Ht(read_ht),
+                Held::At(read_ht) => (at, holds) = (At::Ht(read_ht), true),
                 Held::Refused(read_ht, part) => {
                     at = At::Ht(read_ht);
                     parts.push(*part);
@@ -330,7 +333,7 @@ impl Cluster {
         let At::Ht(read_ht) = at else { unreachable!("a read took a time") };
         let nodes: Vec<u64> = parts.iter().map(|(_, node, _)| *node).collect();
         let result = super::merged_reply(parts.iter().map(|(.., r)| r.clone()));
-        if client.hold && !matches!(result, Ok(Reply::Page { last: Some(_), .. })) {
+        if holds && !matches!(result, Ok(Reply::Page { last: Some(_), .. })) {
             self.release_scan(&client, read_ht); // the long scan ended
         }
         let request = client.request.clone();

@@ -372,6 +372,7 @@ pub(crate) fn cutoff_lines(retained: &BTreeMap<TabletId, Cutoff>) -> Vec<String>
         let by = match cutoff.held_by {
             HeldBy::Retention => "retention",
             HeldBy::Read => "read",
+            HeldBy::SafeTime => "safe_time",
         };
         format!("cutoff={} held_by={by}", cutoff.ht)
     };
