@@ -130,7 +130,7 @@ pub struct Node {
     /// [`Node::take_jobs`].
     jobs: Vec<Job>,
     /// How long history is kept for reads in the past (YugabyteDB's tablet server flag
-    /// `timestamp_history_retention_interval_sec`): [`Node::compact_retained`]'s policy.
+    /// `timestamp_history_retention_interval_sec`): [`Node::compact_by`]'s policy.
     retention_us: u64,
 }
 

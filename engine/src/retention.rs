@@ -52,6 +52,15 @@ pub enum HeldBy {
     SafeTime,
 }
 
+/// Where a compaction's history cutoff comes from: the command
+/// (`compact cutoff=<T>`), or each tablet's retention policy at physical time `now_us`
+/// (`compact [@T]`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CutoffBy {
+    Given(HybridTime),
+    Policy { now_us: u64 },
+}
+
 /// A history cutoff, what decided it, and the clock reading it was computed at.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Cutoff {

@@ -20,7 +20,7 @@ use crate::hybrid_time::HybridTime;
 use crate::ids::{OpId, Part, TabletId};
 use crate::redis;
 use crate::replica::{Replica, RestartReport};
-use crate::retention::Cutoff;
+use crate::retention::{Cutoff, CutoffBy};
 use crate::tablet::{Reply, Request, Schema};
 use std::collections::BTreeMap;
 
@@ -284,7 +284,7 @@ impl Node {
         self.replica_mut(id)?.read(request, ht, now_us)
     }
 
-    /// The retention interval of [`Node::compact_retained`] from now on (every tablet).
+    /// The retention interval of compactions by policy from now on (every tablet).
     pub fn set_retention(&mut self, interval_us: u64) {
         self.retention_us = interval_us;
     }
@@ -297,7 +297,7 @@ impl Node {
         clocks.max().unwrap_or(HybridTime::from_micros(now_us))
     }
 
-    /// The retention interval of [`Node::compact_retained`].
+    /// The retention interval of compactions by policy.
     pub fn retention(&self) -> u64 {
         self.retention_us
     }
@@ -319,32 +319,48 @@ impl Node {
 
     /// Flush and compact every tablet with history cutoff `cutoff`, then GC their logs.
     pub fn compact(&mut self, cutoff: HybridTime, kind: CompactionKind) -> Result<()> {
-        self.docs()?; // the document tablet's cutoff moves too, even while empty
-        let ids = self.tablet_ids();
-        self.jobs_on(&ids, true, |_, replica| replica.compact(cutoff, kind, None))?;
-        self.gc_logs(None)
+        self.compact_by(CutoffBy::Given(cutoff), kind, None).1
     }
 
-    /// Flush and compact every tablet, each with the history cutoff its retention policy
-    /// gives at `now_us` (`Replica::retention_cutoff`, with [`Node::set_retention`]'s
-    /// interval), then GC their logs: each tablet's cutoff (whether its compaction ran
-    /// or not), and the result.
-    pub fn compact_retained(
+    /// Flush and compact every tablet (or, `run`, a run of one tablet's SST files: oldest
+    /// first, 0-based, as [`Node::files`] lists them; a minor compaction), each with the
+    /// history cutoff `by` gives it (with [`Node::set_retention`]'s interval), then GC
+    /// their logs: each tablet's cutoff by policy (whether its compaction ran or not;
+    /// none for a given one), and the result.
+    pub fn compact_by(
         &mut self,
-        now_us: u64,
+        by: CutoffBy,
         kind: CompactionKind,
+        run: Option<(&TabletId, std::ops::RangeInclusive<usize>)>,
     ) -> (BTreeMap<TabletId, Cutoff>, Result<()>) {
         let mut cutoffs = BTreeMap::new();
-        if let Err(e) = self.docs() {
-            return (cutoffs, Err(e)); // the document tablet's cutoff moves too
+        let only = run.as_ref().map(|(id, _)| (*id).clone());
+        // The document tablet's cutoff moves too, even while empty.
+        if only.as_ref().is_none_or(|id| *id == TabletId::Docs) {
+            if let Err(e) = self.docs() {
+                return (cutoffs, Err(e));
+            }
         }
-        let (ids, interval_us, now) = (self.tablet_ids(), self.retention_us, self.clock(now_us));
+        let ids = only.iter().cloned().collect::<Vec<_>>();
+        let ids = if ids.is_empty() { self.tablet_ids() } else { ids };
+        let files = run.map(|(_, files)| files);
+        let policy = match by {
+            CutoffBy::Given(_) => None,
+            CutoffBy::Policy { now_us } => Some((self.clock(now_us), self.retention_us)),
+        };
         let result = self.jobs_on(&ids, true, |id, replica| {
-            let cutoff = replica.retention_cutoff(now, interval_us);
-            cutoffs.insert(id.clone(), cutoff);
-            replica.compact(cutoff.ht, kind, None)
+            let cutoff = match (by, policy) {
+                (_, Some((now, interval_us))) => {
+                    let cutoff = replica.retention_cutoff(now, interval_us);
+                    cutoffs.insert(id.clone(), cutoff);
+                    cutoff.ht
+                }
+                (CutoffBy::Given(cutoff), None) => cutoff,
+                (CutoffBy::Policy { .. }, None) => unreachable!("a policy's clock is read"),
+            };
+            replica.compact(cutoff, kind, files.clone())
         });
-        (cutoffs, result.and_then(|()| self.gc_logs(None)))
+        (cutoffs, result.and_then(|()| self.gc_logs(only.as_ref())))
     }
 
     /// Run `work` (a flush or, `compaction`, a compaction) on the replica of each tablet
@@ -404,38 +420,8 @@ impl Node {
         files: std::ops::RangeInclusive<usize>,
         cutoff: HybridTime,
     ) -> Result<()> {
-        if *id == TabletId::Docs {
-            self.docs()?;
-        }
-        let ids = [id.clone()];
-        let run = |_: &TabletId, r: &mut Replica| {
-            r.compact(cutoff, CompactionKind::Minor, Some(files.clone()))
-        };
-        self.jobs_on(&ids, true, run)?;
-        self.gc_logs(Some(id))
-    }
-
-    /// [`Node::compact_files`] with the history cutoff tablet `id`'s retention policy gives
-    /// at `now_us`: the cutoff (if its replica runs to give one), and the result.
-    pub fn compact_files_retained(
-        &mut self,
-        id: &TabletId,
-        files: std::ops::RangeInclusive<usize>,
-        now_us: u64,
-    ) -> (Option<Cutoff>, Result<()>) {
-        if *id == TabletId::Docs {
-            if let Err(e) = self.docs() {
-                return (None, Err(e));
-            }
-        }
-        let (interval_us, now) = (self.retention_us, self.clock(now_us));
-        let mut given = None;
-        let result = self.jobs_on(std::slice::from_ref(id), true, |_, replica| {
-            let cutoff = replica.retention_cutoff(now, interval_us);
-            given = Some(cutoff);
-            replica.compact(cutoff.ht, CompactionKind::Minor, Some(files.clone()))
-        });
-        (given, result.and_then(|()| self.gc_logs(Some(id))))
+        let run = Some((id, files));
+        self.compact_by(CutoffBy::Given(cutoff), CompactionKind::Minor, run).1
     }
 
     /// Log GC after a flush (of every tablet, or of `only`), unless a power cut was armed

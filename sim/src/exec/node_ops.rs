@@ -7,8 +7,8 @@ use super::client::CommandError;
 use super::{tablet_name, Cluster, Compaction, Event};
 use docsim_engine::disk::Tear;
 use docsim_engine::gc::CompactionKind;
-use docsim_engine::retention::{Cutoff, HeldBy};
-use docsim_engine::script::{self, Command};
+use docsim_engine::retention::{Cutoff, CutoffBy, HeldBy};
+use docsim_engine::script::{self, Command, FileRun};
 use docsim_engine::{Error, SnapshotInfo, TabletId};
 use std::collections::BTreeMap;
 
@@ -149,106 +149,69 @@ impl Cluster {
     }
 
     /// A flush or compaction of node `id`, then its log GC (which a power cut armed
-    /// after the flush cuts short: the node goes down).
+    /// after the flush cuts short: the node goes down). A compaction's cutoff is the
+    /// command's, or each tablet's retention policy's (printed when the compaction ran to
+    /// the end: a failure prints its error alone, what a reproducer's `expect error:`
+    /// takes).
     fn flush_or_compact(
         &mut self,
         id: u64,
         command: &Command,
         printed: &mut Vec<String>,
     ) -> Result<(), CommandError> {
-        let (run, cutoff, at) = match command {
-            Command::Compact { cutoff, run: Some(run), .. } => (run, Some(*cutoff), None),
-            Command::Retained { run: Some(run), at, .. } => (run, None, *at),
-            _ => return self.flush_or_compact_all(id, command, printed),
+        let now_us = self.now_us(id);
+        let (by, minor, run) = match command {
+            Command::Compact { cutoff, minor, run, .. } => (CutoffBy::Given(*cutoff), *minor, run),
+            Command::Retained { minor, run, at, .. } => {
+                let now_us = at.map_or(now_us, |at| at.physical_us());
+                (CutoffBy::Policy { now_us }, *minor, run)
+            }
+            Command::Flush { .. } => {
+                let result =
+                    crate::cost::timed(crate::cost::Part::Replicas, || self.slot(id).node.flush());
+                return self.compacted(id, Compaction::default(), result);
+            }
+            other => unreachable!("not a flush or compaction: {other}"),
         };
+        let kind = if minor { CompactionKind::Minor } else { CompactionKind::Full };
         // A run of files names one tablet's files: each tablet the name names in turn.
-        let tablets = match &run.table {
-            None => vec![TabletId::Docs],
-            Some(name) => self.tablets_named(name).map_err(CommandError::Node)?,
-        };
-        let (now_us, prefix) = (self.now_us(id), super::read_prefix(self.replicated(), &[id]));
-        let now_us = at.map_or(now_us, |at| at.physical_us());
-        for tablet in tablets {
-            let mut request = Compaction {
-                cutoff,
-                minor: true,
-                run: Some((tablet.clone(), run.first, run.last)),
-                retention_us: self.slot(id).node.retention(),
-                ..Default::default()
-            };
-            let files = run.first..=run.last;
-            let result = crate::cost::timed(crate::cost::Part::Replicas, || {
-                let node = &mut self.slot(id).node;
-                match cutoff {
-                    Some(cutoff) => node.compact_files(&tablet, files, cutoff),
-                    None => {
-                        let (given, result) = node.compact_files_retained(&tablet, files, now_us);
-                        request.retained.extend(given.map(|c| (tablet.clone(), c)));
-                        result
-                    }
+        let tablets = match run {
+            None => {
+                if self.running(id) {
+                    self.docs_tablet(); // the document tablet's cutoff moves too
                 }
+                vec![None]
+            }
+            Some(FileRun { table: None, .. }) => vec![Some(TabletId::Docs)],
+            Some(FileRun { table: Some(name), .. }) => {
+                let named = self.tablets_named(name).map_err(CommandError::Node)?;
+                named.into_iter().map(Some).collect()
+            }
+        };
+        let prefix = super::read_prefix(self.replicated(), &[id]);
+        for tablet in tablets {
+            let files = run.as_ref().map(|r| r.first..=r.last);
+            let run = tablet.as_ref().zip(files);
+            let (retained, result) = crate::cost::timed(crate::cost::Part::Replicas, || {
+                self.slot(id).node.compact_by(by, kind, run.clone())
             });
             if result.is_ok() {
-                let lines = cutoff_lines(&request.retained).into_iter();
+                let lines = cutoff_lines(&retained).into_iter();
                 printed.extend(lines.map(|l| format!("{prefix}{l}")));
             }
+            let request = Compaction {
+                cutoff: match by {
+                    CutoffBy::Given(cutoff) => Some(cutoff),
+                    CutoffBy::Policy { .. } => None,
+                },
+                retained,
+                retention_us: self.slot(id).node.retention(),
+                minor,
+                run: run.map(|(tablet, files)| (tablet.clone(), *files.start(), *files.end())),
+            };
             self.compacted(id, request, result)?;
         }
         Ok(())
-    }
-
-    /// A flush or compaction of every tablet of node `id` (see `flush_or_compact`).
-    fn flush_or_compact_all(
-        &mut self,
-        id: u64,
-        command: &Command,
-        printed: &mut Vec<String>,
-    ) -> Result<(), CommandError> {
-        let whole =
-            matches!(command, Command::Compact { run: None, .. } | Command::Retained { .. });
-        if whole && self.running(id) {
-            self.docs_tablet(); // the document tablet's cutoff moves too, even while empty
-        }
-        let (now_us, replicated) = (self.now_us(id), self.replicated());
-        let (request, result) = {
-            let mut slot = self.slot(id);
-            let node = &mut slot.node;
-            let timed = |f: &mut dyn FnMut() -> Result<(), Error>| {
-                crate::cost::timed(crate::cost::Part::Replicas, f)
-            };
-            match command {
-                Command::Flush { .. } => (Compaction::default(), timed(&mut || node.flush())),
-                Command::Compact { cutoff, minor, run: None, .. } => {
-                    let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
-                    let request =
-                        Compaction { cutoff: Some(*cutoff), minor: *minor, ..Default::default() };
-                    (request, timed(&mut || node.compact(*cutoff, kind)))
-                }
-                Command::Retained { minor, at, run: None, .. } => {
-                    let kind = if *minor { CompactionKind::Minor } else { CompactionKind::Full };
-                    let now_us = at.map_or(now_us, |at| at.physical_us());
-                    let mut retained = Default::default();
-                    let result = timed(&mut || {
-                        let (cutoffs, result) = node.compact_retained(now_us, kind);
-                        retained = cutoffs;
-                        result
-                    });
-                    // Printed when it ran to the end: a failure prints its error alone
-                    // (what a reproducer's `expect error:` takes).
-                    if result.is_ok() {
-                        let prefix = super::read_prefix(replicated, &[id]);
-                        let lines = cutoff_lines(&retained).into_iter();
-                        printed.extend(lines.map(|line| format!("{prefix}{line}")));
-                    }
-                    let retention_us = node.retention();
-                    let request =
-                        Compaction { retained, retention_us, minor: *minor, ..Default::default() };
-                    (request, result)
-                }
-                other => unreachable!("not a flush or compaction: {other}"),
-            }
-        };
-        self.compacted(id, request, result)
     }
 
     /// What node `id` did of a flush or compaction: an event, and its power cut if one
