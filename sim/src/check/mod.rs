@@ -430,7 +430,7 @@ impl Checker {
     fn scan(
         &mut self,
         op: &Op,
-        parts: &[(TabletId, u64, Result<Reply, Error>)],
+        parts: &[crate::exec::Part],
         request: &Request,
         read_ht: HybridTime,
     ) -> Result<(), Found> {

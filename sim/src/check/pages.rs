@@ -19,15 +19,12 @@
 use super::model::{self, ModelReply};
 use super::{routing, shown, Checker, Found};
 use crate::convert;
-use crate::exec::Compaction;
+use crate::exec::{Compaction, Part};
 use crate::failure::FailureKind;
 use docsim_engine::{Error, HybridTime, Reply, TabletId};
 use docsim_models::cql::{key_order, Cell};
 use docsim_models::{DocId, ModelError};
 use docsim_workloads::Op;
-
-/// One tablet's part of a read: the tablet, the node that served it, its reply.
-type Part = (TabletId, u64, Result<Reply, Error>);
 
 /// A SELECT's rows as the model answers them.
 type Rows = Vec<Vec<(String, Cell)>>;

@@ -2,7 +2,7 @@
 //! reads from any replica, and the catalog's tables. The executor's dispatch of every
 //! command is here too ([`Cluster::execute`]).
 
-use super::{tablet_name, Answer, Cluster, Event, Pending, WRITE_TIMEOUT};
+use super::{tablet_name, Answer, Cluster, Event, Part, Pending, WRITE_TIMEOUT};
 use crate::failure::FailureKind;
 use docsim_engine::cql::{format_rows, parse_statement, CqlTable, Paging, Statement};
 use docsim_engine::script::{format_get, At, Command, Route};
@@ -10,9 +10,6 @@ use docsim_engine::{
     Error, ErrorKind, HybridTime, Layout, MarkerMode, Reply, Request, Schema, TabletId,
 };
 use std::time::Duration;
-
-/// One tablet's part of a read: the tablet, the node that served it, its reply.
-type Part = (TabletId, u64, Result<Reply, Error>);
 
 /// What a long scan's first page made of its read point (`Cluster::hold_scan`).
 enum Held {

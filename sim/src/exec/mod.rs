@@ -124,11 +124,7 @@ pub enum Event {
     },
     /// A scan of a split table: every tablet's read at one time, each tablet at `node`,
     /// in hash order (the client prints their rows one after the other).
-    Scan {
-        parts: Vec<(TabletId, u64, Result<Reply, Error>)>,
-        request: Request,
-        read_ht: HybridTime,
-    },
+    Scan { parts: Vec<Part>, request: Request, read_ht: HybridTime },
     /// An entry a replica applied (live or replayed).
     /// `writes`: it wrote data into the memtable (not a metadata change); `snapshot`: the
     /// snapshot it took.
@@ -153,6 +149,9 @@ pub enum Event {
     /// `jobs`: each tablet's flush or compaction as the disk saw it.
     Compacted { node: u64, request: Compaction, result: Result<(), Error>, jobs: Vec<Job> },
 }
+
+/// One tablet's part of a read: the tablet, the node that served it, its reply.
+pub type Part = (TabletId, u64, Result<Reply, Error>);
 
 /// A flush or compaction, as a node ran it.
 #[derive(Clone, Debug, PartialEq, Eq, Default)]
