@@ -82,7 +82,7 @@ impl Checker {
         }
         if continued && got.is_ok() && unregistered.is_some() {
             let want = vec!["error: read_aborted".to_owned()];
-            return Err(Found::new(FailureKind::Select, want, shown(&got)));
+            return Err(Found::new(FailureKind::Select, want, shown_page(&got, read_ht)));
         }
         let select =
             Op::Cql { ht: op.time().unwrap_or(0), table: table.clone(), op: select.clone() };
@@ -101,7 +101,7 @@ impl Checker {
                 Ok((rows, last)) => page_lines(&rows, read_ht, last.as_ref()),
                 Err(m) => vec![format!("error: {}", model::expected_kind(&m))],
             };
-            return Err(Found::new(FailureKind::Select, want, shown(&got)));
+            return Err(Found::new(FailureKind::Select, want, shown_page(&got, read_ht)));
         }
         match &got {
             Ok(Reply::Page { last: Some(_), .. }) if *hold && after.is_none() => {
@@ -256,6 +256,16 @@ fn row_doc_id(
         hashed: hashed.collect::<Option<_>>()?,
         range: range.collect::<Option<_>>()?,
     })
+}
+
+/// A page as the client printed it (the same lines as [`page_lines`]).
+fn shown_page(got: &Result<Reply, Error>, read_ht: HybridTime) -> Vec<String> {
+    match got {
+        Ok(Reply::Page { rows, last }) => {
+            docsim_engine::script::format_page(rows, read_ht, last.as_ref())
+        }
+        other => shown(other),
+    }
 }
 
 /// A page as the model expects it printed.
