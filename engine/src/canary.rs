@@ -183,12 +183,26 @@ pub enum Plant {
     /// instead of when the snapshot's entry applies: with writes in flight its snapshot
     /// misses some that the followers' (taken at the entry) hold.
     SnapshotAtDifferentOpIds,
+    /// A restore leaves the flushed frontier its source had (the snapshot's entry, or the
+    /// entry before the restore) instead of moving it to the restore's entry
+    /// (`ModifyFlushedFrontier`): bootstrap after a restart replays the entries since
+    /// the snapshot — writes made after it, on top of the restored data — before the
+    /// restore's entry restores again.
+    RestoreLeavesFrontier,
+    /// YugabyteDB's restore (`RestoreCheckpoint`): the tablet's RocksDB directory is
+    /// destroyed, then the checkpoint copied in and the frontier set, with no staged copy:
+    /// a power cut in between leaves the tablet with no data.
+    YbRestoreDestroysFirst,
+    /// A compaction's cutoff ignores the history the tablet's snapshots keep
+    /// (`Tablet::kept_since`): a restore to a time after the newest snapshot finds the
+    /// versions of that time collected, and reads rows from later.
+    CutoffIgnoresSnapshots,
 }
 
 impl Plant {
     /// Every plantable bug: one catalogue, each caught with the replica counts
     /// [`Plant::replicas`] allows.
-    pub const ALL: [Plant; 47] = [
+    pub const ALL: [Plant; 50] = [
         Plant::TtlOffByOne,
         Plant::WriteIdIgnored,
         Plant::ExclusiveCutoff,
@@ -236,6 +250,9 @@ impl Plant {
         Plant::CutoffIgnoresSafeTime,
         Plant::CheckpointWithoutFlush,
         Plant::SnapshotAtDifferentOpIds,
+        Plant::RestoreLeavesFrontier,
+        Plant::YbRestoreDestroysFirst,
+        Plant::CutoffIgnoresSnapshots,
     ];
 
     /// The replica counts a run can catch the bug with. The bugs of Raft's replication
@@ -264,7 +281,8 @@ impl Plant {
     /// a leader cut off with its lease, clocks skewed the wrong way at a leader change, a
     /// power cut right after a vote, a read between a folded column's early and true
     /// expiry (1 seed in 50), a minor compaction between an expiry and the next full
-    /// compaction (7 TTL-heavy seeds in 300). Torture catches it in hundreds of seeds,
+    /// compaction (7 TTL-heavy seeds in 300), a power cut inside a restore (random runs
+    /// draw none: a canary reproducer shows it). Torture catches it in hundreds of seeds,
     /// not tens,
     /// and its reproducer is longer than a dozen steps.
     pub fn rare(self) -> bool {
@@ -282,6 +300,7 @@ impl Plant {
                 | Plant::FrontierWrittenApart
                 | Plant::YbMinorGcDropsTtl
                 | Plant::CutoffIgnoresSafeTime
+                | Plant::YbRestoreDestroysFirst
         )
     }
 
@@ -352,6 +371,9 @@ impl Plant {
             Plant::CutoffIgnoresSafeTime => "cutoff-ignores-safe-time",
             Plant::CheckpointWithoutFlush => "checkpoint-without-flush",
             Plant::SnapshotAtDifferentOpIds => "snapshot-at-different-op-ids",
+            Plant::RestoreLeavesFrontier => "restore-leaves-frontier",
+            Plant::YbRestoreDestroysFirst => "yb-restore-destroys-first",
+            Plant::CutoffIgnoresSnapshots => "cutoff-ignores-snapshots",
         }
     }
 

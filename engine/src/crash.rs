@@ -35,6 +35,10 @@ pub enum CrashPoint {
     /// snapshot with fewer operations ends first: the cut falls after it, before the
     /// entry is acknowledged.
     InSnapshot(u32),
+    /// The same inside the next restore a replica of the node makes (`db/restore.rs`:
+    /// the staged copy's links or checkpoint, its deletions and flush, the renames, the
+    /// swap); a restore with fewer operations ends first.
+    InRestore(u32),
 }
 
 impl CrashPoint {
@@ -72,15 +76,17 @@ impl CrashPoint {
             CrashPoint::InFlush(_) => "in-flush",
             CrashPoint::InCompaction(_) => "in-compaction",
             CrashPoint::InSnapshot(_) => "in-snapshot",
+            CrashPoint::InRestore(_) => "in-restore",
         }
     }
 
     /// The `k` of a point inside a flush or a compaction.
     pub fn op(self) -> Option<u32> {
         match self {
-            CrashPoint::InFlush(k) | CrashPoint::InCompaction(k) | CrashPoint::InSnapshot(k) => {
-                Some(k)
-            }
+            CrashPoint::InFlush(k)
+            | CrashPoint::InCompaction(k)
+            | CrashPoint::InSnapshot(k)
+            | CrashPoint::InRestore(k) => Some(k),
             _ => None,
         }
     }
@@ -101,6 +107,7 @@ impl CrashPoint {
             ("in-flush", Some(k)) => Some(CrashPoint::InFlush(k)),
             ("in-compaction", Some(k)) => Some(CrashPoint::InCompaction(k)),
             ("in-snapshot", Some(k)) => Some(CrashPoint::InSnapshot(k)),
+            ("in-restore", Some(k)) => Some(CrashPoint::InRestore(k)),
             (_, Some(_)) => None,
             (_, None) => CrashPoint::ALL.into_iter().find(|c| c.name() == name),
         }
@@ -110,6 +117,7 @@ impl CrashPoint {
     pub fn names() -> Vec<&'static str> {
         let mut names: Vec<&str> = CrashPoint::ALL.iter().map(|c| c.name()).collect();
         names.extend(["in-flush op=<k>", "in-compaction op=<k>", "in-snapshot op=<k>"]);
+        names.push("in-restore op=<k>");
         names
     }
 }

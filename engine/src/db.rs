@@ -9,6 +9,8 @@
 //! - `db/frontier.rs`: when the flushed frontier is written.
 //! - `db/kept_iter.rs`: the scan iterator kept between reads.
 //! - `db/packed.rs`: reading packed rows, and the entity layout's columns.
+//! - `db/snapshots.rs`: table snapshots (checkpoints beside the instance).
+//! - `db/restore.rs`: restoring the instance from a checkpoint or to a time.
 //!
 //! Automatic compactions are off: the caller (the simulator, a script) flushes and
 //! compacts explicitly, and both run to completion before the call returns, so RocksDB's
@@ -37,6 +39,7 @@ mod metadata;
 mod options;
 mod packed;
 mod range_bounds;
+mod restore;
 mod scan;
 mod snapshots;
 pub use frontier::Memstore;
@@ -48,9 +51,10 @@ use options::{open_with_retry, options};
 pub use options::{Layout, Medium, RawEnv, Rocks, StorageConfig};
 pub(crate) use packed::PackedCells;
 pub use range_bounds::{compare_components, CmpOp, RangeCondition};
+pub use restore::RestoreSpec;
 pub use scan::ReadStats;
 pub(crate) use scan::{DocRead, Window};
-pub use snapshots::SnapshotInfo;
+pub use snapshots::{CheckpointCopy, SnapshotInfo};
 
 /// The flushed frontier as stored: the op id and hybrid time of the last entry whose data
 /// is durable, and the history cutoff persisted with the data.
@@ -104,8 +108,9 @@ pub struct DocDb {
     _sim_env: Option<Arc<crate::simfs::SimEnv>>,
     /// The directory RocksDB's files are in.
     dir: std::path::PathBuf,
-    /// RocksDB's files are in its in-memory environment (no snapshots there).
-    in_memory: bool,
+    /// What it was opened with, to open it again after a restore (`db/restore.rs`).
+    rocks: Rocks,
+    storage: StorageConfig,
 }
 
 /// One row's stored entries, for the repacking plan: their keys, the entries (entity rows
@@ -132,6 +137,9 @@ impl DocDb {
         plants: Plants,
         storage: StorageConfig,
     ) -> Result<DocDb> {
+        if let Some(dirs) = snapshots::Dirs::of(rocks) {
+            restore::finish_restore(&dirs, dir)?;
+        }
         let db = DocDb::open_mode(dir, rocks, (plants, storage), false)?;
         db.remove_snapshot_leftovers()?;
         Ok(db)
@@ -191,9 +199,15 @@ impl DocDb {
             statistics: storage.statistics,
             _sim_env: sim_env,
             dir: dir.to_owned(),
-            in_memory: rocks.medium() == Medium::Memory,
+            rocks: rocks.clone(),
+            storage,
         };
         Ok(db)
+    }
+
+    /// The plants and storage configuration it was opened with.
+    fn settings(&self) -> (Plants, StorageConfig) {
+        (self.plants, self.storage)
     }
 
     /// The planted bugs this instance was opened with.

@@ -371,7 +371,32 @@ pub(crate) fn unregister_disk_root(root: &str) {
 /// directory differs from process to process; a trace must not).
 fn disk_names(message: String) -> String {
     let roots = DISK_ROOTS.lock().unwrap_or_else(|e| e.into_inner());
-    roots.iter().fold(message, |m, root| m.replace(root.as_str(), ""))
+    let message = roots.iter().fold(message, |m, root| m.replace(root.as_str(), ""));
+    without_file_numbers(&message)
+}
+
+/// `message` with RocksDB's file numbers replaced by `N` (`docs/N.sst`,
+/// `docs/MANIFEST-N`): RocksDB numbers its files itself, and an open it retries (its timer
+/// registration can race another thread's close, `db/options.rs`) takes new numbers, so
+/// they must not reach a trace.
+pub fn without_file_numbers(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(start) = rest.find(|c: char| c.is_ascii_digit()) {
+        let run = rest[start..].find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len() - start);
+        let (before, digits, after) =
+            (&rest[..start], &rest[start..start + run], &rest[start + run..]);
+        let named = before.ends_with("MANIFEST-") || before.ends_with("OPTIONS-");
+        let numbered = [".sst", ".log", ".blob", ".dbtmp"].iter().any(|x| after.starts_with(x));
+        out.push_str(before);
+        match digits.len() >= 6 && (named || numbered) {
+            true => out.push('N'),
+            false => out.push_str(digits),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// The full disk `simfs.rs` reported (`<file>: disk full writing <n> bytes (<c> capacity)`)
@@ -407,6 +432,17 @@ impl std::fmt::Display for TypeConflict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rocksdb_file_numbers_never_reach_a_message() {
+        let m = "IO error: writing docs/MANIFEST-000016 and t/000012.sst, key 1234567";
+        let want = "IO error: writing docs/MANIFEST-N and t/N.sst, key 1234567";
+        assert_eq!(without_file_numbers(m), want);
+        assert_eq!(
+            without_file_numbers("OPTIONS-000007 12.sst 0000012"),
+            "OPTIONS-N 12.sst 0000012"
+        );
+    }
 
     #[test]
     fn kind_names_round_trip_and_are_distinct() {

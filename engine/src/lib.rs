@@ -54,7 +54,9 @@
 //! interval, held back by the read points long scans registered (`replica/reads.rs`);
 //! the pages of a paged SELECT all read at the first page's time. A table **snapshot** is
 //! a Raft entry of each tablet: every replica flushes and checkpoints RocksDB beside the
-//! tablet at that entry (`db/snapshots.rs`).
+//! tablet at that entry (`db/snapshots.rs`). A **restore** is one too: each replica builds
+//! the tablet as it was at a snapshot or a time beside the live one, with the restore's
+//! entry as its flushed frontier, and swaps it in by renames (`db/restore.rs`).
 //!
 //! **Packed rows** (`encoding/packed_row.rs`, `db/packed.rs`, `gc/repack.rs`): a CQL
 //! table `WITH packed_rows = true` stores an INSERT of every non-key column as one value
@@ -172,7 +174,7 @@ pub use document::Document;
 pub use encoding::{
     DocKey, DocPath, KeyEntry, Primitive, SortOrder, SubDocKey, Ttl, Value, ValueKind,
 };
-pub use error::{DecodeError, Error, ErrorKind, Result};
+pub use error::{without_file_numbers, DecodeError, Error, ErrorKind, Result};
 pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use ids::{OpId, Part, TabletId};
 pub use log::{SegmentInfo, Truncation};
@@ -185,7 +187,9 @@ pub use replica::{
     RestartReport,
 };
 pub use sst_files::SstFile;
-pub use tablet::{MetaChange, Payload, Reply, Request, Schema, SnapshotOp, SnapshotTaken, Tablet};
+pub use tablet::{
+    MetaChange, Payload, Reply, Request, RestoreTarget, Schema, SnapshotOp, SnapshotTaken, Tablet,
+};
 pub use write_batch::DocWriteBatch;
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 42] = [
+pub const KNOWN: [&str; 46] = [
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -33,6 +33,10 @@ pub const KNOWN: [&str; 42] = [
     "read.packed_row",
     "read.snapshot_too_old",
     "read.table_tombstone",
+    "restore.applied",
+    "restore.from_live_data",
+    "restore.from_snapshot",
+    "restore.refused",
     "retention.cutoff_held_by_read",
     "rocksdb.compaction_cut_durable",
     "rocksdb.compaction_cut_lost",

@@ -205,6 +205,17 @@ pub struct AppliedEntry {
     /// A snapshot it took: its id, and the frontier its flush made durable (if the
     /// memtables held any entry).
     pub snapshot: Option<crate::tablet::SnapshotTaken>,
+    /// Whether it restored the tablet (`restore`): its own op id is then the flushed
+    /// frontier, and its time the history cutoff.
+    pub restored: bool,
+}
+
+impl AppliedEntry {
+    fn of(op_id: OpId, ht: Option<HybridTime>, applied: crate::tablet::Applied) -> AppliedEntry {
+        let (writes, snapshot, restored) =
+            (applied.writes, applied.snapshot, applied.restored.is_some());
+        AppliedEntry { op_id, ht, writes, snapshot, restored }
+    }
 }
 
 /// A replica's role and progress, for the simulator's reports.
@@ -418,8 +429,7 @@ impl Replica {
                     report.first.get_or_insert(entry.op_id);
                     report.last = Some(entry.op_id);
                 }
-                let (writes, snapshot) = (applied.writes, applied.snapshot);
-                self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes, snapshot });
+                self.applied_log.push(AppliedEntry::of(entry.op_id, ht, applied));
             }
         }
         Ok(())
@@ -434,7 +444,13 @@ impl Replica {
         if matches!(payload, Payload::Write { .. } | Payload::Meta { .. }) {
             self.written = entry.op_id;
         }
-        if let Some((op_id, _)) = applied.snapshot.as_ref().and_then(|s| s.flushed) {
+        if applied.restored.is_some() {
+            // The history below the restore is gone: the long scans reading it end
+            // (`read_aborted`), as after a snapshot installed (docsim's rule).
+            self.readers = Default::default();
+        }
+        let flushed = applied.snapshot.as_ref().and_then(|s| s.flushed).or(applied.restored);
+        if let Some((op_id, _)) = flushed {
             self.flushed = self.flushed.max(op_id);
         }
         Ok(applied)
@@ -443,15 +459,17 @@ impl Replica {
     /// Apply `payload`; a power cut armed inside a snapshot (`in-snapshot op=<k>`) falls
     /// after the `k`-th disk operation of this one's, or after it: the replica is down.
     fn apply_cut(&mut self, entry: &LogEntry, payload: &Payload) -> Result<crate::tablet::Applied> {
-        let creates = matches!(
-            payload,
-            Payload::Meta {
-                change: crate::tablet::MetaChange::Snapshot(SnapshotOp::Create(_)),
-                ..
-            }
-        );
-        let cut = match self.crash_at {
-            Some(at @ CrashPoint::InSnapshot(k)) if creates => Some((at, k)),
+        use crate::tablet::MetaChange;
+        let change = match payload {
+            Payload::Meta { change, .. } => Some(change),
+            _ => None,
+        };
+        let cut = match (self.crash_at, change) {
+            (
+                Some(at @ CrashPoint::InSnapshot(k)),
+                Some(MetaChange::Snapshot(SnapshotOp::Create(_))),
+            ) => Some((at, k)),
+            (Some(at @ CrashPoint::InRestore(k)), Some(MetaChange::Restore(_))) => Some((at, k)),
             _ => None,
         };
         let Some((at, k)) = cut else { return self.tablet.apply(entry.op_id, payload) };

@@ -11,8 +11,12 @@
 //! - the oldest read point registered by a request in flight (`active_readers_`, which
 //!   `ScopedReadOperation` registers for the request's life): a long scan keeps every
 //!   version it may still need;
-//! - what snapshot schedules need kept (`allowed_history_cutoff_provider_`): docsim has no
-//!   schedules yet, so this term is absent.
+//! - what snapshot schedules need kept (`allowed_history_cutoff_provider_`; the master's
+//!   `MasterSnapshotCoordinator::AllowedHistoryCutoffProvider`: the time of each
+//!   schedule's last snapshot). docsim has no schedule objects: every snapshot counts as
+//!   a schedule's, and the term is the tablet's `kept_since` (`Tablet::kept_since`),
+//!   moved by the snapshot and restore entries themselves, so every replica holds the
+//!   same one (docsim's rule).
 //!
 //! docsim adds a fourth term, its own rule: the replica's **safe time** (the time no entry
 //! it has yet to apply can be at or below). A follower behind its leader (or whose clock
@@ -50,6 +54,9 @@ pub enum HeldBy {
     Read,
     /// The replica's safe time, older still (docsim's rule, below).
     SafeTime,
+    /// The time since which the tablet keeps its history for restores (its newest
+    /// snapshot's or restore's).
+    Snapshot,
 }
 
 /// Where a compaction's history cutoff comes from: the command

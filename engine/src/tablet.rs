@@ -26,12 +26,12 @@ mod schema;
 
 pub use payload::Payload;
 pub use request::{Reply, Request};
-pub use schema::{valid_snapshot_id, MetaChange, Schema, SnapshotOp};
+pub use schema::{valid_snapshot_id, MetaChange, RestoreOp, RestoreTarget, Schema, SnapshotOp};
 
 use crate::canary::{Plant, Plants};
 use crate::cql::CqlType;
 use crate::cql::Statement;
-use crate::db::{DocDb, Frontier, RawEntry, Rocks, StorageConfig};
+use crate::db::{DocDb, Frontier, RawEntry, RestoreSpec, Rocks, SnapshotInfo, StorageConfig};
 use crate::doc_write::{build_entries, Scanned};
 use crate::document::Document;
 use crate::encoding::{doc_key_len, DocPath, KeyEntry, Primitive};
@@ -44,6 +44,10 @@ use std::path::Path;
 
 /// Metadata key of the tablet's schema (`tablet/schema.rs`), as of the flushed frontier.
 const SCHEMA_KEY: &[u8] = b"\x01schema";
+/// Metadata key of the time since which every replica keeps the tablet's history
+/// (8 bytes, big-endian raw hybrid time; empty or absent: no snapshot asks for it). See
+/// [`Tablet::kept_since`].
+const KEPT_SINCE_KEY: &[u8] = b"\x01kept_since";
 /// Metadata key of the next list index (8 bytes, big-endian), written with the data that
 /// used the indexes below it.
 const LIST_NEXT_KEY: &[u8] = b"\x01list_next";
@@ -66,6 +70,8 @@ pub struct Applied {
     pub writes: bool,
     /// The snapshot the entry took.
     pub snapshot: Option<SnapshotTaken>,
+    /// The restore the entry made: its own op id and time, now the flushed frontier.
+    pub restored: Option<(OpId, HybridTime)>,
 }
 
 /// A snapshot an entry took: its id, and the frontier the flush before its checkpoint
@@ -84,6 +90,8 @@ pub struct Tablet {
     list_next: i64,
     /// The part of its table's hash space this tablet owns (the document tablet: all).
     part: Part,
+    /// The time since which history is kept for restores ([`Tablet::kept_since`]).
+    kept_since: Option<HybridTime>,
 }
 
 impl Tablet {
@@ -129,7 +137,8 @@ impl Tablet {
                 bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()))?,
             ),
         };
-        let mut tablet = Tablet { db, schema, list_next, part: Part::WHOLE };
+        let kept_since = decode_kept(db.metadata(KEPT_SINCE_KEY)?)?;
+        let mut tablet = Tablet { db, schema, list_next, part: Part::WHOLE, kept_since };
         tablet.attach_schema();
         Ok(tablet)
     }
@@ -162,11 +171,7 @@ impl Tablet {
     /// Give the storage what reading the table's rows needs: the packings of its packed
     /// rows (only a table that packs has any) and whether they are entities.
     fn attach_schema(&mut self) {
-        let (packings, entity_rows) = match self.schema.cql() {
-            Some(t) if t.packed_rows => (t.packings().clone(), t.entity_rows),
-            Some(t) => (Default::default(), t.entity_rows),
-            None => (Default::default(), false),
-        };
+        let (packings, entity_rows) = layout_of(&self.schema);
         self.db.set_packings(packings, entity_rows);
     }
 
@@ -213,6 +218,13 @@ impl Tablet {
                 }
                 self.meta(MetaChange::Snapshot(op.clone()), ht)
             }
+            Request::Restore(target) => {
+                let restore = self.restore_source(target, ht);
+                if restore.is_err() {
+                    crate::probe::hit("restore.refused");
+                }
+                self.meta(MetaChange::Restore(restore?), ht)
+            }
             Request::Cql(statement) => {
                 let table = self.table(statement.table())?;
                 self.check_partition(table, statement)?;
@@ -242,7 +254,7 @@ impl Tablet {
     /// it when the entry applies.
     fn planted_snapshot_now(&self, id: &str, ht: HybridTime) -> Result<()> {
         match self.db.plants().contains(Plant::SnapshotAtDifferentOpIds) {
-            true => self.db.create_snapshot(id, OpId::default(), ht).map(drop),
+            true => self.db.create_snapshot(id, OpId::default(), ht, self.kept_since).map(drop),
             false => Ok(()),
         }
     }
@@ -278,25 +290,22 @@ impl Tablet {
                 let meta: Vec<(&[u8], &[u8])> =
                     meta.iter().map(|bytes| (LIST_NEXT_KEY, &bytes[..])).collect();
                 self.db.write(batch, *ht, Some(op_id), &meta)?;
-                Ok(Applied { ht: Some(*ht), writes: true, snapshot: None })
+                Ok(Applied { ht: Some(*ht), writes: true, snapshot: None, restored: None })
             }
             Payload::Meta { ht, change: MetaChange::Snapshot(snapshot) } => {
-                let planted = self.db.plants().contains(Plant::SnapshotAtDifferentOpIds);
-                let taken = match snapshot {
-                    SnapshotOp::Create(id) if planted && self.db.snapshot_dir(id).is_some() => {
-                        Some(SnapshotTaken { id: id.clone(), flushed: None })
-                    }
-                    SnapshotOp::Create(id) => {
-                        let flushed = self.db.create_snapshot(id, op_id, *ht)?;
-                        Some(SnapshotTaken { id: id.clone(), flushed })
-                    }
-                    SnapshotOp::Delete(id) => {
-                        self.db.delete_snapshot(id)?;
-                        None
-                    }
-                };
-                self.db.write_metadata(&[], op_id, *ht)?; // the frontier passes it
-                Ok(Applied { ht: Some(*ht), writes: false, snapshot: taken })
+                let taken = self.apply_snapshot(snapshot, op_id, *ht)?;
+                let kept = encode_kept(self.kept_since);
+                self.db.write_metadata(&[(KEPT_SINCE_KEY, &kept)], op_id, *ht)?;
+                Ok(Applied { ht: Some(*ht), writes: false, snapshot: taken, restored: None })
+            }
+            Payload::Meta { ht, change: MetaChange::Restore(restore) } => {
+                self.apply_restore(restore, op_id, *ht)?;
+                Ok(Applied {
+                    ht: Some(*ht),
+                    writes: false,
+                    snapshot: None,
+                    restored: Some((op_id, *ht)),
+                })
             }
             Payload::Meta { ht, change } => {
                 self.schema.apply(change, *ht).map_err(|e| {
@@ -305,12 +314,138 @@ impl Tablet {
                 self.attach_schema();
                 let encoded = self.schema.encode();
                 self.db.write_metadata(&[(SCHEMA_KEY, &encoded)], op_id, *ht)?;
-                Ok(Applied { ht: Some(*ht), writes: false, snapshot: None })
+                Ok(Applied { ht: Some(*ht), writes: false, snapshot: None, restored: None })
             }
             Payload::Conf(_) | Payload::Empty => {
-                Ok(Applied { ht: None, writes: false, snapshot: None })
+                Ok(Applied { ht: None, writes: false, snapshot: None, restored: None })
             }
         }
+    }
+
+    /// A snapshot entry: the snapshot taken (history kept since its time from now on) or
+    /// deleted (history no longer kept once the tablet has no snapshot left).
+    fn apply_snapshot(
+        &mut self,
+        op: &SnapshotOp,
+        op_id: OpId,
+        ht: HybridTime,
+    ) -> Result<Option<SnapshotTaken>> {
+        let planted = self.db.plants().contains(Plant::SnapshotAtDifferentOpIds);
+        match op {
+            SnapshotOp::Create(id) if planted && self.db.snapshot_dir(id).is_some() => {
+                Ok(Some(SnapshotTaken { id: id.clone(), flushed: None }))
+            }
+            SnapshotOp::Create(id) => {
+                let flushed = self.db.create_snapshot(id, op_id, ht, self.kept_since)?;
+                self.kept_since = Some(self.kept_since.map_or(ht, |at| at.max(ht)));
+                Ok(Some(SnapshotTaken { id: id.clone(), flushed }))
+            }
+            SnapshotOp::Delete(id) => {
+                self.db.delete_snapshot(id)?;
+                if self.db.snapshots()?.is_empty() {
+                    self.kept_since = None;
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    /// A restore entry (`db/restore.rs`): the schema as of the time restored to, the data
+    /// from the snapshot's checkpoint or the live data, the history kept since the
+    /// restore's own time (its history cutoff).
+    fn apply_restore(&mut self, restore: &RestoreOp, op_id: OpId, ht: HybridTime) -> Result<()> {
+        let refused = |e: Error| Error::Storage(format!("log entry {op_id}: restore refused: {e}"));
+        crate::probe::hit(match restore.from {
+            Some(_) => "restore.from_snapshot",
+            None => "restore.from_live_data",
+        });
+        let checkpoint = match &restore.from {
+            Some(id) => Some(self.db.snapshot_dir(id).ok_or_else(|| {
+                refused(Error::InvalidRequest(format!("this replica holds no snapshot {id}")))
+            })?),
+            None => None,
+        };
+        if let Some(dir) = &checkpoint {
+            // The schema as the snapshot has it: the tablet's own history of changes may
+            // have lost the changes a restore since undid.
+            self.schema = self.checkpoint_schema(&self.db.open_checkpoint(dir)?, dir)?;
+        }
+        self.schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
+        self.kept_since = self.kept_since.map(|at| at.max(ht));
+        let meta = self.snapshot_metadata();
+        let (to, checkpoint) = (restore.to, checkpoint.as_deref());
+        self.db.restore(&RestoreSpec { checkpoint, to, op_id, ht, meta })?;
+        self.attach_schema();
+        Ok(())
+    }
+
+    /// The schema a snapshot's checkpoint `db` (in `dir`) stored, or the table as created
+    /// when it stored none (no change was ever flushed there).
+    fn checkpoint_schema(&self, db: &DocDb, dir: &Path) -> Result<Schema> {
+        match db.metadata(SCHEMA_KEY)? {
+            Some(stored) => Schema::decode(&stored).map_err(|why| stored_error(dir, why)),
+            None => {
+                let mut schema = self.schema.clone();
+                let created = MetaChange::Restore(RestoreOp { from: None, to: HybridTime::MIN });
+                schema.apply(&created, HybridTime::MIN)?;
+                Ok(schema)
+            }
+        }
+    }
+
+    /// This tablet's snapshots as a Raft snapshot carries them, each checkpoint read under
+    /// its own schema.
+    pub(crate) fn export_checkpoints(&self) -> Result<Vec<crate::db::CheckpointCopy>> {
+        self.db.export_checkpoints(|checkpoint| {
+            let schema = self.checkpoint_schema(checkpoint, Path::new("a snapshot"))?;
+            let (packings, entity_rows) = layout_of(&schema);
+            checkpoint.set_packings(packings, entity_rows);
+            Ok(())
+        })
+    }
+
+    /// The source a restore to `target` takes, decided by the leader at `ht`: a snapshot
+    /// to its own time; a time at or after [`Tablet::kept_since`], the live data; an
+    /// earlier one, the first snapshot after it whose history reached back to it.
+    fn restore_source(&self, target: &RestoreTarget, ht: HybridTime) -> Result<RestoreOp> {
+        self.schema.check(&MetaChange::Restore(RestoreOp { from: None, to: ht }))?;
+        let snapshots = self.db.snapshots()?;
+        let to = match target {
+            RestoreTarget::Snapshot(id) => {
+                let Some(snapshot) = snapshots.iter().find(|s| &s.id == id) else {
+                    return Err(Error::InvalidRequest(format!("restore: no snapshot {id}")));
+                };
+                return Ok(RestoreOp { from: Some(id.clone()), to: snapshot.ht });
+            }
+            RestoreTarget::Time(to) if *to >= ht => {
+                return Err(Error::InvalidRequest(format!(
+                    "restore to {to}: not before now ({ht})"
+                )))
+            }
+            RestoreTarget::Time(to) => *to,
+        };
+        if self.kept_since.is_some_and(|since| since <= to) {
+            return Ok(RestoreOp { from: None, to });
+        }
+        let reaches = |s: &&SnapshotInfo| s.ht >= to && s.kept.is_some_and(|since| since <= to);
+        match snapshots.iter().filter(reaches).min_by_key(|s| s.ht) {
+            Some(snapshot) => Ok(RestoreOp { from: Some(snapshot.id.clone()), to }),
+            None => Err(Error::InvalidRequest(format!(
+                "restore to {to}: no snapshot keeps the history back to it (history is kept {})",
+                self.kept_since.map_or("for no snapshot".into(), |at| format!("since {at}")),
+            ))),
+        }
+    }
+
+    /// The time since which every replica keeps this tablet's history, so that a restore
+    /// to any time after it finds it (absent while the tablet has no snapshot). A
+    /// snapshot moves it to its own time, a restore to the restore's. It is the retention
+    /// term of YugabyteDB's snapshot schedules
+    /// (`MasterSnapshotCoordinator::AllowedHistoryCutoffProvider`: the last snapshot of
+    /// each schedule); docsim's rule is that every snapshot is a schedule's, and the term
+    /// travels with the entry, so every replica holds the same one.
+    pub fn kept_since(&self) -> Option<HybridTime> {
+        self.kept_since
     }
 
     /// The next list index after the indexes `batch` uses, if it uses any past the
@@ -435,7 +570,10 @@ impl Tablet {
     /// The metadata a snapshot of this tablet carries beside its documents.
     pub(crate) fn snapshot_metadata(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
         let list_next = self.list_next.to_be_bytes().to_vec();
-        vec![(SCHEMA_KEY.to_vec(), self.schema.encode()), (LIST_NEXT_KEY.to_vec(), list_next)]
+        let mut meta =
+            vec![(SCHEMA_KEY.to_vec(), self.schema.encode()), (LIST_NEXT_KEY.to_vec(), list_next)];
+        meta.push((KEPT_SINCE_KEY.to_vec(), encode_kept(self.kept_since)));
+        meta
     }
 
     /// After a snapshot was installed: the metadata it carried is the tablet's.
@@ -447,6 +585,7 @@ impl Tablet {
             let bytes = bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()));
             self.list_next = i64::from_be_bytes(bytes?);
         }
+        self.kept_since = decode_kept(self.db.metadata(KEPT_SINCE_KEY)?)?;
         self.attach_schema();
         Ok(())
     }
@@ -468,6 +607,34 @@ fn list_index_in(key: &[u8], lists: &[i32]) -> Option<i64> {
 }
 
 /// A stored metadata value that does not decode: the data needs repair.
+/// The packings of a schema's packed rows, and whether they are entities.
+fn layout_of(schema: &Schema) -> (crate::encoding::Packings, bool) {
+    match schema.cql() {
+        Some(t) if t.packed_rows => (t.packings().clone(), t.entity_rows),
+        Some(t) => (Default::default(), t.entity_rows),
+        None => (Default::default(), false),
+    }
+}
+
+/// `kept_since` as stored: its raw hybrid time, or nothing (none).
+fn encode_kept(kept: Option<HybridTime>) -> Vec<u8> {
+    kept.map(|at| at.raw().to_be_bytes().to_vec()).unwrap_or_default()
+}
+
+fn decode_kept(bytes: Option<Vec<u8>>) -> Result<Option<HybridTime>> {
+    match bytes.as_deref() {
+        None | Some([]) => Ok(None),
+        Some(bytes) => {
+            let raw = bytes.try_into().map_err(|_| stored(KEPT_SINCE_KEY, "not 8 bytes".into()))?;
+            Ok(Some(HybridTime::from_raw(u64::from_be_bytes(raw))))
+        }
+    }
+}
+
+fn stored_error(dir: &Path, why: String) -> Error {
+    Error::FileCorruption(format!("{}: the checkpoint's schema: {why}", dir.display()))
+}
+
 fn stored(key: &[u8], why: String) -> Error {
     let error = crate::decode_error::DecodeError::new("tablet metadata", 0, why);
     Error::Corruption { error, key: Some(crate::encoding::hex(key)) }

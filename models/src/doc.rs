@@ -156,15 +156,41 @@ struct Node {
 }
 
 impl Node {
-    /// The newest version at or before `at`.
-    fn newest(&self, at: Time) -> Option<&Version> {
-        self.versions[..self.versions.partition_point(|v| v.time <= at)].last()
+    /// The newest version a read at `at` finds: the newest at or before `at`, unless a
+    /// restore at or before `at` hid it ([`Model::restore`]); then the newest a read at
+    /// the time restored to found.
+    fn newest(&self, at: Time, restores: &[Restore]) -> Option<&Version> {
+        let v = self.versions[..self.versions.partition_point(|v| v.time <= at)].last();
+        match restores.iter().rev().find(|r| r.at <= at) {
+            Some(r) if v.is_none_or(|v| v.time <= r.at) => self.newest(r.to, restores),
+            _ => v,
+        }
     }
 
-    /// The newest tombstone at or before `at`.
-    fn newest_tombstone(&self, at: Time) -> Option<&Version> {
+    /// The newest tombstone a read at `at` finds.
+    fn newest_tombstone(&self, at: Time, restores: &[Restore]) -> Option<&Version> {
         let upto = &self.versions[..self.versions.partition_point(|v| v.time <= at)];
-        upto.iter().rev().find(|v| v.entry == Entry::Tombstone)
+        let found = |v: &&Version| v.entry == Entry::Tombstone && present(v.time, at, restores);
+        upto.iter().rev().find(found)
+    }
+}
+
+/// A restore: from its entry's time `at` on, the tablet holds what it held at `to`
+/// (reads at or after `at` find no version written in (`to`, `at`]), and what is written
+/// after `at`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Restore {
+    at: Time,
+    to: Time,
+}
+
+/// Whether a version written at `written` is there for a read at `at`: written at or
+/// before `at`, and not hidden by a restore at or before `at` — a restore to `to` keeps
+/// what a read at `to` found there.
+fn present(written: Time, at: Time, restores: &[Restore]) -> bool {
+    match restores.iter().rev().find(|r| r.at <= at) {
+        Some(r) if written <= r.at => present(written, r.to, restores),
+        _ => written <= at,
     }
 }
 
@@ -179,6 +205,8 @@ pub struct Model {
     cutoff: Time,
     /// Batches stored so far (a caller asking whether an operation changed anything).
     batches: u64,
+    /// The restores so far, in order of their times.
+    restores: Vec<Restore>,
 }
 
 impl Model {
@@ -201,6 +229,16 @@ impl Model {
     /// reads below the highest cutoff so far are refused.
     pub fn compacted(&mut self, cutoff: Time) {
         self.cutoff = self.cutoff.max(cutoff);
+    }
+
+    /// A restore at `at` to the earlier time `to` (YugabyteDB's restore of a snapshot, or
+    /// to a point in time): reads at or after `at` find what a read at `to` found, and
+    /// what is written after `at`; reads before `at` are unchanged. A restore stores
+    /// nothing, so [`Model::batches`] does not count it.
+    pub fn restore(&mut self, at: Time, to: Time) {
+        assert!(to < at, "a restore goes back in time");
+        assert!(self.restores.last().is_none_or(|r| r.at < at), "restores come in order");
+        self.restores.push(Restore { at, to });
     }
 
     /// How many non-empty batches were stored so far: an operation stored nothing iff
@@ -245,11 +283,12 @@ impl Model {
         if let Some(table) = doc.table() {
             // Only a tombstone at the table key hides the table's documents; any other
             // entry there is just an entry (see the crate essay).
-            chain.push(self.docs.get(&table).and_then(|root| root.newest_tombstone(at)));
+            let root = self.docs.get(&table);
+            chain.push(root.and_then(|root| root.newest_tombstone(at, &self.restores)));
         }
         let mut node = self.docs.get(doc)?;
         for key in path {
-            chain.push(node.newest(at));
+            chain.push(node.newest(at, &self.restores));
             node = node.children.get(key)?;
         }
         Some((chain, node))
@@ -258,7 +297,7 @@ impl Model {
     /// The document at `node` (below `chain`): an object if anything beneath is visible,
     /// else its own visible entry.
     fn build<'a>(&'a self, node: &'a Node, chain: &mut Chain<'a>, at: Time) -> Option<Doc> {
-        let own = node.newest(at);
+        let own = node.newest(at, &self.restores);
         chain.push(own);
         let map: BTreeMap<Key, Doc> = node
             .children
@@ -496,7 +535,7 @@ impl Batch<'_> {
             return Some(seen);
         }
         let node = path.iter().try_fold(self.model.docs.get(doc)?, |n, k| n.children.get(k))?;
-        let (exact, v) = first_version(node, self.time, true)?;
+        let (exact, v) = first_version(node, (self.time, &self.model.restores), true)?;
         let mut seen =
             Seen { exact, when: When::Before(v.time, v.write_id), entry: v.entry.clone() };
         let expired = last_alive((v.time, v.ttl)).is_some_and(|last| self.time > last);
@@ -514,13 +553,17 @@ impl Batch<'_> {
 /// The first path at or below `node` (itself first, then its children in DocDB's key
 /// order) with a version at or before `at`, and that version; `exact` says whether it
 /// is `node`'s own.
-fn first_version(node: &Node, at: Time, exact: bool) -> Option<(bool, &Version)> {
-    if let Some(v) = node.newest(at) {
+fn first_version<'a>(
+    node: &'a Node,
+    (at, restores): (Time, &[Restore]),
+    exact: bool,
+) -> Option<(bool, &'a Version)> {
+    if let Some(v) = node.newest(at, restores) {
         return Some((exact, v));
     }
     let mut children: Vec<(&Key, &Node)> = node.children.iter().collect();
     children.sort_by(|a, b| docdb_key_cmp(a.0, b.0));
-    children.into_iter().find_map(|(_, child)| first_version(child, at, false))
+    children.into_iter().find_map(|(_, child)| first_version(child, (at, restores), false))
 }
 
 /// DocDB's order of two subkeys: by the type byte DocDB writes before a subkey

@@ -444,3 +444,29 @@ fn cql_values_must_fit_their_columns_type() {
     };
     assert_eq!(m.cql(t(2), &mut schema, &put), refused, "a map put into a list");
 }
+
+/// A restore at R to T: reads at or after R find what a read at T found and what was
+/// written after R; reads before R are unchanged; a second restore to a time after the
+/// first keeps the first one's view of the time it goes back to.
+#[test]
+fn a_restore_hides_what_was_written_between_its_time_and_now() {
+    let mut m = Model::new();
+    let (a, b) = (d("a"), d("b"));
+    let set = |doc: &DocId, v: i64| {
+        (doc.clone(), vec![k("x")], Entry::Value(Scalar::Int64(v)), Ttl::Inherit)
+    };
+    m.write_entries(t(100), vec![set(&a, 1)]);
+    m.write_entries(t(200), vec![set(&a, 2), set(&b, 20)]);
+    m.write_entries(t(300), vec![(a.clone(), vec![], Entry::Tombstone, Ttl::Inherit)]);
+    m.restore(t(400), t(150));
+    let read = |m: &Model, doc: &DocId, at| m.read(doc, &[], t(at)).expect("readable");
+    assert_eq!(read(&m, &a, 450), Some(obj(&[("x", leaf(1))])));
+    assert_eq!(read(&m, &b, 450), None, "written after the time restored to");
+    assert_eq!(read(&m, &a, 350), None, "before the restore: the tombstone stands");
+    assert_eq!(read(&m, &b, 250), Some(obj(&[("x", leaf(20))])));
+    m.write_entries(t(500), vec![set(&b, 30)]);
+    assert_eq!(read(&m, &b, 550), Some(obj(&[("x", leaf(30))])));
+    m.restore(t(600), t(450));
+    assert_eq!(read(&m, &a, 650), Some(obj(&[("x", leaf(1))])), "the first restore's view");
+    assert_eq!(read(&m, &b, 650), None);
+}

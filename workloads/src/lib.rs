@@ -31,7 +31,7 @@ mod op;
 mod simplify;
 
 pub use generate::{Knobs, Profile, Workload};
-pub use op::{CqlTableSpec, DocWrite, Op};
+pub use op::{CqlTableSpec, DocWrite, Op, RestoreTo};
 pub use simplify::simpler;
 
 /// Proptest strategies over the same generators: a strategy draws a seed and generates.

@@ -107,6 +107,14 @@ pub enum Op {
         /// Delete it instead.
         delete: bool,
     },
+    /// Every tablet of `table` restored by a Raft entry of each (docsim's docscript
+    /// `restore <snapshot> <table>`, `restore <table> to <T>`).
+    Restore {
+        /// The table's name.
+        table: String,
+        /// A snapshot, or a time.
+        to: RestoreTo,
+    },
     /// A page of a paged SELECT (docsim's docscript `cql page=<n> [after=<key>] [hold]`):
     /// at most `size` rows after the row `after` (`None`: the first page), every page
     /// read at the first page's time `ht` (the paging state carries it).
@@ -126,6 +134,15 @@ pub enum Op {
     },
 }
 
+/// What a restore goes back to.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RestoreTo {
+    /// The snapshot of this name, at its own time.
+    Snapshot(String),
+    /// This hybrid time.
+    Time(Time),
+}
+
 impl Op {
     /// The hybrid time the workload gave the op, if it carries one (0: none given).
     pub fn time(&self) -> Option<Time> {
@@ -133,6 +150,7 @@ impl Op {
             Op::Write { ht, .. } | Op::Batch { ht, .. } | Op::Get { ht, .. } => *ht,
             Op::Cql { ht, .. } | Op::Redis { ht, .. } | Op::Page { ht, .. } => *ht,
             Op::Markers(_) | Op::DefaultTtl { .. } | Op::Table(_) | Op::Snapshot { .. } => 0,
+            Op::Restore { .. } => 0,
         };
         (ht > 0).then_some(ht)
     }

@@ -29,7 +29,7 @@ pub(super) const FRONTIER_KEY: &[u8] = b"\x01frontier";
 /// file, `ConsensusMetadata::committed_config`).
 pub const CONF_KEY: &[u8] = b"\x01conf";
 /// Metadata key holding the op id of the last snapshot installed (16 bytes, big-endian).
-const SNAPSHOT_KEY: &[u8] = b"\x01snapshot";
+pub(super) const SNAPSHOT_KEY: &[u8] = b"\x01snapshot";
 
 /// A whole instance's documents at one applied entry, as a snapshot carries them.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -71,6 +71,21 @@ impl DocDb {
     pub fn metadata(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
         assert_eq!(key.first(), Some(&META_PREFIX), "a metadata key");
         Ok(self.db().get(key)?)
+    }
+
+    /// The metadata keys a snapshot's copy carries: every one but those
+    /// [`DocDb::install`] writes itself (the frontier, the history cutoff, the installed
+    /// snapshot).
+    pub(super) fn metadata_pairs(&self) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut pairs = Vec::new();
+        let own = [FRONTIER_KEY, HISTORY_CUTOFF_KEY, SNAPSHOT_KEY];
+        self.for_each_stored(|key, value, _| {
+            if key.first() == Some(&META_PREFIX) && !own.contains(&key) {
+                pairs.push((key.to_vec(), value.to_vec()));
+            }
+            Ok(())
+        })?;
+        Ok(pairs)
     }
 
     /// The configuration as of the flushed frontier (what [`DocDb::write_conf`] wrote).

@@ -23,7 +23,7 @@ use crate::ids::OpId;
 use std::path::{Path, PathBuf};
 
 /// The record a snapshot keeps of itself, in its directory.
-pub const SNAPSHOT_FILE: &str = "SNAPSHOT";
+pub(super) const SNAPSHOT_FILE: &str = "SNAPSHOT";
 const TMP: &str = ".tmp";
 
 /// A snapshot on a replica's storage.
@@ -34,6 +34,21 @@ pub struct SnapshotInfo {
     pub op_id: OpId,
     /// Its hybrid time: reads of it at this time read the snapshot's state.
     pub ht: HybridTime,
+    /// The time since which the tablet kept its history when it was taken
+    /// (`Tablet::kept_since`): the checkpoint holds the history from there on, so a restore
+    /// to a time between it and the snapshot's may start from it.
+    pub kept: Option<HybridTime>,
+}
+
+/// A snapshot as a Raft snapshot carries it to a replica that lacks it (YugabyteDB's
+/// remote bootstrap copies a tablet's snapshot directories with its data): its record,
+/// the frontier its checkpoint holds, its documents and its metadata keys.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointCopy {
+    pub info: SnapshotInfo,
+    pub frontier: (OpId, HybridTime),
+    pub export: super::Export,
+    pub metadata: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 /// The directory of a tablet's snapshots (YugabyteDB's `SnapshotsDirName`).
@@ -51,6 +66,7 @@ impl DocDb {
         id: &str,
         op_id: OpId,
         ht: HybridTime,
+        kept: Option<HybridTime>,
     ) -> Result<Option<(OpId, HybridTime)>> {
         let dirs = self.dirs()?;
         let top = snapshots_dir(&self.dir);
@@ -66,8 +82,7 @@ impl DocDb {
         }
         let checkpoint = rocksdb::checkpoint::Checkpoint::new(self.db())?;
         checkpoint.create_checkpoint_with_log_size(&tmp, u64::MAX)?;
-        let record = format!("op={op_id} ht={}\n", ht.raw());
-        dirs.write_synced(&tmp.join(SNAPSHOT_FILE), record.as_bytes())?;
+        dirs.write_synced(&tmp.join(SNAPSHOT_FILE), record(op_id, ht, kept).as_bytes())?;
         dirs.sync_dir(&tmp)?;
         dirs.rename(&tmp, &done)?;
         dirs.sync_dir(&top)?;
@@ -101,9 +116,62 @@ impl DocDb {
             let record = parse_record(&bytes).ok_or_else(|| {
                 Error::FileCorruption(format!("{}: not a snapshot record", file.display()))
             })?;
-            out.push(SnapshotInfo { id: name, op_id: record.0, ht: record.1 });
+            let (op_id, ht, kept) = record;
+            out.push(SnapshotInfo { id: name, op_id, ht, kept });
         }
         Ok(out)
+    }
+
+    /// Every snapshot this replica holds, as a Raft snapshot carries it: each checkpoint
+    /// opened, then made ready to read by `prepare` (its rows' layout).
+    pub fn export_checkpoints(
+        &self,
+        prepare: impl Fn(&mut DocDb) -> Result<()>,
+    ) -> Result<Vec<CheckpointCopy>> {
+        let mut out = Vec::new();
+        for info in self.snapshots()? {
+            let dir = snapshots_dir(&self.dir).join(&info.id);
+            let mut checkpoint = self.open_checkpoint(&dir)?;
+            prepare(&mut checkpoint)?;
+            let frontier = checkpoint.opened_frontier();
+            let (export, metadata) = (checkpoint.export()?, checkpoint.metadata_pairs()?);
+            out.push(CheckpointCopy {
+                info,
+                frontier: (frontier.op_id, frontier.ht),
+                export,
+                metadata,
+            });
+        }
+        Ok(out)
+    }
+
+    /// Make this replica's snapshots exactly `copies` (a Raft snapshot installed): each
+    /// one written whole into `<id>.tmp`, then renamed, as [`DocDb::create_snapshot`]
+    /// does.
+    pub fn install_checkpoints(&self, copies: &[CheckpointCopy]) -> Result<()> {
+        let dirs = match self.dirs() {
+            Err(_) if copies.is_empty() => return Ok(()), // a medium without snapshots
+            dirs => dirs?,
+        };
+        let top = snapshots_dir(&self.dir);
+        dirs.make_dir(&top)?;
+        for id in dirs.children(&top) {
+            self.delete_snapshot(&id)?;
+        }
+        for copy in copies {
+            let (done, tmp) = (top.join(&copy.info.id), top.join(format!("{}{TMP}", copy.info.id)));
+            dirs.remove_all(&tmp)?;
+            let mut db = DocDb::open_mode(&tmp, &self.rocks, self.settings(), false)?;
+            let (op_id, ht) = copy.frontier;
+            db.install(&copy.export, op_id, ht, &copy.metadata)?;
+            drop(db);
+            let SnapshotInfo { op_id, ht, kept, .. } = &copy.info;
+            dirs.write_synced(&tmp.join(SNAPSHOT_FILE), record(*op_id, *ht, *kept).as_bytes())?;
+            dirs.sync_dir(&tmp)?;
+            dirs.rename(&tmp, &done)?;
+            dirs.sync_dir(&top)?;
+        }
+        Ok(())
     }
 
     /// The directory of snapshot `id`, if this replica holds it.
@@ -129,23 +197,30 @@ impl DocDb {
 
     /// Directory operations on the medium RocksDB's files are on.
     pub(super) fn dirs(&self) -> Result<Dirs> {
-        match &self._sim_env {
-            Some(env) => Ok(Dirs::Sim(env.disk().clone(), env.root().to_owned())),
-            None if self.in_memory => Err(Error::InvalidRequest(
+        Dirs::of(&self.rocks).ok_or_else(|| {
+            Error::InvalidRequest(
                 "snapshots need RocksDB's files on the simulated disk or real files".into(),
-            )),
-            None => Ok(Dirs::Real),
-        }
+            )
+        })
     }
 }
 
-/// `op=<term.index> ht=<raw>`.
-fn parse_record(bytes: &[u8]) -> Option<(OpId, HybridTime)> {
+/// A snapshot's record: `op=<term.index> ht=<raw>[ kept=<raw>]`.
+fn record(op_id: OpId, ht: HybridTime, kept: Option<HybridTime>) -> String {
+    let kept = kept.map(|at| format!(" kept={}", at.raw())).unwrap_or_default();
+    format!("op={op_id} ht={}{kept}\n", ht.raw())
+}
+
+fn parse_record(bytes: &[u8]) -> Option<(OpId, HybridTime, Option<HybridTime>)> {
     let text = std::str::from_utf8(bytes).ok()?.trim_end();
-    let (op, ht) = text.strip_prefix("op=")?.split_once(" ht=")?;
+    let (op, rest) = text.strip_prefix("op=")?.split_once(" ht=")?;
+    let (ht, kept) = match rest.split_once(" kept=") {
+        Some((ht, kept)) => (ht, Some(HybridTime::from_raw(kept.parse().ok()?))),
+        None => (rest, None),
+    };
     let (term, index) = op.split_once('.')?;
     let op_id = OpId::new(term.parse().ok()?, index.parse().ok()?);
-    Some((op_id, HybridTime::from_raw(ht.parse().ok()?)))
+    Some((op_id, HybridTime::from_raw(ht.parse().ok()?), kept))
 }
 
 /// Directory operations beside RocksDB's files: on the node's simulated disk (names
@@ -156,6 +231,16 @@ pub(crate) enum Dirs {
 }
 
 impl Dirs {
+    /// Directory operations on `rocks`'s medium (none in RocksDB's memory environment).
+    pub fn of(rocks: &crate::Rocks) -> Option<Dirs> {
+        use super::options::RocksMedium;
+        match &rocks.medium {
+            RocksMedium::SimDisk(env) => Some(Dirs::Sim(env.disk().clone(), env.root().to_owned())),
+            RocksMedium::Memory(_) => None,
+            RocksMedium::Files => Some(Dirs::Real),
+        }
+    }
+
     fn name(&self, path: &Path) -> String {
         match self {
             Dirs::Sim(_, root) => {
@@ -170,6 +255,14 @@ impl Dirs {
         match self {
             Dirs::Sim(disk, _) => disk.kind(&self.name(path)) != crate::disk::Entry::Nothing,
             Dirs::Real => path.exists(),
+        }
+    }
+
+    /// Whether `path` is a directory.
+    pub fn is_dir(&self, path: &Path) -> bool {
+        match self {
+            Dirs::Sim(disk, _) => disk.kind(&self.name(path)) == crate::disk::Entry::Dir,
+            Dirs::Real => path.is_dir(),
         }
     }
 
@@ -215,17 +308,16 @@ impl Dirs {
     }
 
     /// Hard-link `from` as `to` (the simulated disk copies: `SimDisk::link`).
-    #[allow(dead_code)] // a restore's copy of a checkpoint (next)
     pub fn link(&self, from: &Path, to: &Path) -> Result<()> {
         match self {
-            Dirs::Sim(disk, _) => disk.link(&self.name(from), &self.name(to)),
+            Dirs::Sim(disk, _) => numbers_out(disk.link(&self.name(from), &self.name(to))),
             Dirs::Real => std::fs::hard_link(from, to).map_err(|e| io(to, e)),
         }
     }
 
     pub fn rename(&self, from: &Path, to: &Path) -> Result<()> {
         match self {
-            Dirs::Sim(disk, _) => disk.rename(&self.name(from), &self.name(to)),
+            Dirs::Sim(disk, _) => numbers_out(disk.rename(&self.name(from), &self.name(to))),
             Dirs::Real => std::fs::rename(from, to).map_err(|e| io(from, e)),
         }
     }
@@ -245,7 +337,7 @@ impl Dirs {
                 let files = disk.list(&format!("{name}/"));
                 let mut parents = std::collections::BTreeSet::new();
                 for file in &files {
-                    disk.remove(file)?;
+                    numbers_out(disk.remove(file))?;
                     parents.insert(file.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned());
                 }
                 // The removals durable before the directories go (which is durable at
@@ -264,6 +356,15 @@ impl Dirs {
             Dirs::Real => Ok(()),
         }
     }
+}
+
+/// A disk error without RocksDB's file numbers in the names it gives (checkpoints hold
+/// RocksDB's files: `crate::error::without_file_numbers`).
+fn numbers_out<T>(result: Result<T>) -> Result<T> {
+    result.map_err(|e| match e {
+        Error::Io(message) => Error::Io(crate::error::without_file_numbers(&message)),
+        other => other,
+    })
 }
 
 fn io(path: &Path, e: std::io::Error) -> Error {
@@ -288,8 +389,8 @@ mod tests {
         let db = open().expect("open");
         let (op, ht) = (OpId::new(1, 5), HybridTime::from_micros(1000));
         db.write_metadata(&[], OpId::new(1, 4), ht).expect("a frontier");
-        assert_eq!(db.create_snapshot("a", op, ht).expect("a"), Some((OpId::new(1, 4), ht)));
-        db.create_snapshot("b", OpId::new(1, 6), ht).expect("b");
+        assert_eq!(db.create_snapshot("a", op, ht, None).expect("a"), Some((OpId::new(1, 4), ht)));
+        db.create_snapshot("b", OpId::new(1, 6), ht, None).expect("b");
         db.delete_snapshot("b").expect("delete b");
         disk.create("db.snapshots/c.tmp/000009.sst").expect("a leftover");
         disk.sync_dir("db.snapshots/c.tmp").expect("durable");
@@ -309,8 +410,12 @@ mod tests {
     #[test]
     fn a_snapshot_record_reads_back_and_names_its_entry() {
         let text = format!("op=2.17 ht={}\n", HybridTime::new(1000, 3).raw());
-        let want = (OpId::new(2, 17), HybridTime::new(1000, 3));
+        let want = (OpId::new(2, 17), HybridTime::new(1000, 3), None);
         assert_eq!(parse_record(text.as_bytes()), Some(want));
+        let kept = format!("op=2.17 ht=5 kept={}\n", HybridTime::new(4, 0).raw());
+        let want = (OpId::new(2, 17), HybridTime::from_raw(5), Some(HybridTime::new(4, 0)));
+        assert_eq!(parse_record(kept.as_bytes()), Some(want));
+        assert_eq!(parse_record(b"op=2.17 ht=5 kept=x"), None);
         assert_eq!(parse_record(b"op=2 ht=5"), None);
         assert_eq!(parse_record(b"garbage"), None);
     }

@@ -196,9 +196,23 @@ impl Node {
         op: crate::tablet::SnapshotOp,
         ht: HybridTime,
     ) -> Result<()> {
-        let request = Request::Snapshot(op);
+        self.table_entries(name, &Request::Snapshot(op), ht)
+    }
+
+    /// Restore every tablet of table `name` to `target`, each by an entry at `ht`.
+    pub fn restore(
+        &mut self,
+        name: &str,
+        target: crate::tablet::RestoreTarget,
+        ht: HybridTime,
+    ) -> Result<()> {
+        self.table_entries(name, &Request::Restore(target), ht)
+    }
+
+    /// `request` written to every tablet of table `name`, each as an entry at `ht`.
+    fn table_entries(&mut self, name: &str, request: &Request, ht: HybridTime) -> Result<()> {
         for id in self.tablets_of(name)? {
-            self.alone_write(&id, &request, Some(ht))?;
+            self.alone_write(&id, request, Some(ht))?;
         }
         Ok(())
     }

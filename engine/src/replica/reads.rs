@@ -72,9 +72,15 @@ impl Replica {
         let plants = self.options.plants;
         let cutoff = effective_cutoff(now, interval_us, self.readers.oldest(), plants);
         let safe = self.safe_time();
-        match safe < cutoff.ht && !plants.contains(Plant::CutoffIgnoresSafeTime) {
+        let cutoff = match safe < cutoff.ht && !plants.contains(Plant::CutoffIgnoresSafeTime) {
             true => Cutoff { ht: safe, held_by: HeldBy::SafeTime, ..cutoff },
             false => cutoff,
+        };
+        match self.tablet.kept_since().filter(|_| !plants.contains(Plant::CutoffIgnoresSnapshots)) {
+            Some(kept) if kept < cutoff.ht => {
+                Cutoff { ht: kept, held_by: HeldBy::Snapshot, ..cutoff }
+            }
+            _ => cutoff,
         }
     }
 }

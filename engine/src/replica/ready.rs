@@ -207,7 +207,6 @@ impl Replica {
                 self.apply_conf_change(encoded, entry.op_id)?;
             }
             let applied = self.apply_payload(&entry)?;
-            let (writes, snapshot) = (applied.writes, applied.snapshot);
             let ht = super::entry_ht(&entry)?;
             if let Some(ht) = ht {
                 self.applied_ht = self.applied_ht.max(ht);
@@ -215,7 +214,7 @@ impl Replica {
             self.applied = entry.op_id.index;
             self.unapplied.remove(&entry.op_id.index);
             self.in_flight.remove(&entry.op_id.index);
-            self.applied_log.push(AppliedEntry { op_id: entry.op_id, ht, writes, snapshot });
+            self.applied_log.push(AppliedEntry::of(entry.op_id, ht, applied));
         }
         if applied_any {
             self.maybe_crash(CrashPoint::AfterApply)?;
@@ -238,6 +237,7 @@ impl Replica {
         let conf = super::membership::encode_conf(false, meta.get_conf_state());
         let mut stored = data.metadata.clone();
         stored.push((crate::db::CONF_KEY.to_vec(), conf));
+        self.tablet.db().install_checkpoints(&data.checkpoints)?;
         self.tablet.db_mut().install(&data.export, op_id, data.applied_ht, &stored)?;
         self.tablet.reload_metadata()?;
         self.written = op_id;
@@ -273,6 +273,7 @@ impl Replica {
             applied_ht: self.applied_ht,
             export: self.tablet.db().export()?,
             metadata: self.tablet.snapshot_metadata(),
+            checkpoints: self.tablet.export_checkpoints()?,
         };
         let mut snap = Snapshot { data: data.encode().into(), ..Default::default() };
         let meta = snap.mut_metadata();

@@ -6,20 +6,27 @@
 //! segments copied as files). A snapshot here does the catching up in place.
 //!
 //! ```text
-//! snapshot data := "docsnap2" applied_ht:u64be history_cutoff:u64be
-//!                  count:u64be (key_len:u32le key value_len:u32le value)*
-//!                  meta_count:u64be (key_len:u32le key value_len:u32le value)*
+//! snapshot data := "docsnap3" applied_ht:u64be history_cutoff:u64be pairs pairs
+//!                  checkpoint_count:u64be checkpoint*
 //!                  crc32c(all before):u32le
+//! pairs          := count:u64be (key_len:u32le key value_len:u32le value)*
+//! checkpoint     := id_len:u32le id term:u64be index:u64be ht:u64be
+//!                   kept_flag:u8 kept:u64be frontier_term:u64be frontier_index:u64be
+//!                   frontier_ht:u64be history_cutoff:u64be pairs pairs
 //! ```
 //! The first pairs are the documents, the second the tablet's metadata (its schema with
 //! every packing version, its list-index counter: `tablet.rs`), so the receiver reads
-//! the data it installs under the schema it was written under. The op id and the
-//! configuration travel in raft-rs's snapshot metadata.
+//! the data it installs under the schema it was written under. Then the tablet's table
+//! snapshots (`db/snapshots.rs`), each with its documents and metadata, so that a replica
+//! caught up by a snapshot can restore one (YugabyteDB's remote bootstrap copies the
+//! snapshot directories with the tablet). The op id and the configuration travel in
+//! raft-rs's snapshot metadata.
 
-use crate::db::Export;
+use crate::db::{CheckpointCopy, Export, SnapshotInfo};
 use crate::hybrid_time::HybridTime;
+use crate::ids::OpId;
 
-const MAGIC: &[u8; 8] = b"docsnap2";
+const MAGIC: &[u8; 8] = b"docsnap3";
 
 /// A replica's documents at its applied entry, and that entry's last write time.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -28,6 +35,8 @@ pub(super) struct SnapshotData {
     pub export: Export,
     /// The tablet's metadata keys and values.
     pub metadata: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The tablet's table snapshots.
+    pub checkpoints: Vec<CheckpointCopy>,
 }
 
 impl SnapshotData {
@@ -37,14 +46,11 @@ impl SnapshotData {
         for v in [self.applied_ht.raw(), cutoff] {
             out.extend_from_slice(&v.to_be_bytes());
         }
-        for pairs in [&self.export.pairs, &self.metadata] {
-            out.extend_from_slice(&(pairs.len() as u64).to_be_bytes());
-            for (key, value) in pairs {
-                for bytes in [key, value] {
-                    out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
-                    out.extend_from_slice(bytes);
-                }
-            }
+        put_pairs(&mut out, &self.export.pairs);
+        put_pairs(&mut out, &self.metadata);
+        out.extend_from_slice(&(self.checkpoints.len() as u64).to_be_bytes());
+        for copy in &self.checkpoints {
+            put_checkpoint(&mut out, copy);
         }
         let crc = crc32c::crc32c(&out);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -67,11 +73,45 @@ impl SnapshotData {
         let history_cutoff = HybridTime::from_raw(reader.u64()?);
         let pairs = reader.pairs()?;
         let metadata = reader.pairs()?;
+        let count = reader.u64()?;
+        let mut checkpoints = Vec::new();
+        for _ in 0..count {
+            checkpoints.push(reader.checkpoint()?);
+        }
         if reader.at != body.len() {
             return Err(format!("{} bytes after the last pair", body.len() - reader.at));
         }
-        Ok(SnapshotData { applied_ht, export: Export { pairs, history_cutoff }, metadata })
+        let export = Export { pairs, history_cutoff };
+        Ok(SnapshotData { applied_ht, export, metadata, checkpoints })
     }
+}
+
+fn put_pairs(out: &mut Vec<u8>, pairs: &Pairs) {
+    out.extend_from_slice(&(pairs.len() as u64).to_be_bytes());
+    for (key, value) in pairs {
+        for bytes in [key, value] {
+            out.extend_from_slice(&(bytes.len() as u32).to_le_bytes());
+            out.extend_from_slice(bytes);
+        }
+    }
+}
+
+fn put_checkpoint(out: &mut Vec<u8>, copy: &CheckpointCopy) {
+    let SnapshotInfo { id, op_id, ht, kept } = &copy.info;
+    out.extend_from_slice(&(id.len() as u32).to_le_bytes());
+    out.extend_from_slice(id.as_bytes());
+    for v in [op_id.term, op_id.index, ht.raw()] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    out.push(u8::from(kept.is_some()));
+    let (frontier, frontier_ht) = copy.frontier;
+    let kept = kept.unwrap_or(HybridTime::MIN).raw();
+    let cutoff = copy.export.history_cutoff.raw();
+    for v in [kept, frontier.term, frontier.index, frontier_ht.raw(), cutoff] {
+        out.extend_from_slice(&v.to_be_bytes());
+    }
+    put_pairs(out, &copy.export.pairs);
+    put_pairs(out, &copy.metadata);
 }
 
 /// Keys and values, in order.
@@ -105,6 +145,25 @@ impl<'a> Reader<'a> {
         Ok(pairs)
     }
 
+    fn checkpoint(&mut self) -> Result<CheckpointCopy, String> {
+        let id =
+            String::from_utf8(self.sized()?.to_vec()).map_err(|_| "a snapshot id not UTF-8")?;
+        let op_id = OpId::new(self.u64()?, self.u64()?);
+        let ht = HybridTime::from_raw(self.u64()?);
+        let kept_flag = self.take(1)?[0];
+        let kept = HybridTime::from_raw(self.u64()?);
+        let kept = match kept_flag {
+            0 => None,
+            1 => Some(kept),
+            other => return Err(format!("snapshot {id}: kept flag {other}")),
+        };
+        let frontier = (OpId::new(self.u64()?, self.u64()?), HybridTime::from_raw(self.u64()?));
+        let history_cutoff = HybridTime::from_raw(self.u64()?);
+        let export = Export { pairs: self.pairs()?, history_cutoff };
+        let info = SnapshotInfo { id, op_id, ht, kept };
+        Ok(CheckpointCopy { info, frontier, export, metadata: self.pairs()? })
+    }
+
     fn sized(&mut self) -> Result<&'a [u8], String> {
         let len = u32::from_le_bytes(self.take(4)?.try_into().expect("4 bytes"));
         self.take(len as usize)
@@ -119,13 +178,23 @@ mod tests {
         let pairs = vec![(b"k1".to_vec(), b"v1".to_vec()), (b"k2".to_vec(), vec![])];
         let export = Export { pairs, history_cutoff: HybridTime::from_raw(7) };
         let metadata = vec![(b"\x01schema".to_vec(), b"docs".to_vec())];
-        SnapshotData { applied_ht: HybridTime::from_raw(99), export, metadata }
+        SnapshotData { applied_ht: HybridTime::from_raw(99), export, metadata, checkpoints: vec![] }
     }
 
     #[test]
     fn a_snapshot_round_trips() {
         let data = sample();
-        assert_eq!(SnapshotData::decode(&data.encode()), Ok(data));
+        assert_eq!(SnapshotData::decode(&data.encode()), Ok(data.clone()));
+        let mut with_checkpoints = data.clone();
+        for (id, kept) in [("s0", None), ("s1", Some(HybridTime::from_raw(5)))] {
+            let info =
+                SnapshotInfo { id: id.into(), op_id: OpId::new(2, 9), ht: data.applied_ht, kept };
+            let frontier = (OpId::new(2, 8), HybridTime::from_raw(40));
+            let (export, metadata) = (data.export.clone(), data.metadata.clone());
+            with_checkpoints.checkpoints.push(CheckpointCopy { info, frontier, export, metadata });
+        }
+        let encoded = with_checkpoints.encode();
+        assert_eq!(SnapshotData::decode(&encoded), Ok(with_checkpoints));
     }
 
     #[test]
@@ -154,7 +223,7 @@ mod tests {
         let sealed = |body: &[u8]| [body, &crc32c::crc32c(body).to_le_bytes()].concat();
         let refused = |body: &[u8]| SnapshotData::decode(&sealed(body)).unwrap_err();
         assert_eq!(SnapshotData::decode(&sealed(body)), Ok(sample()));
-        assert_eq!(refused(&[b"docsnap1", &body[8..]].concat()), "not a docsim snapshot");
+        assert_eq!(refused(&[b"docsnap2", &body[8..]].concat()), "not a docsim snapshot");
         assert_eq!(refused(&body[..30]), "cut short at byte 24");
         assert_eq!(refused(&body[..37]), "cut short at byte 36");
         // A third document pair read where the metadata count is (54..62): an empty key,

@@ -160,6 +160,15 @@ pub enum Command {
         ht: Option<HybridTime>,
         route: Route,
     },
+    /// `restore <snapshot> <table> [@T] [to=<i>]`, `restore <table> to <T> [@T] [to=<i>]`
+    /// (docsim extension): every tablet of the table restored, by a Raft entry of each,
+    /// to the snapshot or to the time `T` (`db/restore.rs`).
+    Restore {
+        target: crate::tablet::RestoreTarget,
+        table: String,
+        ht: Option<HybridTime>,
+        route: Route,
+    },
     /// `snapshot list [node=<i>]` (docsim extension): one line per snapshot of each
     /// tablet on the node.
     SnapshotList {
@@ -304,6 +313,7 @@ impl Command {
                 | Command::Retained { .. }
                 | Command::Retention { .. }
                 | Command::SnapshotWrite { .. }
+                | Command::Restore { .. }
                 | Command::SnapshotList { .. }
                 | Command::SnapshotSelect { .. }
         )
@@ -330,6 +340,7 @@ impl Command {
             | Command::Cql { route, .. }
             | Command::Page { route, .. }
             | Command::SnapshotWrite { route, .. }
+            | Command::Restore { route, .. }
             | Command::Redis { route, .. } => beyond_one(&route.node) || route.nowait,
             Command::SnapshotList { node } | Command::SnapshotSelect { node, .. } => {
                 beyond_one(node)
@@ -573,6 +584,7 @@ impl fmt::Display for Command {
             }
             Command::Expect(line) => write!(f, "expect {line}"),
             Command::SnapshotWrite { .. }
+            | Command::Restore { .. }
             | Command::SnapshotList { .. }
             | Command::SnapshotSelect { .. } => write_snapshot_command(f, self),
             _ => super::parse::write_replicated(f, self),
@@ -582,12 +594,20 @@ impl fmt::Display for Command {
 
 /// `snapshot create|delete|list|select ...`.
 fn write_snapshot_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt::Result {
-    use crate::tablet::SnapshotOp;
+    use crate::tablet::{RestoreTarget, SnapshotOp};
     match command {
         Command::SnapshotWrite { op, table, ht, route } => {
             match op {
                 SnapshotOp::Create(id) => write!(f, "snapshot create {id} {table}")?,
                 SnapshotOp::Delete(id) => write!(f, "snapshot delete {id} {table}")?,
+            }
+            write_ht(f, ht)?;
+            write_route(f, "to", route)
+        }
+        Command::Restore { target, table, ht, route } => {
+            match target {
+                RestoreTarget::Snapshot(id) => write!(f, "restore {id} {table}")?,
+                RestoreTarget::Time(to) => write!(f, "restore {table} to {to}")?,
             }
             write_ht(f, ht)?;
             write_route(f, "to", route)

@@ -98,6 +98,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "compact" => parse_compact(&mut p)?,
         "retention" => parse_retention(&mut p)?,
         "snapshot" => parse_snapshot(&mut p)?,
+        "restore" => parse_restore(&mut p)?,
         "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
         "fault" => {
@@ -330,6 +331,19 @@ fn parse_snapshot(p: &mut Parser<'_>) -> PResult<Command> {
     let route = Route { node: id_option(p, "to")?, nowait: false };
     let op = if word == "create" { SnapshotOp::Create(id) } else { SnapshotOp::Delete(id) };
     Ok(Command::SnapshotWrite { op, table, ht, route })
+}
+
+/// `restore <snapshot> <table> [@T] [to=<i>]`, `restore <table> to <T> [@T] [to=<i>]`.
+fn parse_restore(p: &mut Parser<'_>) -> PResult<Command> {
+    use crate::tablet::RestoreTarget;
+    let first = snapshot_id(p)?;
+    let (target, table) = match p.eat_word("to") {
+        true => (RestoreTarget::Time(p.hybrid_time()?), first),
+        false => (RestoreTarget::Snapshot(first), table_ref(p)?),
+    };
+    let ht = optional_ht(p)?;
+    let route = Route { node: id_option(p, "to")?, nowait: false };
+    Ok(Command::Restore { target, table, ht, route })
 }
 
 /// A snapshot's name: letters, digits, `_` and `-` (it names a directory).

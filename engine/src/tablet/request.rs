@@ -25,6 +25,9 @@ pub enum Request {
     /// A snapshot of the tablet created or deleted (`snapshot create|delete`): a Raft
     /// entry, so every replica takes it at one op id.
     Snapshot(super::SnapshotOp),
+    /// A restore of the tablet (`restore <snapshot>`, `restore <table> to <T>`): a Raft
+    /// entry whose source the leader chooses (`Tablet::evaluate`).
+    Restore(super::RestoreTarget),
 }
 
 impl Request {
@@ -35,7 +38,10 @@ impl Request {
             Request::Cql(statement) => matches!(statement, Statement::Select { .. }),
             Request::Page(..) => true,
             Request::Redis(command) => command.is_read(),
-            Request::Write { .. } | Request::DefaultTtl(_) | Request::Snapshot(_) => false,
+            Request::Write { .. }
+            | Request::DefaultTtl(_)
+            | Request::Snapshot(_)
+            | Request::Restore(_) => false,
         }
     }
 
@@ -43,7 +49,10 @@ impl Request {
     pub fn is_metadata(&self) -> bool {
         matches!(
             self,
-            Request::DefaultTtl(_) | Request::Snapshot(_) | Request::Cql(Statement::Alter { .. })
+            Request::DefaultTtl(_)
+                | Request::Snapshot(_)
+                | Request::Restore(_)
+                | Request::Cql(Statement::Alter { .. })
         )
     }
 

@@ -47,6 +47,24 @@ pub enum MetaChange {
     /// `snapshot delete`; YugabyteDB's `TabletSnapshotOp`): no schema change, but an
     /// entry every replica applies at one op id.
     Snapshot(SnapshotOp),
+    /// A restore of the tablet (`restore`; YugabyteDB's `TabletSnapshots::Restore`): its
+    /// data and schema as they were at a time, every entry since hidden (`db/restore.rs`).
+    Restore(RestoreOp),
+}
+
+/// What a client asks to restore: a snapshot (to its own time), or a point in time.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum RestoreTarget {
+    Snapshot(String),
+    Time(HybridTime),
+}
+
+/// What a restore's entry restores: from snapshot `from`'s checkpoint, or (none) from the
+/// live data, everything as it was at `to` (a snapshot's own time, or a time between).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RestoreOp {
+    pub from: Option<String>,
+    pub to: HybridTime,
 }
 
 /// What a snapshot entry does, to the snapshot named by its id (docsim's names: letters,
@@ -61,6 +79,17 @@ pub enum SnapshotOp {
 pub fn valid_snapshot_id(id: &str) -> bool {
     let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     (1..=64).contains(&id.len()) && id.chars().all(allowed)
+}
+
+impl TableSchema {
+    /// The schema as it was at `to`: the changes of entries after it undone.
+    fn restore_to(&mut self, to: HybridTime) {
+        self.changes.retain(|(_, ht)| *ht <= to);
+        self.current = self.created.clone();
+        for (change, _) in &self.changes {
+            self.current.alter(change).expect("a change applied once applies again");
+        }
+    }
 }
 
 impl Schema {
@@ -96,6 +125,13 @@ impl Schema {
     pub fn apply(&mut self, change: &MetaChange, ht: HybridTime) -> Result<()> {
         match (self, change) {
             (_, MetaChange::Snapshot(_)) => Ok(()), // the tablet's files, not its schema
+            (Schema::Table(t), MetaChange::Restore(restore)) => {
+                t.restore_to(restore.to);
+                Ok(())
+            }
+            (Schema::Docs { .. }, MetaChange::Restore(_)) => Err(Error::InvalidRequest(
+                "restore names the document tablet: only a table's tablets restore".into(),
+            )),
             (Schema::Docs { default_ttl_ms }, MetaChange::DefaultTtl(ttl)) => {
                 *default_ttl_ms = *ttl;
                 Ok(())
@@ -241,6 +277,13 @@ impl std::fmt::Display for MetaChange {
             MetaChange::Alter(AlterChange::Drop { column }) => write!(f, "DROP {column}"),
             MetaChange::Snapshot(SnapshotOp::Create(id)) => write!(f, "snapshot create {id}"),
             MetaChange::Snapshot(SnapshotOp::Delete(id)) => write!(f, "snapshot delete {id}"),
+            MetaChange::Restore(RestoreOp { from, to }) => {
+                f.write_str("restore")?;
+                if let Some(id) = from {
+                    write!(f, " from={id}")?;
+                }
+                write!(f, " to={}", to.raw())
+            }
         }
     }
 }
@@ -248,6 +291,9 @@ impl std::fmt::Display for MetaChange {
 impl MetaChange {
     /// The change a [`MetaChange`]'s `Display` text names, or why it names none.
     pub fn parse(text: &str) -> std::result::Result<MetaChange, String> {
+        if let Some(rest) = text.strip_prefix("restore ") {
+            return parse_restore(rest).ok_or_else(|| format!("`{text}`: not a restore"));
+        }
         if let Some(rest) = text.strip_prefix("snapshot ") {
             let op = match rest.split_once(' ') {
                 Some(("create", id)) => SnapshotOp::Create(id.to_owned()),
@@ -276,6 +322,19 @@ impl MetaChange {
             _ => Err(format!("`{text}` is no metadata change")),
         }
     }
+}
+
+/// `[from=<id> ]to=<raw hybrid time>`.
+fn parse_restore(text: &str) -> Option<MetaChange> {
+    let (from, to) = match text.strip_prefix("from=") {
+        Some(rest) => {
+            let (id, to) = rest.split_once(' ')?;
+            (Some(valid_snapshot_id(id).then(|| id.to_owned())?), to)
+        }
+        None => (None, text),
+    };
+    let to = HybridTime::from_raw(to.strip_prefix("to=")?.parse().ok()?);
+    Some(MetaChange::Restore(RestoreOp { from, to }))
 }
 
 #[cfg(test)]
@@ -317,10 +376,15 @@ mod tests {
         assert_eq!(schema, before);
         assert!(schema.apply(&MetaChange::DefaultTtl(None), HybridTime::MIN).is_err());
         assert_eq!(Schema::decode(b""), Err("empty".into()));
+        assert!(MetaChange::parse("restore from=a/b to=5").is_err());
+        assert!(MetaChange::parse("restore to=x").is_err());
         assert_eq!(Schema::decode(b"docs\n"), Err("no default_ttl line".into()));
         assert!(Schema::decode(b"table packed=1\nCREATE TABLE").unwrap_err().contains("entity="));
         let snapshot = MetaChange::Snapshot(SnapshotOp::Create("s-1".into()));
-        for change in [MetaChange::DefaultTtl(Some(5)), drop_key, snapshot] {
+        let to = HybridTime::new(1000, 2);
+        let restore = MetaChange::Restore(RestoreOp { from: Some("s-1".into()), to });
+        let pitr = MetaChange::Restore(RestoreOp { from: None, to });
+        for change in [MetaChange::DefaultTtl(Some(5)), drop_key, snapshot, restore, pitr] {
             assert_eq!(MetaChange::parse(&change.to_string()), Ok(change));
         }
     }

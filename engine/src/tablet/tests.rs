@@ -69,7 +69,7 @@ fn a_schema_change_is_an_entry_every_replica_applies() {
     let payload = added.payload.expect("a metadata change");
     assert!(matches!(payload, Payload::Meta { .. }), "{payload:?}");
     let applied = tablet.apply(OpId::new(1, 2), &payload).expect("applied");
-    assert_eq!(applied, Applied { ht: Some(ht), writes: false, snapshot: None });
+    assert_eq!(applied, Applied { ht: Some(ht), writes: false, snapshot: None, restored: None });
     assert_eq!(tablet.schema.cql().expect("a table").schema_version, 1);
     let stored = tablet.db.metadata(SCHEMA_KEY).expect("read").expect("stored");
     assert_eq!(Schema::decode(&stored).as_ref(), Ok(&tablet.schema));

@@ -18,7 +18,7 @@ use docsim_engine::cql::{Outcome as CqlOutcome, Row};
 use docsim_engine::{Error, ErrorKind, HybridTime, OpId, Reply, TabletId};
 use docsim_models::cql::{CqlOp, CqlResult, Schema};
 use docsim_models::{DocId, Key, Markers, Model, ModelError};
-use docsim_workloads::{DocWrite, Op};
+use docsim_workloads::{DocWrite, Op, RestoreTo};
 use std::collections::BTreeMap;
 
 /// A proposal's op and what the leader answered, until its entry commits.
@@ -37,6 +37,15 @@ struct TableModel {
     schemas: Vec<(u64, Schema)>,
     /// Each dropped column's id, the hybrid time and index of the entry that dropped it.
     dropped: Vec<(i32, HybridTime, u64)>,
+    /// The time since which every replica keeps the history, from each index on (the
+    /// engine's `Tablet::kept_since`, restated: a snapshot moves it to its time, a
+    /// restore to its own, deleting the last snapshot clears it).
+    kept: Vec<(u64, Option<HybridTime>)>,
+    /// The snapshots the tablet holds: each one's time, and the time since which the
+    /// history was kept when it was taken.
+    live_snapshots: BTreeMap<String, (HybridTime, Option<HybridTime>)>,
+    /// The hybrid time of each committed entry that had one, by index.
+    entry_hts: BTreeMap<u64, HybridTime>,
 }
 
 /// What a snapshot must hold: the entry that takes it, its time, the tablet's rows then.
@@ -73,7 +82,14 @@ impl Models {
             let mut model = Model::new();
             model.set_table_ttl_ms(schema.default_ttl_s.map(|s| s * 1000));
             let schemas = vec![(0, schema.clone())];
-            let table = TableModel { model, schemas, dropped: Vec::new() };
+            let table = TableModel {
+                model,
+                schemas,
+                dropped: Vec::new(),
+                kept: vec![(0, None)],
+                live_snapshots: BTreeMap::new(),
+                entry_hts: BTreeMap::new(),
+            };
             self.tables.insert(tablet.clone(), table);
         }
     }
@@ -158,6 +174,9 @@ impl Models {
                     let why = format!("committed entry {op_id} at {ht} is no client's write");
                     return Err((FailureKind::UnknownEntry, vec![], vec![why]));
                 };
+                if let Some(t) = self.tables.get_mut(tablet) {
+                    t.entry_hts.insert(next, ht);
+                }
                 self.commit(tablet, next, ht, &p)?;
                 match &p.op {
                     Op::Snapshot { table, id, delete: false } => {
@@ -245,7 +264,20 @@ impl Models {
                 t.model.cql(time, &mut schema, op).map(|_| ModelReply::Written)
             }
             // A snapshot changes no data: what it must hold is noted when it commits.
-            Op::Snapshot { .. } => Ok(ModelReply::Written),
+            Op::Snapshot { id, delete, .. } => {
+                if let (Some(t), true) = (self.tables.get_mut(tablet), index != u64::MAX) {
+                    t.snapshot(index, ht, id, *delete);
+                }
+                Ok(ModelReply::Written)
+            }
+            Op::Restore { to, .. } => {
+                let t = self.tables.get_mut(tablet).ok_or(ModelError::InvalidRequest)?;
+                let to = t.restore_source(to, ht)?;
+                if index != u64::MAX {
+                    t.restore(index, ht, to);
+                }
+                Ok(ModelReply::Written)
+            }
             other => unreachable!("not a write: {other:?}"),
         }
     }
@@ -420,6 +452,13 @@ impl Models {
         t.dropped.iter().filter(|(.., at)| *at <= applied).map(|(id, ht, _)| (*id, *ht)).collect()
     }
 
+    /// The time since which replica `node` of `tablet` keeps the history for restores, as
+    /// far as it applied (the engine's `Tablet::kept_since`, restated).
+    pub fn kept_since(&self, tablet: &TabletId, node: u64) -> Option<HybridTime> {
+        let t = self.tables.get(tablet)?;
+        in_effect(&t.kept, self.applied_index(tablet, node)).flatten()
+    }
+
     /// The document ids a table's model holds (for a SELECT's scan).
     pub fn doc_ids(&self, tablet: &TabletId) -> Vec<DocId> {
         match tablet {
@@ -428,6 +467,59 @@ impl Models {
                 self.tables.get(tablet).map(|t| t.model.docs_where(|_| true)).unwrap_or_default()
             }
         }
+    }
+}
+
+impl TableModel {
+    /// The snapshot entry `index` at `ht`: snapshot `id` taken or deleted.
+    fn snapshot(&mut self, index: u64, ht: HybridTime, id: &str, delete: bool) {
+        let kept = self.kept.last().expect("as created").1;
+        match delete {
+            false => {
+                self.live_snapshots.insert(id.to_owned(), (ht, kept));
+                self.kept.push((index, Some(kept.map_or(ht, |at| at.max(ht)))));
+            }
+            true => {
+                self.live_snapshots.remove(id);
+                if self.live_snapshots.is_empty() {
+                    self.kept.push((index, None));
+                }
+            }
+        }
+    }
+
+    /// The time a restore at `ht` to `to` goes back to, or why the leader refuses it: a
+    /// snapshot it holds; a time before `ht` whose history every replica still keeps
+    /// (since `kept`), or that a snapshot taken after it kept.
+    fn restore_source(&self, to: &RestoreTo, ht: HybridTime) -> Result<HybridTime, ModelError> {
+        let time = match to {
+            RestoreTo::Snapshot(id) => {
+                return self.live_snapshots.get(id).map(|s| s.0).ok_or(ModelError::InvalidRequest)
+            }
+            RestoreTo::Time(time) => HybridTime::from_raw(*time),
+        };
+        let kept = self.kept.last().expect("as created").1;
+        let by_snapshot = |(at, since): &(HybridTime, Option<HybridTime>)| {
+            *at >= time && since.is_some_and(|since| since <= time)
+        };
+        let covered = kept.is_some_and(|since| since <= time)
+            || self.live_snapshots.values().any(by_snapshot);
+        match time < ht && covered {
+            true => Ok(time),
+            false => Err(ModelError::InvalidRequest),
+        }
+    }
+
+    /// The restore entry `index` at `ht` to the time `to`: the rows, the schema and the
+    /// dropped columns as they were then; the history kept since `ht`.
+    fn restore(&mut self, index: u64, ht: HybridTime, to: HybridTime) {
+        self.model.restore(ht.raw(), to.raw());
+        let then = self.entry_hts.range(..index).rfind(|(_, at)| **at <= to);
+        let schema = in_effect(&self.schemas, then.map_or(0, |(i, _)| *i)).expect("as created");
+        self.schemas.push((index, schema));
+        self.dropped.retain(|(_, dropped_at, _)| *dropped_at <= to);
+        let kept = self.kept.last().expect("as created").1;
+        self.kept.push((index, kept.map(|at| at.max(ht))));
     }
 }
 

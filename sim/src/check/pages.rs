@@ -193,8 +193,9 @@ impl Checker {
 
     /// The cutoffs the retention policy gave a compaction of `node`, against the rule:
     /// none above the replica's now less the interval, none above a read point a long
-    /// scan holds on that tablet there. A failure expects what the compaction prints with
-    /// each tablet's cutoff as the rule gives it.
+    /// scan holds on that tablet there, none above the time since which its table's
+    /// snapshots keep the history (the model's `kept_since`). A failure expects what the
+    /// compaction prints with each tablet's cutoff as the rule gives it.
     pub(super) fn retention_holds(&self, node: u64, request: &Compaction) -> Result<(), Found> {
         use docsim_engine::retention::{Cutoff, HeldBy};
         let mut right = request.retained.clone();
@@ -213,6 +214,13 @@ impl Checker {
                 }
                 _ => Cutoff { ht: by_clock, held_by: HeldBy::Retention, ..*cutoff },
             };
+            // The history kept for restores, as the model states it, holds it lower still.
+            match self.models.kept_since(tablet, node) {
+                Some(kept) if kept < cutoff.ht => {
+                    *cutoff = Cutoff { ht: kept, held_by: HeldBy::Snapshot, ..*cutoff }
+                }
+                _ => {}
+            }
         }
         // The replica's safe time may hold a cutoff lower still (docsim's rule): the
         // checker takes its word for that term, never for a cutoff above the rule's.

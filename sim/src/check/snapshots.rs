@@ -8,7 +8,7 @@ use super::model;
 use super::{Checker, Found};
 use crate::exec::Cluster;
 use crate::failure::FailureKind;
-use docsim_engine::{OpId, Request, SnapshotTaken, TabletId};
+use docsim_engine::{HybridTime, OpId, Request, SnapshotTaken, TabletId};
 
 impl Checker {
     /// Replica (`tablet`, `node`) applied the entry `op_id`, which took snapshot `taken`.
@@ -26,6 +26,20 @@ impl Checker {
             }
         }
         self.snapshot_holds(cluster, (tablet, node), &taken.id, Some(op_id))
+    }
+
+    /// Replica (`tablet`, `node`) applied the restore `op_id` at `ht`: its flushed
+    /// frontier is that entry, its memtables hold nothing, and reads below `ht` are
+    /// refused there from now on (its history cutoff).
+    pub(super) fn restored(&mut self, tablet: &TabletId, node: u64, op_id: OpId, ht: HybridTime) {
+        docsim_engine::probe::hit("restore.applied");
+        self.read_points_lost(node, Some(tablet));
+        self.memstore.flushed(node, Some(tablet));
+        if self.alone {
+            self.book.flushed_to(tablet, op_id, ht);
+            self.book.compacted(std::slice::from_ref(tablet), ht);
+        }
+        self.cut_to(node, std::slice::from_ref(tablet), ht);
     }
 
     /// Every snapshot `node` lists still holds what it must (after a restart: a power cut

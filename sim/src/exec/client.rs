@@ -135,10 +135,10 @@ impl Cluster {
                 Err(e) => Err(CommandError::Syntax(e.to_string())),
             },
             Command::SnapshotWrite { op, table, ht, route } => {
-                self.tablets_named(&table).map_err(CommandError::Node).map(|tablets| {
-                    let request = Request::Snapshot(op);
-                    Client { tablets, request, at: ht.map(At::Ht), route, hold: false }
-                })
+                self.table_entry(&table, Request::Snapshot(op), ht, route)
+            }
+            Command::Restore { target, table, ht, route } => {
+                self.table_entry(&table, Request::Restore(target), ht, route)
             }
             Command::Redis { at, command, route } => {
                 match docsim_engine::redis::Command::parse(&command) {
@@ -148,6 +148,18 @@ impl Cluster {
             }
             _ => return None,
         })
+    }
+
+    /// A request every tablet of table `name` takes as an entry (a snapshot, a restore).
+    fn table_entry(
+        &self,
+        name: &str,
+        request: Request,
+        ht: Option<HybridTime>,
+        route: Route,
+    ) -> Result<Client, CommandError> {
+        let tablets = self.tablets_named(name).map_err(CommandError::Node)?;
+        Ok(Client { tablets, request, at: ht.map(At::Ht), route, hold: false })
     }
 
     /// The tablets of its table a statement goes to (the catalog's partitioning).
@@ -641,6 +653,7 @@ fn with_time(command: &Command, ht: HybridTime) -> Command {
         Command::Write { ht: t, .. }
         | Command::Batch { ht: t, .. }
         | Command::SnapshotWrite { ht: t, .. }
+        | Command::Restore { ht: t, .. }
         | Command::DefaultTtl { ht: t, .. } => *t = Some(ht),
         Command::Get { at, .. } => *at = At::Ht(ht),
         Command::Cql { at, .. } | Command::Redis { at, .. } | Command::Page { at, .. } => {

@@ -135,6 +135,8 @@ pub enum Event {
         ht: Option<HybridTime>,
         writes: bool,
         snapshot: Option<docsim_engine::SnapshotTaken>,
+        /// It restored the tablet (`restore`).
+        restored: bool,
     },
     /// A snapshot a replica installed.
     Installed { tablet: TabletId, node: u64, op_id: OpId },
@@ -591,9 +593,7 @@ impl Cluster {
             for (tablet, a) in applied {
                 let history = self.histories.entry(tablet.clone()).or_default();
                 history.applied(id, a.op_id, a.ht)?;
-                let (op_id, ht, writes, snapshot) = (a.op_id, a.ht, a.writes, a.snapshot);
-                let node = id;
-                self.events.push(Event::Applied { tablet, node, op_id, ht, writes, snapshot });
+                self.events.push(Event::applied(tablet, id, a));
             }
             let lines = self.memory_flushes(id);
             match self.replicated() {
@@ -756,11 +756,18 @@ impl Cluster {
         for (tablet, a) in applied {
             let history = self.histories.entry(tablet.clone()).or_default();
             history.applied(id, a.op_id, a.ht)?;
-            let (op_id, ht, writes, snapshot) = (a.op_id, a.ht, a.writes, a.snapshot);
-            let node = id;
-            self.events.push(Event::Applied { tablet, node, op_id, ht, writes, snapshot });
+            self.events.push(Event::applied(tablet, id, a));
         }
         Ok(())
+    }
+}
+
+impl Event {
+    /// Replica `node` of `tablet` applied `a`.
+    fn applied(tablet: TabletId, node: u64, a: docsim_engine::AppliedEntry) -> Event {
+        let (op_id, ht, writes, snapshot, restored) =
+            (a.op_id, a.ht, a.writes, a.snapshot, a.restored);
+        Event::Applied { tablet, node, op_id, ht, writes, snapshot, restored }
     }
 }
 

@@ -336,6 +336,7 @@ pub(crate) fn cutoff_lines(retained: &BTreeMap<TabletId, Cutoff>) -> Vec<String>
             HeldBy::Retention => "retention",
             HeldBy::Read => "read",
             HeldBy::SafeTime => "safe_time",
+            HeldBy::Snapshot => "snapshot",
         };
         format!("cutoff={} held_by={by}", cutoff.ht)
     };
@@ -348,8 +349,9 @@ pub(crate) fn cutoff_lines(retained: &BTreeMap<TabletId, Cutoff>) -> Vec<String>
     lines
 }
 
-/// `snapshot: [table=<name>[/<i>] ]<id> op=<term.index> ht=<T>`.
+/// `snapshot: [table=<name>[/<i>] ]<id> op=<term.index> ht=<T>[ kept=<T>]`.
 fn format_snapshot(tablet: &TabletId, snapshot: &docsim_engine::SnapshotInfo) -> String {
-    let SnapshotInfo { id, op_id, ht } = snapshot;
-    format!("snapshot: {}{id} op={op_id} ht={ht}", tablet.line_prefix())
+    let SnapshotInfo { id, op_id, ht, kept } = snapshot;
+    let kept = kept.map(|at| format!(" kept={at}")).unwrap_or_default();
+    format!("snapshot: {}{id} op={op_id} ht={ht}{kept}", tablet.line_prefix())
 }

@@ -3,7 +3,9 @@
 //! executor, and hand its events to the checker; stop at the first failure and build its
 //! reproducer from the run's recorded script.
 
-use super::knobs::{Crashes, CutAt, DiskFaults, Nemesis, RocksFaults, Schedule, Spans, Work};
+use super::knobs::{
+    Crashes, CutAt, DiskFaults, Nemesis, RocksFaults, Schedule, SnapshotStep, Spans, Work,
+};
 use super::nemesis::NemesisState;
 use super::{fnv, Failure, RunConfig, RunOutcome, Sinks, Step, FNV_OFFSET};
 use crate::check::{Checker, Found, Recheck};
@@ -11,7 +13,7 @@ use crate::exec::{Cluster, WRITE_TIMEOUT};
 use docsim_engine::script::{At, Command, FaultCommand, FileRun, Route};
 use docsim_engine::{CrashPoint, HybridTime, Layout, Node, TabletId};
 use docsim_models::cql::{CqlOp, Schema};
-use docsim_workloads::{Op, Workload};
+use docsim_workloads::{Op, RestoreTo, Workload};
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
 use std::collections::{BTreeMap, VecDeque};
@@ -451,12 +453,21 @@ impl Driver {
         }
         let tables: Vec<String> = self.schemas.keys().cloned().collect();
         let op = match self.spans.snapshot(&tables, &self.snapshots) {
-            Some((table, id, delete)) => {
+            Some(SnapshotStep::Take(table, id, delete)) => {
                 match delete {
                     true => self.snapshots.retain(|(_, s)| *s != id),
                     false => self.snapshots.push((table.clone(), id.clone())),
                 }
                 Op::Snapshot { table, id, delete }
+            }
+            Some(SnapshotStep::Restore(table, id)) => {
+                Op::Restore { table, to: RestoreTo::Snapshot(id) }
+            }
+            Some(SnapshotStep::RestoreBack(table, back_us)) => {
+                let id = if self.replicated() { self.nemesis.any_node(&self.cluster) } else { 1 };
+                let now = self.now(id);
+                let to = HybridTime::new(now.physical_us().saturating_sub(back_us), 0);
+                Op::Restore { table, to: RestoreTo::Time(to.raw()) }
             }
             None => {
                 let id = if self.replicated() { self.nemesis.any_node(&self.cluster) } else { 1 };
@@ -773,6 +784,7 @@ fn step_kind(command: &Command) -> &'static str {
         Command::Redis { command, .. } if is_redis_read(command) => "read",
         Command::Page { .. } => "read",
         Command::SnapshotWrite { .. } => "snapshot",
+        Command::Restore { .. } => "restore",
         Command::Write { .. }
         | Command::Batch { .. }
         | Command::Cql { .. }

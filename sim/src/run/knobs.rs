@@ -430,6 +430,16 @@ pub struct Spans {
     snapshots_named: usize,
 }
 
+/// A step of snapshots and restores the run takes.
+pub enum SnapshotStep {
+    /// Take snapshot `id` of a table (or, `true`, delete it).
+    Take(String, String, bool),
+    /// Restore a table to its snapshot `id`.
+    Restore(String, String),
+    /// Restore a table to this many microseconds before now.
+    RestoreBack(String, u64),
+}
+
 impl Spans {
     pub fn new(mut rng: ChaCha8Rng) -> Spans {
         // Mostly 100 us to 90 ms, spread evenly over the scales (a run spans seconds of
@@ -455,23 +465,36 @@ impl Spans {
         }
     }
 
-    /// A snapshot to take of one of `tables` (`Some((table, id, false))`) or, now and
-    /// then, one of `taken` (table, id) to delete, or nothing.
+    /// A snapshot to take of one of `tables`, or now and then one of `taken` (table, id)
+    /// to delete or restore, or a restore to a recent time; or nothing.
     pub fn snapshot(
         &mut self,
         tables: &[String],
         taken: &[(String, String)],
-    ) -> Option<(String, String, bool)> {
+    ) -> Option<SnapshotStep> {
         if tables.is_empty() || self.rng.random_range(0..1000) >= self.snapshot_permille {
             return None;
         }
         if !taken.is_empty() && self.rng.random_range(0..100) < 30 {
             let (table, id) = taken[self.rng.random_range(0..taken.len())].clone();
-            return Some((table, id, true));
+            return Some(SnapshotStep::Take(table, id, true));
         }
         let table = tables[self.rng.random_range(0..tables.len())].clone();
+        match self.rng.random_range(0..100) {
+            0..25 if !taken.is_empty() => {
+                let (table, id) = taken[self.rng.random_range(0..taken.len())].clone();
+                return Some(SnapshotStep::Restore(table, id));
+            }
+            25..50 => {
+                // Back by 1 µs to ~1 s, log-uniformly: within the history kept, or not.
+                let back_us = 1u64 << self.rng.random_range(0..20);
+                let back_us = back_us + self.rng.random_range(0..back_us);
+                return Some(SnapshotStep::RestoreBack(table, back_us));
+            }
+            _ => {}
+        }
         self.snapshots_named += 1;
-        Some((table, format!("s{}", self.snapshots_named - 1), false))
+        Some(SnapshotStep::Take(table, format!("s{}", self.snapshots_named - 1), false))
     }
 
     /// Whether a SELECT is read in pages: its page size and whether it holds its read

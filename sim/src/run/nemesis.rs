@@ -345,7 +345,10 @@ impl NemesisState {
 /// for such a table's statements is each tablet's own, `exec/client.rs`).
 pub fn tablet_of(op: &Op, cluster: &Cluster) -> TabletId {
     match op {
-        Op::Cql { table, .. } | Op::Page { table, .. } | Op::Snapshot { table, .. } => {
+        Op::Cql { table, .. }
+        | Op::Page { table, .. }
+        | Op::Snapshot { table, .. }
+        | Op::Restore { table, .. } => {
             let tablets = cluster.tablets_named(table).unwrap_or_default();
             tablets.into_iter().next().unwrap_or_else(|| TabletId::table(table))
         }

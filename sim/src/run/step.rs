@@ -7,7 +7,7 @@ use crate::convert;
 use docsim_engine::script::{At, Command, PageOptions, Route};
 use docsim_models::cql::{CqlOp, Schema};
 use docsim_models::redis::RedisOp;
-use docsim_workloads::Op;
+use docsim_workloads::{Op, RestoreTo};
 use std::collections::BTreeMap;
 
 /// One step.
@@ -91,6 +91,10 @@ impl Step {
                 };
                 Command::SnapshotWrite { op, table: table.clone(), ht: write_at, route }
             }
+            Op::Restore { table, to } => {
+                let target = restore_target(to);
+                Command::Restore { target, table: table.clone(), ht: write_at, route }
+            }
             Op::Page { ht, table, op: select, size, after, hold } => {
                 let schema = schemas.get(table).expect("a declared table");
                 let statement = convert::statement(schema, select).to_string();
@@ -98,6 +102,16 @@ impl Step {
                 let paging = PageOptions { size: *size, after, hold: *hold };
                 Command::Page { at: Some(read_at(*ht)), paging, statement, route }
             }
+        }
+    }
+}
+
+/// What a restore op goes back to, as the engine's request names it.
+fn restore_target(to: &RestoreTo) -> docsim_engine::RestoreTarget {
+    match to {
+        RestoreTo::Snapshot(id) => docsim_engine::RestoreTarget::Snapshot(id.clone()),
+        RestoreTo::Time(t) => {
+            docsim_engine::RestoreTarget::Time(docsim_engine::HybridTime::from_raw(*t))
         }
     }
 }
