@@ -15,6 +15,7 @@ pub mod cache;
 pub mod memstore;
 pub mod prune;
 mod raw;
+pub mod restore;
 pub mod snapshot;
 
 use docsim_engine::canary::Plants;

@@ -184,8 +184,10 @@ enum Command {
         /// `memstore` (the memstore limit over 16 tablets: flushes, each tablet's retained
         /// log against its bound; `--rows` inserts) or `prune` (a time-series range query
         /// over 16 files written in time order) or `snapshot` (a table's snapshot at
-        /// `--rows` / 100, / 10 and `--rows` rows). `cache`, `bloom`, `memstore`, `prune`
-        /// and `snapshot` also run raw RocksDB doing the same work, `--runs` times.
+        /// `--rows` / 100, / 10 and `--rows` rows) or `restore` (a table of as many rows
+        /// restored to a snapshot and to a time, against writing its rows again).
+        /// `cache`, `bloom`, `memstore`, `prune` and `snapshot` also run raw RocksDB doing
+        /// the same work, `--runs` times.
         target: String,
         /// `ttl`: simulated hours per workload.
         #[arg(long, default_value_t = 3)]
@@ -377,6 +379,7 @@ fn main() -> ExitCode {
                 "memstore" => bench_memstore(rows, runs.max(1)),
                 "prune" => bench_prune(runs.max(1)),
                 "snapshot" => bench_snapshot(rows, runs.max(1)),
+                "restore" => bench_restore(rows, runs.max(1)),
                 _ => bench(&target, rows, layout),
             }
         }
@@ -912,6 +915,14 @@ fn bench_snapshot(rows: usize, runs: usize) -> ExitCode {
     println!("a snapshot of a table of n rows (unflushed), medians of {runs} runs:");
     let report = |r: &Vec<snapshot::SnapshotRun>| snapshot::format_report(r).join("\n") + "\n";
     bench_report(|dir| snapshot::bench_snapshot(&sizes, runs, dir), report)
+}
+
+fn bench_restore(rows: usize, runs: usize) -> ExitCode {
+    use docsim::bench::restore;
+    let sizes = [rows / 100, rows / 10, rows];
+    println!("a table of n rows snapshotted, every row updated, restored; medians of {runs} runs:");
+    let report = |r: &Vec<restore::RestoreRun>| restore::format_report(r).join("\n") + "\n";
+    bench_report(|dir| restore::bench_restore(&sizes, runs, dir), report)
 }
 
 fn bench_prune(rounds: usize) -> ExitCode {
