@@ -486,7 +486,11 @@ impl DocDb {
         if !every_file || params.kind != CompactionKind::Full {
             return Ok((params, None));
         }
-        let repack = match self.packings.is_empty() {
+        // A column dropped after the cutoff keeps its values: a repack under the newest
+        // schema would lose them, and a restore to a time before the drop brings the
+        // column back (docsim's rule; seed 92963).
+        let dropped_after = params.schema.dropped.iter().any(|(_, ht)| *ht > params.cutoff_ht);
+        let repack = match self.packings.is_empty() || dropped_after {
             false => Some(Arc::new(self.plan_repack((params.cutoff_ht, params.table_ttl_ms))?)),
             true => None,
         };

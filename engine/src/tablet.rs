@@ -365,11 +365,6 @@ impl Tablet {
             })?),
             None => None,
         };
-        if let Some(dir) = &checkpoint {
-            // The schema as the snapshot has it: the tablet's own history of changes may
-            // have lost the changes a restore since undid.
-            self.schema = self.checkpoint_schema(&self.db.open_checkpoint(dir)?, dir)?;
-        }
         self.schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
         self.kept_since = self.kept_since.map(|at| at.max(ht));
         let meta = self.snapshot_metadata();

@@ -256,6 +256,18 @@ impl CqlTable {
         Ok(())
     }
 
+    /// Go back to the columns of `then` (this table as it was at an earlier time: a
+    /// restore), as a new schema version: versions are never reused, and every earlier
+    /// version keeps its packing, so a row packed under any of them still decodes (a full
+    /// compaction repacks a row under the version of its time, keeping the row's own
+    /// hybrid time). Column ids continue from `then`'s, as the model's do.
+    pub fn restore_columns(&mut self, then: &CqlTable) {
+        self.columns = then.columns.clone();
+        self.next_column_id = then.next_column_id;
+        self.schema_version += 1;
+        self.packings.insert(packing_of(self.schema_version, &self.columns));
+    }
+
     /// The column named `name`.
     pub fn column(&self, name: &str) -> Option<&Column> {
         self.columns.iter().find(|c| c.name == name)

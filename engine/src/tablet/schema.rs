@@ -32,8 +32,24 @@ pub enum Schema {
 pub struct TableSchema {
     created: CqlTable,
     /// Each change applied, with the hybrid time of its entry.
-    changes: Vec<(AlterChange, HybridTime)>,
+    changes: Vec<(Change, HybridTime)>,
     current: CqlTable,
+}
+
+/// A change of a table's schema: an `ALTER TABLE`, or a restore back to the schema the
+/// table had at a time (a new schema version with that time's columns).
+#[derive(Clone, Debug, PartialEq)]
+enum Change {
+    Alter(AlterChange),
+    Restore(HybridTime),
+}
+
+/// The table after a change, and the columns dropped so far with their drops' times.
+#[derive(Clone)]
+struct State {
+    at: HybridTime,
+    table: CqlTable,
+    dropped: Vec<(i32, HybridTime)>,
 }
 
 /// One metadata change, carried by a Raft entry.
@@ -82,14 +98,47 @@ pub fn valid_snapshot_id(id: &str) -> bool {
 }
 
 impl TableSchema {
-    /// The schema as it was at `to`: the changes of entries after it undone.
-    fn restore_to(&mut self, to: HybridTime) {
-        self.changes.retain(|(_, ht)| *ht <= to);
-        self.current = self.created.clone();
-        for (change, _) in &self.changes {
-            self.current.alter(change).expect("a change applied once applies again");
+    /// The table after each change, from its creation on (each change applied once
+    /// already applies again).
+    fn history(&self) -> Vec<State> {
+        let created = State { at: HybridTime::MIN, table: self.created.clone(), dropped: vec![] };
+        let mut states = vec![created];
+        for (change, ht) in &self.changes {
+            let mut state = states.last().expect("as created").clone();
+            match change {
+                Change::Alter(alter) => {
+                    if let AlterChange::Drop { column } = alter {
+                        if let Some(ColumnKind::Regular(id)) =
+                            state.table.column(column).map(|c| c.kind)
+                        {
+                            state.dropped.push((id, *ht));
+                        }
+                    }
+                    state.table.alter(alter).expect("applied once already");
+                }
+                Change::Restore(to) => {
+                    let then = state_at(&states, *to);
+                    state.dropped = then.dropped.clone();
+                    state.table.restore_columns(&then.table);
+                }
+            }
+            state.at = *ht;
+            states.push(state);
         }
+        states
     }
+
+    /// A restore at `ht` to the schema as it was at `to`.
+    fn restore_to(&mut self, to: HybridTime, ht: HybridTime) {
+        let then = state_at(&self.history(), to).table.clone();
+        self.current.restore_columns(&then);
+        self.changes.push((Change::Restore(to), ht));
+    }
+}
+
+/// The last of `states` at or before `to`.
+fn state_at(states: &[State], to: HybridTime) -> &State {
+    states.iter().rev().find(|s| s.at <= to).unwrap_or(&states[0])
 }
 
 impl Schema {
@@ -126,7 +175,7 @@ impl Schema {
         match (self, change) {
             (_, MetaChange::Snapshot(_)) => Ok(()), // the tablet's files, not its schema
             (Schema::Table(t), MetaChange::Restore(restore)) => {
-                t.restore_to(restore.to);
+                t.restore_to(restore.to, ht);
                 Ok(())
             }
             (Schema::Docs { .. }, MetaChange::Restore(_)) => Err(Error::InvalidRequest(
@@ -138,7 +187,7 @@ impl Schema {
             }
             (Schema::Table(t), MetaChange::Alter(alter)) => {
                 t.current.alter(alter)?;
-                t.changes.push((alter.clone(), ht));
+                t.changes.push((Change::Alter(alter.clone()), ht));
                 Ok(())
             }
             (Schema::Docs { .. }, MetaChange::Alter(_)) => {
@@ -178,16 +227,9 @@ impl Schema {
                 _ => {} // jsonb: a subdocument
             }
         }
-        let mut dropped = Vec::new();
-        let mut table = t.created.clone();
-        for (change, ht) in &t.changes {
-            if let AlterChange::Drop { column } = change {
-                if let Some(ColumnKind::Regular(id)) = table.column(column).map(|c| c.kind) {
-                    dropped.push((subkey(id), *ht));
-                }
-            }
-            table.alter(change).expect("applied once already");
-        }
+        let history = t.history();
+        let now = history.last().expect("as created");
+        let dropped = now.dropped.iter().map(|(id, ht)| (subkey(*id), *ht)).collect();
         SchemaGc { leaves, collections, dropped, blind_writes: true }
     }
 
@@ -206,8 +248,16 @@ impl Schema {
                     u8::from(c.entity_rows)
                 );
                 for (change, ht) in &t.changes {
-                    let alter = Statement::Alter { table: c.name.clone(), change: change.clone() };
-                    out.push_str(&format!("T{} {alter}\n", ht.raw()));
+                    match change {
+                        Change::Alter(change) => {
+                            let table = c.name.clone();
+                            let alter = Statement::Alter { table, change: change.clone() };
+                            out.push_str(&format!("T{} {alter}\n", ht.raw()));
+                        }
+                        Change::Restore(to) => {
+                            out.push_str(&format!("T{} RESTORE TO {}\n", ht.raw(), to.raw()))
+                        }
+                    }
                 }
                 out.into_bytes()
             }
@@ -257,6 +307,13 @@ fn decode_table<'a>(
             .and_then(|rest| rest.split_once(' '))
             .and_then(|(raw, alter)| Some((HybridTime::from_raw(raw.parse().ok()?), alter)))
             .ok_or_else(|| format!("`{line}`: no `T<time> ` before the change"))?;
+        if let Some(to) = alter.strip_prefix("RESTORE TO ") {
+            let to = to.parse().map_err(|_| format!("`{line}`: RESTORE TO <raw time>"))?;
+            let restore =
+                MetaChange::Restore(RestoreOp { from: None, to: HybridTime::from_raw(to) });
+            schema.apply(&restore, ht).map_err(|e| format!("{line}: {e}"))?;
+            continue;
+        }
         let statement = crate::cql::parse_statement(alter).map_err(|e| format!("{line}: {e}"))?;
         let Statement::Alter { change, .. } = statement else {
             return Err(format!("`{line}` is no ALTER TABLE"));
@@ -365,6 +422,34 @@ mod tests {
         assert!(cql.packed_rows && cql.entity_rows);
         let docs = Schema::Docs { default_ttl_ms: Some(1500) };
         assert_eq!(Schema::decode(&docs.encode()), Ok(docs));
+    }
+
+    /// A restore goes back to the columns of a time as a new schema version, every
+    /// earlier version's packing kept; a later restore to a time before it finds the
+    /// history as it was then; the stored form brings it all back.
+    #[test]
+    fn a_restore_is_a_new_version_with_the_columns_of_its_time() {
+        let mut created = table("CREATE TABLE t (k int PRIMARY KEY, a int, b int)");
+        created.packed_rows = true;
+        let mut schema = Schema::table(created);
+        let at = |us| HybridTime::from_micros(us);
+        let add = AlterChange::Add { column: "c".into(), ty: crate::cql::CqlType::Int };
+        schema.apply(&MetaChange::Alter(add), at(10)).expect("add");
+        let drop_b = MetaChange::Alter(AlterChange::Drop { column: "b".into() });
+        schema.apply(&drop_b, at(20)).expect("drop");
+        let restore = |to| MetaChange::Restore(RestoreOp { from: None, to: at(to) });
+        schema.apply(&restore(15), at(30)).expect("restore");
+        let names = |s: &Schema| {
+            let cql = s.cql().expect("a table");
+            (cql.columns.iter().map(|c| c.name.clone()).collect::<Vec<_>>(), cql.schema_version)
+        };
+        assert_eq!(names(&schema), (vec!["k".into(), "a".into(), "b".into(), "c".into()], 3));
+        assert!(schema.gc().dropped.is_empty(), "b is back");
+        assert!((0..=3).all(|v| schema.cql().expect("a table").packings().get(v).is_some()));
+        schema.apply(&restore(25), at(40)).expect("restore again");
+        assert_eq!(names(&schema), (vec!["k".into(), "a".into(), "c".into()], 4));
+        assert_eq!(schema.gc().dropped.len(), 1, "b dropped again, at its drop's time");
+        assert_eq!(Schema::decode(&schema.encode()), Ok(schema));
     }
 
     #[test]
