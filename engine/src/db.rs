@@ -142,6 +142,7 @@ impl DocDb {
         }
         let db = DocDb::open_mode(dir, rocks, (plants, storage), false)?;
         db.remove_snapshot_leftovers()?;
+        db.finish_checkpoint_install()?;
         Ok(db)
     }
 

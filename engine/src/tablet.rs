@@ -342,7 +342,7 @@ impl Tablet {
             }
             SnapshotOp::Delete(id) => {
                 self.db.delete_snapshot(id)?;
-                if self.db.snapshots()?.is_empty() {
+                if !self.db.holds_snapshots() {
                     self.kept_since = None;
                 }
                 Ok(None)
@@ -365,11 +365,14 @@ impl Tablet {
             })?),
             None => None,
         };
-        self.schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
-        self.kept_since = self.kept_since.map(|at| at.max(ht));
-        let meta = self.snapshot_metadata();
+        // Changed in memory only once the restored instance stands.
+        let mut schema = self.schema.clone();
+        schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
+        let kept_since = self.kept_since.map(|at| at.max(ht));
+        let meta = metadata_pairs(&schema, self.list_next, kept_since);
         let (to, checkpoint) = (restore.to, checkpoint.as_deref());
         self.db.restore(&RestoreSpec { checkpoint, to, op_id, ht, meta })?;
+        (self.schema, self.kept_since) = (schema, kept_since);
         self.attach_schema();
         Ok(())
     }
@@ -564,11 +567,7 @@ impl Tablet {
 
     /// The metadata a snapshot of this tablet carries beside its documents.
     pub(crate) fn snapshot_metadata(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        let list_next = self.list_next.to_be_bytes().to_vec();
-        let mut meta =
-            vec![(SCHEMA_KEY.to_vec(), self.schema.encode()), (LIST_NEXT_KEY.to_vec(), list_next)];
-        meta.push((KEPT_SINCE_KEY.to_vec(), encode_kept(self.kept_since)));
-        meta
+        metadata_pairs(&self.schema, self.list_next, self.kept_since)
     }
 
     /// After a snapshot was installed: the metadata it carried is the tablet's.
@@ -602,6 +601,19 @@ fn list_index_in(key: &[u8], lists: &[i32]) -> Option<i64> {
 }
 
 /// A stored metadata value that does not decode: the data needs repair.
+/// The tablet's metadata keys and values: its schema, list-index counter, history kept.
+fn metadata_pairs(
+    schema: &Schema,
+    list_next: i64,
+    kept_since: Option<HybridTime>,
+) -> Vec<(Vec<u8>, Vec<u8>)> {
+    vec![
+        (SCHEMA_KEY.to_vec(), schema.encode()),
+        (LIST_NEXT_KEY.to_vec(), list_next.to_be_bytes().to_vec()),
+        (KEPT_SINCE_KEY.to_vec(), encode_kept(kept_since)),
+    ]
+}
+
 /// The packings of a schema's packed rows, and whether they are entities.
 fn layout_of(schema: &Schema) -> (crate::encoding::Packings, bool) {
     match schema.cql() {

@@ -80,8 +80,9 @@ impl DocDb {
             return self.restore_in_place(&dirs, checkpoint, spec);
         }
         let (tmp, staged) = (beside(&self.dir, ".restore.tmp"), beside(&self.dir, ".restore"));
-        dirs.remove_all(&tmp)?;
-        dirs.remove_all(&staged)?;
+        for leftover in [beside(&tmp, ".tmp"), tmp.clone(), staged.clone()] {
+            dirs.remove_all(&leftover)?; // (RocksDB's checkpoint stages in `<dir>.tmp`)
+        }
         match spec.checkpoint {
             Some(checkpoint) => link_files(&dirs, checkpoint, &tmp)?,
             None => {
@@ -206,9 +207,11 @@ pub(super) fn finish_restore(dirs: &Dirs, dir: &Path) -> Result<()> {
         dirs.rename(&staged, dir)?;
         dirs.sync_dir(parent(dir))?;
     }
-    if dirs.exists(&old) || dirs.exists(&tmp) {
-        dirs.remove_all(&old)?;
-        dirs.remove_all(&tmp)?;
+    let leftovers = [old, beside(&tmp, ".tmp"), tmp];
+    if leftovers.iter().any(|d| dirs.exists(d)) {
+        for leftover in &leftovers {
+            dirs.remove_all(leftover)?;
+        }
         dirs.sync_dir(parent(dir))?;
     }
     Ok(())

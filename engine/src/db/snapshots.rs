@@ -51,6 +51,11 @@ pub struct CheckpointCopy {
     pub metadata: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
+/// Where the snapshots a Raft snapshot of entry `op_id` carries are staged.
+fn installing_dir(rocksdb_dir: &Path, op_id: OpId) -> PathBuf {
+    PathBuf::from(format!("{}.install-{op_id}", snapshots_dir(rocksdb_dir).display()))
+}
+
 /// The directory of a tablet's snapshots (YugabyteDB's `SnapshotsDirName`).
 pub fn snapshots_dir(rocksdb_dir: &Path) -> PathBuf {
     let mut name = rocksdb_dir.as_os_str().to_owned();
@@ -145,33 +150,73 @@ impl DocDb {
         Ok(out)
     }
 
-    /// Make this replica's snapshots exactly `copies` (a Raft snapshot installed): each
-    /// one written whole into `<id>.tmp`, then renamed, as [`DocDb::create_snapshot`]
-    /// does.
-    pub fn install_checkpoints(&self, copies: &[CheckpointCopy]) -> Result<()> {
+    /// Stage the snapshots a Raft snapshot of entry `op_id` carries, whole, beside this
+    /// replica's own (`<snapshots dir>.install-<op>`): they replace them only once the
+    /// Raft snapshot's data is durable ([`DocDb::finish_checkpoint_install`]), so a power
+    /// cut in between leaves the replica's data and snapshots of one time.
+    pub fn install_checkpoints(&self, copies: &[CheckpointCopy], op_id: OpId) -> Result<()> {
         let dirs = match self.dirs() {
             Err(_) if copies.is_empty() => return Ok(()), // a medium without snapshots
             dirs => dirs?,
         };
-        let top = snapshots_dir(&self.dir);
-        dirs.make_dir(&top)?;
-        for id in dirs.children(&top) {
-            self.delete_snapshot(&id)?;
-        }
+        let staged = installing_dir(&self.dir, op_id);
+        let tmp = PathBuf::from(format!("{}{TMP}", staged.display()));
+        dirs.remove_all(&tmp)?;
+        dirs.remove_all(&staged)?;
+        dirs.make_dir(&tmp)?;
         for copy in copies {
-            let (done, tmp) = (top.join(&copy.info.id), top.join(format!("{}{TMP}", copy.info.id)));
-            dirs.remove_all(&tmp)?;
-            let mut db = DocDb::open_mode(&tmp, &self.rocks, self.settings(), false)?;
-            let (op_id, ht) = copy.frontier;
-            db.install(&copy.export, op_id, ht, &copy.metadata)?;
+            let dir = tmp.join(&copy.info.id);
+            let mut db = DocDb::open_mode(&dir, &self.rocks, self.settings(), false)?;
+            let (frontier, ht) = copy.frontier;
+            db.install(&copy.export, frontier, ht, &copy.metadata)?;
             drop(db);
             let SnapshotInfo { op_id, ht, kept, .. } = &copy.info;
-            dirs.write_synced(&tmp.join(SNAPSHOT_FILE), record(*op_id, *ht, *kept).as_bytes())?;
-            dirs.sync_dir(&tmp)?;
-            dirs.rename(&tmp, &done)?;
-            dirs.sync_dir(&top)?;
+            dirs.write_synced(&dir.join(SNAPSHOT_FILE), record(*op_id, *ht, *kept).as_bytes())?;
+            dirs.sync_dir(&dir)?;
+        }
+        dirs.sync_dir(&tmp)?;
+        dirs.rename(&tmp, &staged)?;
+        dirs.sync_dir(self.dir.parent().unwrap_or(Path::new("")))
+    }
+
+    /// After a Raft snapshot's data is durable, or at open: staged snapshots of the entry
+    /// this instance installed last replace the replica's own; any other staging goes.
+    pub fn finish_checkpoint_install(&self) -> Result<()> {
+        let Ok(dirs) = self.dirs() else { return Ok(()) };
+        let parent = self.dir.parent().unwrap_or(Path::new("")).to_owned();
+        let top = snapshots_dir(&self.dir);
+        let prefix = format!("{}.install-", top.display());
+        let installed = self.installed_snapshot()?;
+        let (old, mut changed) = (PathBuf::from(format!("{}.old", top.display())), false);
+        for name in dirs.children(&parent) {
+            let path = parent.join(&name);
+            let Some(op) = path.display().to_string().strip_prefix(&prefix).map(str::to_owned)
+            else {
+                continue;
+            };
+            if installed.is_some_and(|at| at.to_string() == op) {
+                dirs.remove_all(&old)?;
+                if dirs.exists(&top) {
+                    dirs.rename(&top, &old)?;
+                }
+                dirs.rename(&path, &top)?;
+            } else {
+                dirs.remove_all(&path)?;
+            }
+            changed = true;
+        }
+        if changed || dirs.exists(&old) {
+            dirs.remove_all(&old)?;
+            dirs.sync_dir(&parent)?;
         }
         Ok(())
+    }
+
+    /// Whether this replica holds any snapshot, by the names in its snapshots directory
+    /// alone (a damaged record of one does not decide it).
+    pub fn holds_snapshots(&self) -> bool {
+        let Ok(dirs) = self.dirs() else { return false };
+        dirs.children(&snapshots_dir(&self.dir)).iter().any(|name| !name.ends_with(TMP))
     }
 
     /// The directory of snapshot `id`, if this replica holds it.
@@ -245,6 +290,9 @@ impl Dirs {
         match self {
             Dirs::Sim(_, root) => {
                 let path = path.display().to_string();
+                if root.strip_suffix('/') == Some(path.as_str()) {
+                    return String::new(); // the node's directory itself
+                }
                 path.strip_prefix(root.as_str()).unwrap_or(&path).to_owned()
             }
             Dirs::Real => path.display().to_string(),
@@ -338,12 +386,28 @@ impl Dirs {
                 let mut parents = std::collections::BTreeSet::new();
                 for file in &files {
                     numbers_out(disk.remove(file))?;
-                    parents.insert(file.rsplit_once('/').map_or("", |(dir, _)| dir).to_owned());
+                    // Its directory and every one between it and `name`.
+                    let mut dir = file.as_str();
+                    while let Some((up, _)) = dir.rsplit_once('/') {
+                        parents.insert(up.to_owned());
+                        if up.len() <= name.len() {
+                            break;
+                        }
+                        dir = up;
+                    }
                 }
                 // The removals durable before the directories go (which is durable at
                 // once): a power cut never brings back files of a removed directory.
                 for dir in parents.iter().rev() {
                     disk.sync_dir(dir)?;
+                }
+                // Then the directories below it, deepest first (a path sorts before the
+                // paths it is a prefix of).
+                let below = format!("{name}/");
+                for dir in parents.iter().rev().filter(|d| d.starts_with(&below)) {
+                    if disk.kind(dir) == crate::disk::Entry::Dir {
+                        disk.remove_dir(dir)?;
+                    }
                 }
                 match disk.kind(&name) {
                     crate::disk::Entry::File => disk.remove(&name),
@@ -405,6 +469,19 @@ mod tests {
         let dir = db.snapshot_dir("a").expect("a's directory");
         let snapshot = DocDb::open_read_only(&dir, &rocks, Plants::NONE, storage).expect("open a");
         assert_eq!(snapshot.opened_frontier().op_id, OpId::new(1, 4));
+    }
+
+    /// A directory of directories goes whole (a staged set of snapshots is one).
+    #[test]
+    fn remove_all_takes_nested_directories() {
+        let disk = SimDisk::new(1, FaultConfig::default());
+        let dirs = Dirs::Sim(disk.clone(), "/r/".into());
+        for name in ["top/a/b/f", "top/a/g", "top/c", "other/h"] {
+            disk.create(name).expect("created");
+        }
+        dirs.remove_all(Path::new("/r/top")).expect("removed");
+        assert_eq!(disk.list(""), ["other/h"]);
+        assert_eq!(disk.kind("top"), crate::disk::Entry::Nothing);
     }
 
     #[test]

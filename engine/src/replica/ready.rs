@@ -237,8 +237,9 @@ impl Replica {
         let conf = super::membership::encode_conf(false, meta.get_conf_state());
         let mut stored = data.metadata.clone();
         stored.push((crate::db::CONF_KEY.to_vec(), conf));
-        self.tablet.db().install_checkpoints(&data.checkpoints)?;
+        self.tablet.db().install_checkpoints(&data.checkpoints, op_id)?;
         self.tablet.db_mut().install(&data.export, op_id, data.applied_ht, &stored)?;
+        self.tablet.db().finish_checkpoint_install()?;
         self.tablet.reload_metadata()?;
         self.written = op_id;
         self.flushed = op_id;

@@ -81,8 +81,31 @@ impl SnapshotData {
         if reader.at != body.len() {
             return Err(format!("{} bytes after the last pair", body.len() - reader.at));
         }
+        check_pairs("the tablet", &pairs, &metadata)?;
+        let mut ids = std::collections::BTreeSet::new();
+        for copy in &checkpoints {
+            let id = &copy.info.id;
+            if !crate::tablet::valid_snapshot_id(id) || !ids.insert(id) {
+                return Err(format!("snapshot `{id}`: not a snapshot name, or named twice"));
+            }
+            check_pairs(&format!("snapshot {id}"), &copy.export.pairs, &copy.metadata)?;
+        }
         let export = Export { pairs, history_cutoff };
         Ok(SnapshotData { applied_ht, export, metadata, checkpoints })
+    }
+}
+
+/// Documents' keys outside the metadata range, metadata keys inside it and none of those
+/// the install writes itself (a snapshot written wrong is refused, never installed).
+fn check_pairs(what: &str, docs: &Pairs, metadata: &Pairs) -> Result<(), String> {
+    let meta = |key: &[u8]| key.first() == Some(&0x01);
+    if let Some((key, _)) = docs.iter().find(|(key, _)| meta(key)) {
+        return Err(format!("{what}: document key {key:02x?} in the metadata range"));
+    }
+    let own: [&[u8]; 3] = [b"\x01frontier", b"\x01history_cutoff", b"\x01snapshot"];
+    match metadata.iter().find(|(key, _)| !meta(key) || own.contains(&key.as_slice())) {
+        Some((key, _)) => Err(format!("{what}: metadata key {key:02x?} not allowed")),
+        None => Ok(()),
     }
 }
 
@@ -232,6 +255,24 @@ mod tests {
         one_pair_more[31] += 1;
         assert_eq!(refused(&one_pair_more), "cut short at byte 62");
         assert_eq!(refused(&[body, b"xy"].concat()), "2 bytes after the last pair");
+        // Sealed, well framed, but not installable: refused by what is wrong.
+        let mut bad = sample();
+        bad.metadata.push((b"\x01frontier".to_vec(), vec![0; 24]));
+        assert!(SnapshotData::decode(&bad.encode()).unwrap_err().contains("not allowed"));
+        let mut bad = sample();
+        bad.export.pairs.push((b"\x01conf".to_vec(), vec![]));
+        assert!(SnapshotData::decode(&bad.encode()).unwrap_err().contains("metadata range"));
+        let mut bad = sample();
+        let info = SnapshotInfo {
+            id: "/abs".into(),
+            op_id: OpId::new(1, 1),
+            ht: HybridTime::MIN,
+            kept: None,
+        };
+        let (export, metadata) = (Export::default(), vec![]);
+        let frontier = (OpId::new(1, 1), HybridTime::MIN);
+        bad.checkpoints.push(CheckpointCopy { info, frontier, export, metadata });
+        assert!(SnapshotData::decode(&bad.encode()).unwrap_err().contains("not a snapshot name"));
         let mut huge_key = body.to_vec();
         huge_key[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(refused(&huge_key), "cut short at byte 36");

@@ -35,8 +35,9 @@ pub struct Proposed {
 struct TableModel {
     model: Model,
     schemas: Vec<(u64, Schema)>,
-    /// Each dropped column's id, the hybrid time and index of the entry that dropped it.
-    dropped: Vec<(i32, HybridTime, u64)>,
+    /// The columns dropped (each one's id and the hybrid time of its drop), from each
+    /// index on: a drop adds one, a restore goes back to the set of its time.
+    dropped: Vec<(u64, Vec<(i32, HybridTime)>)>,
     /// The time since which every replica keeps the history, from each index on (the
     /// engine's `Tablet::kept_since`, restated: a snapshot moves it to its time, a
     /// restore to its own, deleting the last snapshot clears it).
@@ -85,7 +86,7 @@ impl Models {
             let table = TableModel {
                 model,
                 schemas,
-                dropped: Vec::new(),
+                dropped: vec![(0, Vec::new())],
                 kept: vec![(0, None)],
                 live_snapshots: BTreeMap::new(),
                 entry_hts: BTreeMap::new(),
@@ -254,7 +255,11 @@ impl Models {
                 schema.alter(change)?;
                 t.schemas.push((index, schema));
                 if index != u64::MAX {
-                    t.dropped.extend(dropped.map(|id| (id, ht, index)));
+                    if let Some(id) = dropped {
+                        let mut set = t.dropped.last().expect("as created").1.clone();
+                        set.push((id, ht));
+                        t.dropped.push((index, set));
+                    }
                 }
                 Ok(ModelReply::Written)
             }
@@ -449,7 +454,7 @@ impl Models {
     pub fn dropped_columns(&self, tablet: &TabletId, node: u64) -> Vec<(i32, HybridTime)> {
         let applied = self.applied_index(tablet, node);
         let Some(t) = self.tables.get(tablet) else { return Vec::new() };
-        t.dropped.iter().filter(|(.., at)| *at <= applied).map(|(id, ht, _)| (*id, *ht)).collect()
+        in_effect(&t.dropped, applied).unwrap_or_default()
     }
 
     /// The time since which replica `node` of `tablet` keeps the history for restores, as
@@ -517,7 +522,8 @@ impl TableModel {
         let then = self.entry_hts.range(..index).rfind(|(_, at)| **at <= to);
         let schema = in_effect(&self.schemas, then.map_or(0, |(i, _)| *i)).expect("as created");
         self.schemas.push((index, schema));
-        self.dropped.retain(|(_, dropped_at, _)| *dropped_at <= to);
+        let then_dropped = in_effect(&self.dropped, then.map_or(0, |(i, _)| *i));
+        self.dropped.push((index, then_dropped.expect("as created")));
         let kept = self.kept.last().expect("as created").1;
         self.kept.push((index, kept.map(|at| at.max(ht))));
     }
