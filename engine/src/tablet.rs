@@ -127,10 +127,7 @@ impl Tablet {
     }
 
     fn over(db: DocDb, initial: Schema) -> Result<Tablet> {
-        let schema = match db.metadata(SCHEMA_KEY)? {
-            None => initial,
-            Some(bytes) => Schema::decode(&bytes).map_err(|why| stored(SCHEMA_KEY, why))?,
-        };
+        let schema = stored_schema(&db, initial)?;
         let list_next = match db.metadata(LIST_NEXT_KEY)? {
             None => 0,
             Some(bytes) => i64::from_be_bytes(
@@ -377,25 +374,11 @@ impl Tablet {
         Ok(())
     }
 
-    /// The schema a snapshot's checkpoint `db` (in `dir`) stored, or the table as created
-    /// when it stored none (no change was ever flushed there).
-    fn checkpoint_schema(&self, db: &DocDb, dir: &Path) -> Result<Schema> {
-        match db.metadata(SCHEMA_KEY)? {
-            Some(stored) => Schema::decode(&stored).map_err(|why| stored_error(dir, why)),
-            None => {
-                let mut schema = self.schema.clone();
-                let created = MetaChange::Restore(RestoreOp { from: None, to: HybridTime::MIN });
-                schema.apply(&created, HybridTime::MIN)?;
-                Ok(schema)
-            }
-        }
-    }
-
     /// This tablet's snapshots as a Raft snapshot carries them, each checkpoint read under
     /// its own schema.
     pub(crate) fn export_checkpoints(&self) -> Result<Vec<crate::db::CheckpointCopy>> {
         self.db.export_checkpoints(|checkpoint| {
-            let schema = self.checkpoint_schema(checkpoint, Path::new("a snapshot"))?;
+            let schema = stored_schema(checkpoint, self.schema.as_created())?;
             let (packings, entity_rows) = layout_of(&schema);
             checkpoint.set_packings(packings, entity_rows);
             Ok(())
@@ -601,6 +584,15 @@ fn list_index_in(key: &[u8], lists: &[i32]) -> Option<i64> {
 }
 
 /// A stored metadata value that does not decode: the data needs repair.
+/// The schema `db` stored with its flushed frontier, or `initial` when no change was ever
+/// flushed there.
+fn stored_schema(db: &DocDb, initial: Schema) -> Result<Schema> {
+    match db.metadata(SCHEMA_KEY)? {
+        None => Ok(initial),
+        Some(bytes) => Schema::decode(&bytes).map_err(|why| stored(SCHEMA_KEY, why)),
+    }
+}
+
 /// The tablet's metadata keys and values: its schema, list-index counter, history kept.
 fn metadata_pairs(
     schema: &Schema,
@@ -636,10 +628,6 @@ fn decode_kept(bytes: Option<Vec<u8>>) -> Result<Option<HybridTime>> {
             Ok(Some(HybridTime::from_raw(u64::from_be_bytes(raw))))
         }
     }
-}
-
-fn stored_error(dir: &Path, why: String) -> Error {
-    Error::FileCorruption(format!("{}: the checkpoint's schema: {why}", dir.display()))
 }
 
 fn stored(key: &[u8], why: String) -> Error {

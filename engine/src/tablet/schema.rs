@@ -148,6 +148,14 @@ impl Schema {
         Schema::Table(Box::new(TableSchema { created, changes: Vec::new(), current }))
     }
 
+    /// The metadata as the tablet was created with it (no change applied).
+    pub fn as_created(&self) -> Schema {
+        match self {
+            Schema::Docs { .. } => Schema::Docs { default_ttl_ms: None },
+            Schema::Table(t) => Schema::table(t.created.clone()),
+        }
+    }
+
     /// The CQL table, if this is a table's tablet.
     pub fn cql(&self) -> Option<&CqlTable> {
         match self {
