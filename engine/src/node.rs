@@ -111,7 +111,7 @@ pub struct Node {
     created: Vec<TabletId>,
     replicas: BTreeMap<TabletId, Replica>,
     /// The tablets whose replica failed to open since the node started, with why.
-    not_opened: BTreeMap<TabletId, String>,
+    not_opened: BTreeMap<TabletId, Error>,
     /// Whether the power is on.
     powered: bool,
     armed: Option<Armed>,
@@ -292,7 +292,7 @@ impl Node {
     fn open_replica(&mut self, id: &TabletId, now_us: u64) -> Result<RestartReport> {
         let opened = self.open(id, now_us);
         if let Err(e) = &opened {
-            self.not_opened.insert(id.clone(), e.to_string());
+            self.not_opened.insert(id.clone(), e.clone());
         }
         opened
     }
@@ -311,7 +311,7 @@ impl Node {
     /// Why tablet `id` has no running replica here.
     fn no_such(&self, id: &TabletId) -> Error {
         match (self.not_opened.get(id), id) {
-            (Some(why), _) => Error::Down { cause: Some(Box::new(Error::Io(why.clone()))) },
+            (Some(why), _) => Error::Down { cause: Some(Box::new(why.clone())) },
             (None, TabletId::Table(name, _)) => Error::NoSuchTable(name.clone()),
             (None, TabletId::Docs) => {
                 Error::InvalidRequest("the node hosts no document tablet".into())

@@ -995,11 +995,9 @@ fn injected(cluster: &Cluster, node: u64, error: &Error, since: usize) -> bool {
     let kind = error.kind();
     let message = error.to_string();
     let ledger = cluster.slot(node).node.disk().ledger();
-    // A replica that failed to open keeps only its error's text, as an I/O error (its
-    // disk may have been full): an I/O error names a full disk's file too.
     ledger.get(since..).unwrap_or_default().iter().any(|fault| match (kind, fault) {
         (ErrorKind::Io, Fault::WriteError { file } | Fault::SyncError { file })
-        | (ErrorKind::Io | ErrorKind::DiskFull, Fault::DiskFull { file }) => {
+        | (ErrorKind::DiskFull, Fault::DiskFull { file }) => {
             message.contains(&docsim_engine::without_file_numbers(file))
         }
         _ => false,
