@@ -185,27 +185,25 @@ impl DocDb {
         let Ok(dirs) = self.dirs() else { return Ok(()) };
         let parent = self.dir.parent().unwrap_or(Path::new("")).to_owned();
         let top = snapshots_dir(&self.dir);
-        let prefix = format!("{}.install-", top.display());
-        let installed = self.installed_snapshot()?;
-        let (old, mut changed) = (PathBuf::from(format!("{}.old", top.display())), false);
-        for name in dirs.children(&parent) {
-            let path = parent.join(&name);
-            let Some(op) = path.display().to_string().strip_prefix(&prefix).map(str::to_owned)
-            else {
-                continue;
-            };
-            if installed.is_some_and(|at| at.to_string() == op) {
-                dirs.remove_all(&old)?;
-                if dirs.exists(&top) {
-                    dirs.rename(&top, &old)?;
-                }
-                dirs.rename(&path, &top)?;
-            } else {
-                dirs.remove_all(&path)?;
+        let old = PathBuf::from(format!("{}.old", top.display()));
+        let installed = self.installed_snapshot()?.map(|op| installing_dir(&self.dir, op));
+        let staged = installed.filter(|staged| dirs.exists(staged));
+        if let Some(staged) = &staged {
+            dirs.remove_all(&old)?;
+            if dirs.exists(&top) {
+                dirs.rename(&top, &old)?;
             }
-            changed = true;
+            dirs.rename(staged, &top)?;
         }
-        if changed || dirs.exists(&old) {
+        // What is left is stale: another entry's staging, or one a power cut stopped.
+        let top_name = top.file_name().map(|n| n.to_string_lossy().into_owned());
+        let stale_prefix = format!("{}.install-", top_name.unwrap_or_default());
+        let stale: Vec<String> = dirs.children(&parent);
+        let stale: Vec<&String> = stale.iter().filter(|n| n.starts_with(&stale_prefix)).collect();
+        if staged.is_some() || !stale.is_empty() || dirs.exists(&old) {
+            for name in stale {
+                dirs.remove_all(&parent.join(name))?;
+            }
             dirs.remove_all(&old)?;
             dirs.sync_dir(&parent)?;
         }
@@ -476,6 +474,9 @@ mod tests {
     fn remove_all_takes_nested_directories() {
         let disk = SimDisk::new(1, FaultConfig::default());
         let dirs = Dirs::Sim(disk.clone(), "/r/".into());
+        for dir in ["top", "top/a", "top/a/b", "other"] {
+            disk.make_dir(dir).expect("made");
+        }
         for name in ["top/a/b/f", "top/a/g", "top/c", "other/h"] {
             disk.create(name).expect("created");
         }
