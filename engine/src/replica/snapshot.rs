@@ -273,6 +273,10 @@ mod tests {
         let frontier = (OpId::new(1, 1), HybridTime::MIN);
         bad.checkpoints.push(CheckpointCopy { info, frontier, export, metadata });
         assert!(SnapshotData::decode(&bad.encode()).unwrap_err().contains("not a snapshot name"));
+        bad.checkpoints[0].info.id = "s1".into();
+        bad.checkpoints[0].metadata.push((b"\x01snapshot".to_vec(), vec![0; 16]));
+        let why = SnapshotData::decode(&bad.encode()).unwrap_err();
+        assert!(why.starts_with("snapshot s1: metadata key"), "{why}");
         let mut huge_key = body.to_vec();
         huge_key[32..36].copy_from_slice(&u32::MAX.to_le_bytes());
         assert_eq!(refused(&huge_key), "cut short at byte 36");
