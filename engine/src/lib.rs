@@ -56,7 +56,10 @@
 //! a Raft entry of each tablet: every replica flushes and checkpoints RocksDB beside the
 //! tablet at that entry (`db/snapshots.rs`). A **restore** is one too: each replica builds
 //! the tablet as it was at a snapshot or a time beside the live one, with the restore's
-//! entry as its flushed frontier, and swaps it in by renames (`db/restore.rs`).
+//! entry as its flushed frontier, and swaps it in by renames (`db/restore.rs`). A
+//! **backup** ([`backup`]) is a table snapshot's checkpoint files, schema, op ids and
+//! times as a directory of real files, each file checksummed; an import places them on a
+//! new table's replicas as a snapshot and restores from it, taking its schema.
 //!
 //! **Packed rows** (`encoding/packed_row.rs`, `db/packed.rs`, `gc/repack.rs`): a CQL
 //! table `WITH packed_rows = true` stores an INSERT of every non-key column as one value
@@ -123,7 +126,7 @@
 //! 1. `hybrid_time`, `ids`, `decode_error`, `crash`, `canary`, `probe`, `shadow`, `entity`
 //! 2. `encoding`, `replay`, `retention`
 //! 3. `error`, `document`, `expiry`, `write_batch`
-//! 4. `notation`, `disk`, `sst_files`, `reader`
+//! 4. `notation`, `disk`, `sst_files`, `reader`, `backup`
 //! 5. `log`, `gc`, `simfs`
 //! 6. `db`
 //! 7. `doc_write`
@@ -133,6 +136,7 @@
 //! 11. `node`
 //! 12. `script`
 
+pub mod backup;
 pub mod canary;
 pub mod cql;
 mod crash;
@@ -179,7 +183,8 @@ pub use hybrid_time::{DocHybridTime, HybridClock, HybridTime, PhysicalClock};
 pub use ids::{OpId, Part, TabletId};
 pub use log::{SegmentInfo, Truncation};
 pub use node::{
-    route, tablet_dir, Job, MemoryFlush, Node, NodeOptions, Output, TabletDump, Timing,
+    route, tablet_dir, ExportedSnapshot, Job, MemoryFlush, Node, NodeOptions, Output, TabletDump,
+    Timing,
 };
 pub use reader::DocEntry;
 pub use replica::{

@@ -170,6 +170,16 @@ pub struct MemoryFlush {
     pub log_gc: bool,
 }
 
+/// A tablet's snapshot as a backup exports it ([`Node::export_snapshot`]).
+#[derive(Clone, Debug)]
+pub struct ExportedSnapshot {
+    pub info: crate::db::SnapshotInfo,
+    /// The table's schema at the snapshot.
+    pub schema: Schema,
+    /// The checkpoint's files: RocksDB name and bytes.
+    pub files: Vec<(String, Vec<u8>)>,
+}
+
 impl Node {
     /// A node keeping its tablets under `dir`, powered on, hosting nothing yet.
     pub fn new(dir: &Path, options: NodeOptions) -> Result<Node> {
@@ -542,6 +552,34 @@ impl Node {
         let tablet = Tablet::open_snapshot(&dir, &self.rocks, o.plants, o.storage, schema)?;
         let read_ht = read_ht.unwrap_or(info.ht);
         Ok((read_ht, tablet.owning(part).read(request, read_ht)?))
+    }
+
+    /// Snapshot `snapshot` of tablet `id` on this node as a backup exports it
+    /// (`backup export`): its record, the table's schema as its checkpoint holds it, and
+    /// its checkpoint's files read through the disk.
+    pub fn export_snapshot(&self, id: &TabletId, snapshot: &str) -> Result<ExportedSnapshot> {
+        self.check_on()?;
+        let db = self.replica(id)?.tablet().db();
+        let no_such = || Error::InvalidRequest(format!("no snapshot {snapshot} of {id} here"));
+        let info = db.snapshots()?.into_iter().find(|s| s.id == snapshot).ok_or_else(no_such)?;
+        let dir = db.snapshot_dir(snapshot).ok_or_else(no_such)?;
+        let (o, schema) = (&self.options, self.catalog[id].clone());
+        let tablet = Tablet::open_snapshot(&dir, &self.rocks, o.plants, o.storage, schema)?;
+        let schema = tablet.schema().clone();
+        drop(tablet);
+        Ok(ExportedSnapshot { info, schema, files: db.snapshot_files(snapshot)? })
+    }
+
+    /// Make a backup's checkpoint `files` snapshot `info.id` of this node's replica of
+    /// tablet `id` (`backup import`; `Replica::place_snapshot`).
+    pub fn place_snapshot(
+        &mut self,
+        id: &TabletId,
+        info: &crate::db::SnapshotInfo,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<()> {
+        self.check_on()?;
+        self.replica_mut(id)?.place_snapshot(info, files)
     }
 
     /// Every running replica's live SST files, oldest first.

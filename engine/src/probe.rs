@@ -7,7 +7,9 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 
 /// Every probe, by name, in sorted order (a probe is checked by binary search).
-pub const KNOWN: [&str; 46] = [
+pub const KNOWN: [&str; 49] = [
+    "backup.exported",
+    "backup.imported",
     "disk.write_failed_tablet_down",
     "gc.compaction.full",
     "gc.compaction.minor",
@@ -34,6 +36,7 @@ pub const KNOWN: [&str; 46] = [
     "read.snapshot_too_old",
     "read.table_tombstone",
     "restore.applied",
+    "restore.from_backup",
     "restore.from_live_data",
     "restore.from_snapshot",
     "restore.refused",

@@ -491,6 +491,21 @@ impl Replica {
         &self.tablet
     }
 
+    /// Make a backup's checkpoint `files` this replica's snapshot `info.id`
+    /// (`backup import`, before the restore that takes it), and move the clock past the
+    /// snapshot's time. (A rule of docsim's own: the backup's times come from another
+    /// cluster's clocks, and the restore's entry must come after the time it restores to,
+    /// as a message's hybrid time moves its receiver's clock.)
+    pub fn place_snapshot(
+        &mut self,
+        info: &crate::db::SnapshotInfo,
+        files: &[(String, Vec<u8>)],
+    ) -> Result<()> {
+        self.tablet.db().place_snapshot(info, files)?;
+        self.clock.update(info.ht);
+        Ok(())
+    }
+
     fn check_up(&self) -> Result<()> {
         self.check_powered()?;
         match self.removed {

@@ -352,9 +352,10 @@ impl Tablet {
     /// restore's own time (its history cutoff).
     fn apply_restore(&mut self, restore: &RestoreOp, op_id: OpId, ht: HybridTime) -> Result<()> {
         let refused = |e: Error| Error::Storage(format!("log entry {op_id}: restore refused: {e}"));
-        crate::probe::hit(match restore.from {
-            Some(_) => "restore.from_snapshot",
-            None => "restore.from_live_data",
+        crate::probe::hit(match (&restore.from, restore.imported) {
+            (Some(_), true) => "restore.from_backup",
+            (Some(_), false) => "restore.from_snapshot",
+            (None, _) => "restore.from_live_data",
         });
         let checkpoint = match &restore.from {
             Some(id) => Some(self.db.snapshot_dir(id).ok_or_else(|| {
@@ -363,15 +364,32 @@ impl Tablet {
             None => None,
         };
         // Changed in memory only once the restored instance stands.
-        let mut schema = self.schema.clone();
+        let (mut schema, mut list_next) = (self.schema.clone(), self.list_next);
+        if let (true, Some(dir)) = (restore.imported, &checkpoint) {
+            (schema, list_next) = self.imported_metadata(dir).map_err(refused)?;
+        }
         schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
         let kept_since = self.kept_since.map(|at| at.max(ht));
-        let meta = metadata_pairs(&schema, self.list_next, kept_since);
+        let meta = metadata_pairs(&schema, list_next, kept_since);
         let (to, checkpoint) = (restore.to, checkpoint.as_deref());
         self.db.restore(&RestoreSpec { checkpoint, to, op_id, ht, meta })?;
-        (self.schema, self.kept_since) = (schema, kept_since);
+        (self.schema, self.list_next, self.kept_since) = (schema, list_next, kept_since);
         self.attach_schema();
         Ok(())
+    }
+
+    /// The schema and list counter an imported backup's checkpoint in `dir` holds, under
+    /// this tablet's table name; refused unless it is the table this tablet was created
+    /// as (an import creates the table from the backup's schema).
+    fn imported_metadata(&self, dir: &Path) -> Result<(Schema, i64)> {
+        let copy = Tablet::over(self.db.open_checkpoint(dir)?, self.schema.as_created())?;
+        let name = self.schema.cql().map(|t| t.name.clone()).unwrap_or_default();
+        let schema = copy.schema.renamed(&name);
+        if schema.as_created() != self.schema.as_created() {
+            let why = format!("the backup's table is not table {name} as created");
+            return Err(Error::InvalidRequest(why));
+        }
+        Ok((schema, copy.list_next))
     }
 
     /// This tablet's snapshots as a Raft snapshot carries them, each checkpoint read under
@@ -389,14 +407,28 @@ impl Tablet {
     /// to its own time; a time at or after [`Tablet::kept_since`], the live data; an
     /// earlier one, the first snapshot after it whose history reached back to it.
     fn restore_source(&self, target: &RestoreTarget, ht: HybridTime) -> Result<RestoreOp> {
-        self.schema.check(&MetaChange::Restore(RestoreOp { from: None, to: ht }))?;
+        self.schema.check(&MetaChange::Restore(RestoreOp {
+            from: None,
+            to: ht,
+            imported: false,
+        }))?;
         let snapshots = self.db.snapshots()?;
         let to = match target {
             RestoreTarget::Snapshot(id) => {
                 let Some(snapshot) = snapshots.iter().find(|s| &s.id == id) else {
                     return Err(Error::InvalidRequest(format!("restore: no snapshot {id}")));
                 };
-                return Ok(RestoreOp { from: Some(id.clone()), to: snapshot.ht });
+                return Ok(RestoreOp { from: Some(id.clone()), to: snapshot.ht, imported: false });
+            }
+            RestoreTarget::Imported(id) => {
+                let Some(snapshot) = snapshots.iter().find(|s| &s.id == id) else {
+                    return Err(Error::InvalidRequest(format!("import: no snapshot {id}")));
+                };
+                if snapshot.ht >= ht {
+                    let why = format!("import of {id}: its time {} is not before now", snapshot.ht);
+                    return Err(Error::InvalidRequest(why));
+                }
+                return Ok(RestoreOp { from: Some(id.clone()), to: snapshot.ht, imported: true });
             }
             RestoreTarget::Time(to) if *to >= ht => {
                 return Err(Error::InvalidRequest(format!(
@@ -406,11 +438,13 @@ impl Tablet {
             RestoreTarget::Time(to) => *to,
         };
         if self.kept_since.is_some_and(|since| since <= to) {
-            return Ok(RestoreOp { from: None, to });
+            return Ok(RestoreOp { from: None, to, imported: false });
         }
         let reaches = |s: &&SnapshotInfo| s.ht >= to && s.kept.is_some_and(|since| since <= to);
         match snapshots.iter().filter(reaches).min_by_key(|s| s.ht) {
-            Some(snapshot) => Ok(RestoreOp { from: Some(snapshot.id.clone()), to }),
+            Some(snapshot) => {
+                Ok(RestoreOp { from: Some(snapshot.id.clone()), to, imported: false })
+            }
             None => Err(Error::InvalidRequest(format!(
                 "restore to {to}: no snapshot keeps the history back to it (history is kept {})",
                 self.kept_since.map_or("for no snapshot".into(), |at| format!("since {at}")),

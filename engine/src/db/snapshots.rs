@@ -110,6 +110,42 @@ impl DocDb {
         Ok(())
     }
 
+    /// Snapshot `id`'s checkpoint files, each name with its bytes read through the
+    /// medium (a backup's export), its own record left out: the backup carries that.
+    pub fn snapshot_files(&self, id: &str) -> Result<Vec<(String, Vec<u8>)>> {
+        let dirs = self.dirs()?;
+        let Some(dir) = self.snapshot_dir(id) else {
+            return Err(Error::InvalidRequest(format!("no snapshot {id} here")));
+        };
+        let mut files = Vec::new();
+        for name in dirs.children(&dir).into_iter().filter(|n| n != SNAPSHOT_FILE) {
+            let bytes = dirs.read(&dir.join(&name))?;
+            files.push((name, bytes));
+        }
+        Ok(files)
+    }
+
+    /// Make `files` (a backup's checkpoint) snapshot `info.id` of this replica, as
+    /// [`DocDb::create_snapshot`] makes one: into `<id>.tmp`, the record synced, the
+    /// rename, a sync of the snapshots directory. A snapshot of that name is replaced.
+    pub fn place_snapshot(&self, info: &SnapshotInfo, files: &[(String, Vec<u8>)]) -> Result<()> {
+        let dirs = self.dirs()?;
+        let top = snapshots_dir(&self.dir);
+        let (done, tmp) = (top.join(&info.id), top.join(format!("{}{TMP}", info.id)));
+        dirs.make_dir(&top)?;
+        dirs.remove_all(&tmp)?;
+        dirs.make_dir(&tmp)?;
+        for (name, bytes) in files {
+            dirs.write_synced(&tmp.join(name), bytes)?;
+        }
+        let SnapshotInfo { op_id, ht, kept, .. } = info;
+        dirs.write_synced(&tmp.join(SNAPSHOT_FILE), record(*op_id, *ht, *kept).as_bytes())?;
+        dirs.sync_dir(&tmp)?;
+        dirs.remove_all(&done)?;
+        dirs.rename(&tmp, &done)?;
+        dirs.sync_dir(&top)
+    }
+
     /// The snapshots this replica holds, by id.
     pub fn snapshots(&self) -> Result<Vec<SnapshotInfo>> {
         let Ok(dirs) = self.dirs() else { return Ok(Vec::new()) };

@@ -169,6 +169,10 @@ pub enum Command {
         ht: Option<HybridTime>,
         route: Route,
     },
+    /// `backup export|import|damage ...` (docsim extension): a table's snapshot
+    /// exported to the run's backup store, imported as a new table, or a backup's file
+    /// damaged (`crate::backup`).
+    Backup(BackupOp),
     /// `snapshot list [node=<i>]` (docsim extension): one line per snapshot of each
     /// tablet on the node.
     SnapshotList {
@@ -303,6 +307,22 @@ pub struct PageOptions {
     pub hold: bool,
 }
 
+/// What a `backup` command does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BackupOp {
+    /// `backup export <name> <snapshot> <table> [node=<i>]`: snapshot `snapshot` of every
+    /// tablet of the table, as node `i` (else the first that runs) holds it, written to
+    /// the backup store as backup `name`.
+    Export { name: String, snapshot: String, table: String, node: Option<u64> },
+    /// `backup import <name> [as <table>]`: every file checked, the table created anew
+    /// (under its own name, or `table`), the checkpoints placed on every replica as a
+    /// snapshot, and every tablet restored from it by a Raft entry.
+    Import { name: String, table: Option<String> },
+    /// `backup damage <name> <file>`: one byte of the backup's file flipped (a test's
+    /// fault: the store's files are real files).
+    Damage { name: String, file: String },
+}
+
 impl Command {
     /// Whether only the simulator's executor runs the command (`docsim script`): paged
     /// reads and compactions by retention policy.
@@ -316,6 +336,7 @@ impl Command {
                 | Command::Restore { .. }
                 | Command::SnapshotList { .. }
                 | Command::SnapshotSelect { .. }
+                | Command::Backup(_)
         )
     }
 
@@ -342,9 +363,10 @@ impl Command {
             | Command::SnapshotWrite { route, .. }
             | Command::Restore { route, .. }
             | Command::Redis { route, .. } => beyond_one(&route.node) || route.nowait,
-            Command::SnapshotList { node } | Command::SnapshotSelect { node, .. } => {
-                beyond_one(node)
-            }
+            Command::SnapshotList { node }
+            | Command::SnapshotSelect { node, .. }
+            | Command::Backup(BackupOp::Export { node, .. }) => beyond_one(node),
+            Command::Backup(_) => false,
             Command::Get { from, .. } => beyond_one(from),
             Command::Dump { node, .. }
             | Command::Flush { node }
@@ -587,7 +609,25 @@ impl fmt::Display for Command {
             | Command::Restore { .. }
             | Command::SnapshotList { .. }
             | Command::SnapshotSelect { .. } => write_snapshot_command(f, self),
+            Command::Backup(op) => write!(f, "{op}"),
             _ => super::parse::write_replicated(f, self),
+        }
+    }
+}
+
+impl fmt::Display for BackupOp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BackupOp::Export { name, snapshot, table, node } => {
+                write!(f, "backup export {name} {snapshot} {table}")?;
+                match node {
+                    Some(i) => write!(f, " node={i}"),
+                    None => Ok(()),
+                }
+            }
+            BackupOp::Import { name, table: None } => write!(f, "backup import {name}"),
+            BackupOp::Import { name, table: Some(t) } => write!(f, "backup import {name} as {t}"),
+            BackupOp::Damage { name, file } => write!(f, "backup damage {name} {file}"),
         }
     }
 }
@@ -608,6 +648,7 @@ fn write_snapshot_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt:
             match target {
                 RestoreTarget::Snapshot(id) => write!(f, "restore {id} {table}")?,
                 RestoreTarget::Time(to) => write!(f, "restore {table} to {to}")?,
+                RestoreTarget::Imported(_) => unreachable!("an import restores by `backup`"),
             }
             write_ht(f, ht)?;
             write_route(f, "to", route)

@@ -28,8 +28,8 @@ mod run;
 mod tests;
 
 pub use command::{
-    format_bytes, At, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header, PageOptions,
-    Route,
+    format_bytes, At, BackupOp, Command, ConfChange, DumpStyle, FaultCommand, FileRun, Header,
+    PageOptions, Route,
 };
 pub use parse::{parse_line, strip_comment};
 pub use run::{

@@ -65,13 +65,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
             true => None,
             false => Some(byte_count(&mut p)?),
         }),
-        "layout" => Command::Layout(match p.word() {
-            Some("packed") => crate::db::Layout::Packed,
-            Some("declared") => crate::db::Layout::Declared,
-            Some("unpacked") => crate::db::Layout::Unpacked,
-            Some("entity") => crate::db::Layout::Entity,
-            _ => return Err(p.error("expected `packed`, `entity`, `declared` or `unpacked`")),
-        }),
+        "layout" => Command::Layout(parse_layout(&mut p)?),
         "set" | "extend" | "obj" | "del" => {
             let write = parse_write(&mut p, word)?;
             let ht = optional_ht(&mut p)?;
@@ -99,6 +93,7 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
         "retention" => parse_retention(&mut p)?,
         "snapshot" => parse_snapshot(&mut p)?,
         "restore" => parse_restore(&mut p)?,
+        "backup" => parse_backup(&mut p)?,
         "expect" => Command::Expect(p.take_rest()),
         "crash" => parse_crash(&mut p)?,
         "fault" => {
@@ -114,6 +109,17 @@ pub fn parse_line(text: &str, line: usize) -> PResult<Option<Command>> {
     };
     p.finish()?;
     Ok(Some(command))
+}
+
+/// `layout packed|entity|declared|unpacked`'s word.
+fn parse_layout(p: &mut Parser<'_>) -> PResult<crate::db::Layout> {
+    Ok(match p.word() {
+        Some("packed") => crate::db::Layout::Packed,
+        Some("declared") => crate::db::Layout::Declared,
+        Some("unpacked") => crate::db::Layout::Unpacked,
+        Some("entity") => crate::db::Layout::Entity,
+        _ => return Err(p.error("expected `packed`, `entity`, `declared` or `unpacked`")),
+    })
 }
 
 /// `@<T>`, if the line has it here.
@@ -346,8 +352,51 @@ fn parse_restore(p: &mut Parser<'_>) -> PResult<Command> {
     Ok(Command::Restore { target, table, ht, route })
 }
 
+/// `backup export <name> <snapshot> <table> [node=<i>]`, `backup import <name> [as
+/// <table>]`, `backup damage <name> <file>`.
+fn parse_backup(p: &mut Parser<'_>) -> PResult<Command> {
+    use super::BackupOp;
+    let at = p.pos();
+    let word = p.word().unwrap_or_default();
+    let op = match word {
+        "export" => {
+            let (name, snapshot) = (backup_name(p)?, snapshot_id(p)?);
+            let table = table_ref(p)?;
+            BackupOp::Export { name, snapshot, table, node: node_option(p)? }
+        }
+        "import" => {
+            let name = backup_name(p)?;
+            let table = if p.eat_word("as") { Some(table_ref(p)?) } else { None };
+            BackupOp::Import { name, table }
+        }
+        "damage" => {
+            let name = backup_name(p)?;
+            let Some(file) = p.token() else {
+                return Err(p.error(format!("expected a backup's file, found {}", p.found())));
+            };
+            BackupOp::Damage { name, file: file.to_owned() }
+        }
+        _ => {
+            let found = if word.is_empty() { p.found() } else { format!("`{word}`") };
+            let what = "`export`, `import` or `damage`";
+            return Err(p.error_at(at, format!("expected {what} after `backup`, found {found}")));
+        }
+    };
+    Ok(Command::Backup(op))
+}
+
 /// A snapshot's name: letters, digits, `_` and `-` (it names a directory).
 fn snapshot_id(p: &mut Parser<'_>) -> PResult<String> {
+    directory_name(p, "snapshot")
+}
+
+/// A backup's name: as a snapshot's (it names a directory of the backup store).
+fn backup_name(p: &mut Parser<'_>) -> PResult<String> {
+    directory_name(p, "backup")
+}
+
+/// The name of a `what` that names a directory: 1 to 64 letters, digits, `_` or `-`.
+fn directory_name(p: &mut Parser<'_>, what: &str) -> PResult<String> {
     p.skip_ws();
     let at = p.pos();
     let id = p.token().unwrap_or_default().to_owned();
@@ -355,7 +404,7 @@ fn snapshot_id(p: &mut Parser<'_>) -> PResult<String> {
         true => Ok(id),
         false => {
             let why = "1 to 64 letters, digits, `_` or `-`";
-            Err(p.error_at(at, format!("`{id}` is no snapshot name: {why}")))
+            Err(p.error_at(at, format!("`{id}` is no {what} name: {why}")))
         }
     }
 }

@@ -85,7 +85,26 @@ const LINES: &[&str] = &[
     "leader",
     "status",
     "converge",
+    "backup export b1 s1 t",
+    "backup export b-2 s1 t node=3",
+    "backup import b1",
+    "backup import b1 as t2",
+    "backup damage b1 tablet-0/sst-1",
 ];
+
+/// A bad `backup` line is refused naming what is wrong, where.
+#[test]
+fn bad_backup_lines_are_refused_naming_the_part() {
+    let error = |line: &str| parse_line(line, 7).expect_err(line).to_string();
+    assert!(error("backup").contains("expected `export`, `import` or `damage`"));
+    assert!(error("backup list").contains("found `list`"));
+    assert!(error("backup export b/1 s1 t").contains("`b/1` is no backup name"));
+    assert!(error("backup export b1 s.1 t").contains("`s.1` is no snapshot name"));
+    assert!(error("backup export b1 s1").contains("expected a table name"));
+    assert!(error("backup import b1 as").contains("expected a table name"));
+    assert!(error("backup damage b1").contains("expected a backup's file"));
+    assert!(error("backup import b1 t2").contains("line 7"));
+}
 
 #[test]
 fn every_command_prints_as_the_line_it_was_parsed_from() {

@@ -73,6 +73,9 @@ pub enum MetaChange {
 pub enum RestoreTarget {
     Snapshot(String),
     Time(HybridTime),
+    /// A snapshot a backup's import placed on every replica (`backup import`): restored
+    /// with the schema its checkpoint holds, not the tablet's history's.
+    Imported(String),
 }
 
 /// What a restore's entry restores: from snapshot `from`'s checkpoint, or (none) from the
@@ -81,6 +84,10 @@ pub enum RestoreTarget {
 pub struct RestoreOp {
     pub from: Option<String>,
     pub to: HybridTime,
+    /// The snapshot is a backup's: the tablet takes its checkpoint's schema (and list
+    /// counter) as its own before restoring (YugabyteDB's import recreates the table
+    /// with the backup's schema).
+    pub imported: bool,
 }
 
 /// What a snapshot entry does, to the snapshot named by its id (docsim's names: letters,
@@ -154,6 +161,15 @@ impl Schema {
             Schema::Docs { .. } => Schema::Docs { default_ttl_ms: None },
             Schema::Table(t) => Schema::table(t.created.clone()),
         }
+    }
+
+    /// This schema under the table name `name` (a backup imported as another table).
+    pub fn renamed(&self, name: &str) -> Schema {
+        let mut schema = self.clone();
+        if let Schema::Table(t) = &mut schema {
+            (t.created.name, t.current.name) = (name.to_owned(), name.to_owned());
+        }
+        schema
     }
 
     /// The CQL table, if this is a table's tablet.
@@ -317,8 +333,11 @@ fn decode_table<'a>(
             .ok_or_else(|| format!("`{line}`: no `T<time> ` before the change"))?;
         if let Some(to) = alter.strip_prefix("RESTORE TO ") {
             let to = to.parse().map_err(|_| format!("`{line}`: RESTORE TO <raw time>"))?;
-            let restore =
-                MetaChange::Restore(RestoreOp { from: None, to: HybridTime::from_raw(to) });
+            let restore = MetaChange::Restore(RestoreOp {
+                from: None,
+                to: HybridTime::from_raw(to),
+                imported: false,
+            });
             schema.apply(&restore, ht).map_err(|e| format!("{line}: {e}"))?;
             continue;
         }
@@ -342,10 +361,12 @@ impl std::fmt::Display for MetaChange {
             MetaChange::Alter(AlterChange::Drop { column }) => write!(f, "DROP {column}"),
             MetaChange::Snapshot(SnapshotOp::Create(id)) => write!(f, "snapshot create {id}"),
             MetaChange::Snapshot(SnapshotOp::Delete(id)) => write!(f, "snapshot delete {id}"),
-            MetaChange::Restore(RestoreOp { from, to }) => {
+            MetaChange::Restore(RestoreOp { from, to, imported }) => {
                 f.write_str("restore")?;
-                if let Some(id) = from {
-                    write!(f, " from={id}")?;
+                match (from, imported) {
+                    (Some(id), false) => write!(f, " from={id}")?,
+                    (Some(id), true) => write!(f, " import={id}")?,
+                    (None, _) => {}
                 }
                 write!(f, " to={}", to.raw())
             }
@@ -389,17 +410,21 @@ impl MetaChange {
     }
 }
 
-/// `[from=<id> ]to=<raw hybrid time>`.
+/// `[from=<id> |import=<id> ]to=<raw hybrid time>`.
 fn parse_restore(text: &str) -> Option<MetaChange> {
-    let (from, to) = match text.strip_prefix("from=") {
-        Some(rest) => {
-            let (id, to) = rest.split_once(' ')?;
-            (Some(valid_snapshot_id(id).then(|| id.to_owned())?), to)
+    let (from, imported, to) = match text.split_once(' ') {
+        Some((source, to)) => {
+            let (imported, id) = match source.split_once('=')? {
+                ("from", id) => (false, id),
+                ("import", id) => (true, id),
+                _ => return None,
+            };
+            (Some(valid_snapshot_id(id).then(|| id.to_owned())?), imported, to)
         }
-        None => (None, text),
+        None => (None, false, text),
     };
     let to = HybridTime::from_raw(to.strip_prefix("to=")?.parse().ok()?);
-    Some(MetaChange::Restore(RestoreOp { from, to }))
+    Some(MetaChange::Restore(RestoreOp { from, to, imported }))
 }
 
 #[cfg(test)]
@@ -445,7 +470,8 @@ mod tests {
         schema.apply(&MetaChange::Alter(add), at(10)).expect("add");
         let drop_b = MetaChange::Alter(AlterChange::Drop { column: "b".into() });
         schema.apply(&drop_b, at(20)).expect("drop");
-        let restore = |to| MetaChange::Restore(RestoreOp { from: None, to: at(to) });
+        let restore =
+            |to| MetaChange::Restore(RestoreOp { from: None, to: at(to), imported: false });
         schema.apply(&restore(15), at(30)).expect("restore");
         let names = |s: &Schema| {
             let cql = s.cql().expect("a table");
@@ -475,9 +501,12 @@ mod tests {
         assert!(Schema::decode(b"table packed=1\nCREATE TABLE").unwrap_err().contains("entity="));
         let snapshot = MetaChange::Snapshot(SnapshotOp::Create("s-1".into()));
         let to = HybridTime::new(1000, 2);
-        let restore = MetaChange::Restore(RestoreOp { from: Some("s-1".into()), to });
-        let pitr = MetaChange::Restore(RestoreOp { from: None, to });
-        for change in [MetaChange::DefaultTtl(Some(5)), drop_key, snapshot, restore, pitr] {
+        let restore =
+            MetaChange::Restore(RestoreOp { from: Some("s-1".into()), to, imported: false });
+        let pitr = MetaChange::Restore(RestoreOp { from: None, to, imported: false });
+        let import = MetaChange::Restore(RestoreOp { from: Some("b".into()), to, imported: true });
+        assert!(MetaChange::parse("restore into=b to=5").is_err());
+        for change in [MetaChange::DefaultTtl(Some(5)), drop_key, snapshot, restore, pitr, import] {
             assert_eq!(MetaChange::parse(&change.to_string()), Ok(change));
         }
     }
