@@ -150,6 +150,21 @@ impl Cluster {
         })
     }
 
+    /// `request` proposed to every tablet of table `name` and waited for, as `command`
+    /// (an import's restore): the error that stopped it, if one did.
+    pub(super) async fn table_request(
+        &mut self,
+        name: &str,
+        request: Request,
+        command: &Command,
+        printed: &mut Vec<String>,
+    ) -> Option<CommandError> {
+        match self.table_entry(name, request, None, Route::default()) {
+            Ok(client) => self.request(client, command, printed).await.1,
+            Err(e) => Some(e),
+        }
+    }
+
     /// A request every tablet of table `name` takes as an entry (a snapshot, a restore).
     fn table_entry(
         &self,
@@ -291,6 +306,11 @@ impl Cluster {
         table.entity_rows = self.layout == Layout::Entity;
         let forced = self.setup.storage.first().and_then(|s| s.tablets);
         table.tablets = forced.unwrap_or(table.tablets);
+        self.create_table_as(table)
+    }
+
+    /// A table in the catalog as `table` declares it, layout and tablets included.
+    pub(super) fn create_table_as(&mut self, table: CqlTable) -> Result<(), CommandError> {
         if self.catalog.iter().any(|(id, _)| id.table_name() == Some(&table.name)) {
             return Err(CommandError::Node(Error::TableExists(table.name)));
         }
@@ -641,6 +661,7 @@ impl Cluster {
                 None
             }
             Command::Table(statement) => self.create_table(statement).err(),
+            Command::Backup(op) => self.backup(op, command, printed).await,
             _ => self.node_or_network(command, printed).await,
         }
     }

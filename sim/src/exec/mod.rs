@@ -26,6 +26,7 @@
 //! exactly what the contract's commands print (lines about elections, answers, snapshots
 //! and membership are printed only for bigger groups).
 
+pub(crate) mod backup;
 mod client;
 mod converge;
 pub mod history;
@@ -77,6 +78,9 @@ pub struct Setup {
     /// uses), or RocksDB's in-memory environment (`--rocks-medium memory`, to measure
     /// what the simulated disk costs).
     pub medium: docsim_engine::Medium,
+    /// The run's backup store (`backup export|import`): a directory of real files that
+    /// outlives the cluster; none, and the backup commands are refused.
+    pub backups: Option<std::path::PathBuf>,
 }
 
 impl Setup {
@@ -97,6 +101,7 @@ impl Setup {
             disk_seeds: (0..n).map(|_| disk.random::<u64>()).collect(),
             election_ticks: (0..n).map(|_| 10 + election.random_range(0..10)).collect(),
             medium: docsim_engine::Medium::SimDisk,
+            backups: None,
         }
     }
 }

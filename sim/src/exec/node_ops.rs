@@ -114,7 +114,7 @@ impl Cluster {
     }
 
     /// `id`, if the group has such a node.
-    fn existing(&self, id: u64) -> Result<u64, CommandError> {
+    pub(super) fn existing(&self, id: u64) -> Result<u64, CommandError> {
         match id >= 1 && (id as usize) <= self.slots.len() {
             true => Ok(id),
             false => Err(CommandError::NoNode(id)),
