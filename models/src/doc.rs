@@ -241,6 +241,11 @@ impl Model {
         self.restores.push(Restore { at, to });
     }
 
+    /// The time of the last restore, if any (a later one must come after it).
+    pub fn last_restore(&self) -> Option<Time> {
+        self.restores.last().map(|r| r.at)
+    }
+
     /// How many non-empty batches were stored so far: an operation stored nothing iff
     /// this is the same after it.
     pub fn batches(&self) -> u64 {

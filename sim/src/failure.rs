@@ -55,11 +55,14 @@ pub enum FailureKind {
     /// A replica's snapshot is missing, names another entry, or holds other rows than the
     /// model did when its entry committed.
     Snapshot,
+    /// A table's snapshot exported as a backup and imported into a fresh node reads other
+    /// rows than the model's copy of the table restored to it (`check/backup.rs`).
+    Backup,
 }
 
 impl FailureKind {
     /// Every kind.
-    pub const ALL: [FailureKind; 21] = [
+    pub const ALL: [FailureKind; 22] = [
         FailureKind::Get,
         FailureKind::Select,
         FailureKind::Redis,
@@ -81,6 +84,7 @@ impl FailureKind {
         FailureKind::MemoryFlush,
         FailureKind::Retention,
         FailureKind::Snapshot,
+        FailureKind::Backup,
     ];
 
     /// The kind's name in reports and reproducers (snake_case).
@@ -107,6 +111,7 @@ impl FailureKind {
             FailureKind::MemoryFlush => "memory_flush",
             FailureKind::Retention => "retention",
             FailureKind::Snapshot => "snapshot",
+            FailureKind::Backup => "backup",
         }
     }
 

@@ -25,6 +25,7 @@
 //! With replicas, the executor's model-free checks (one history, acknowledged writes
 //! committed, convergence) complete them at the end of the run.
 
+mod backup;
 mod book;
 pub(crate) mod gc_complete;
 mod log_files;

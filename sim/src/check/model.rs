@@ -403,6 +403,40 @@ impl Models {
         }
     }
 
+    /// The later of snapshot `id`'s time and `tablet`'s last restore, if the model noted
+    /// the snapshot.
+    pub fn latest_restore_or_snapshot(&self, tablet: &TabletId, id: &str) -> Option<HybridTime> {
+        let (_, ht, _) = self.snapshots.get(&(tablet.clone(), id.to_owned()))?;
+        let restored = self.tables.get(tablet)?.model.last_restore().map(HybridTime::from_raw);
+        Some(restored.map_or(*ht, |r| r.max(*ht)))
+    }
+
+    /// What `SELECT *` reads at `at` from a copy of `tablet` restored at `at` to its
+    /// snapshot `id` (an imported backup of it): by the model's restore, the rows a read
+    /// at the snapshot's time found, under the schema its entry saw. `None` if the model
+    /// noted no such snapshot, or `at` is not after every restore it knows.
+    pub fn imported_rows(
+        &self,
+        tablet: &TabletId,
+        id: &str,
+        at: HybridTime,
+    ) -> Option<Result<ModelReply, ModelError>> {
+        let (op_id, ht, _) = self.snapshots.get(&(tablet.clone(), id.to_owned()))?;
+        let t = self.tables.get(tablet)?;
+        let mut model = t.model.clone();
+        if at <= *ht || model.last_restore().is_some_and(|r| r >= at.raw()) {
+            return None;
+        }
+        model.restore(at.raw(), ht.raw());
+        let mut schema = in_effect(&t.schemas, op_id.index).expect("as created");
+        let Op::Cql { op, .. } = select_all(&schema.name) else { unreachable!("a CQL read") };
+        Some(match model.cql(at.raw(), &mut schema, &op) {
+            Ok(CqlResult::Rows(rows)) => Ok(ModelReply::Rows(rows)),
+            Ok(CqlResult::Written) => Ok(ModelReply::Written),
+            Err(e) => Err(e),
+        })
+    }
+
     /// The model's whole document `doc` of `tablet` at `read_ht` as replica `node` stands
     /// (a convergence read): a table's row shows only the columns its schema has.
     pub fn document(

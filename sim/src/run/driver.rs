@@ -229,6 +229,7 @@ impl Driver {
             }
             self.exec(step).await;
         }
+        self.backup_check();
     }
 
     /// Whether a fault's aftermath is still to run: queued steps, or a node to restart (a
@@ -453,13 +454,7 @@ impl Driver {
         }
         let tables: Vec<String> = self.schemas.keys().cloned().collect();
         let op = match self.spans.snapshot(&tables, &self.snapshots) {
-            Some(SnapshotStep::Take(table, id, delete)) => {
-                match delete {
-                    true => self.snapshots.retain(|(_, s)| *s != id),
-                    false => self.snapshots.push((table.clone(), id.clone())),
-                }
-                Op::Snapshot { table, id, delete }
-            }
+            Some(SnapshotStep::Take(table, id, delete)) => Op::Snapshot { table, id, delete },
             Some(SnapshotStep::Restore(table, id)) => {
                 Op::Restore { table, to: RestoreTo::Snapshot(id) }
             }
@@ -552,12 +547,24 @@ impl Driver {
         }
     }
 
+    /// What the run keeps of `op`: a table's schema, the snapshots live.
+    fn note_op(&mut self, op: &Op) {
+        match op {
+            Op::Table(spec) => {
+                self.schemas.insert(spec.schema.name.clone(), spec.schema.clone());
+            }
+            Op::Snapshot { table, id, delete: false } => {
+                self.snapshots.push((table.clone(), id.clone()))
+            }
+            Op::Snapshot { id, delete: true, .. } => self.snapshots.retain(|(_, s)| s != id),
+            _ => {}
+        }
+    }
+
     async fn exec_one(&mut self, step: Step, recheck: bool) -> Vec<Recheck> {
         if let Some(op) = step.op() {
             self.checker.before(op);
-            if let Op::Table(spec) = op {
-                self.schemas.insert(spec.schema.name.clone(), spec.schema.clone());
-            }
+            self.note_op(op);
         }
         let command = step.command(&self.schemas);
         // A node the group does not have (a shrunk step list may name the spare it no
@@ -730,6 +737,40 @@ impl Driver {
             self.exec(Step::Command(Command::Converge)).await;
             if let (false, Err(found)) = (self.over(), self.checker.served_reads_hold()) {
                 self.fail(found, false);
+            }
+        }
+        self.final_snapshot().await;
+        self.backup_check();
+    }
+
+    /// A snapshot of the first table, if the run has a table: the backup check takes it
+    /// (or, if its entry did not commit, the last one that did).
+    async fn final_snapshot(&mut self) {
+        let Some(table) = self.schemas.keys().next().cloned() else { return };
+        if self.over() {
+            return;
+        }
+        self.advance_time().await; // as before every drawn step: its own physical time
+        let op = Op::Snapshot { table, id: "final".into(), delete: false };
+        // Through the leader, waiting for its answer (after a replicated run's converge).
+        self.exec(Step::Client { op, route: Route::default(), at: None }).await;
+    }
+
+    /// The run's last live snapshot the model knows of, exported and imported into a
+    /// fresh node of one, read back against the model (`check/backup.rs`), a second
+    /// after the latest clock.
+    fn backup_check(&mut self) {
+        if self.over() {
+            return;
+        }
+        let latest = self.cluster.ids().map(|id| self.now(id)).max().unwrap_or_default();
+        let at = latest.add_micros(1_000_000);
+        let plants = docsim_engine::canary::Plants::of(self.config.plant);
+        for (table, id) in self.snapshots.clone().iter().rev() {
+            match self.checker.backup_holds(&self.cluster, (table, id), at, plants) {
+                Ok(false) => continue,
+                Ok(true) => return,
+                Err(found) => return self.fail(found, false),
             }
         }
     }
