@@ -322,7 +322,13 @@ impl DocDb {
             f(key, value, &it)?;
             it.next();
         }
-        it.status().map_err(Error::Storage)
+        it.status().map_err(Error::storage)
+    }
+
+    /// Read every stored entry once (RocksDB checks each block's checksum as it reads):
+    /// the first damage found, as its error.
+    pub fn read_everything(&self) -> Result<()> {
+        self.for_each_stored(|_, _, _| Ok(()))
     }
 
     /// Refuse reads below the history cutoff.
@@ -489,10 +495,15 @@ impl DocDb {
         }
         // A column dropped after the cutoff keeps its values: a repack under the newest
         // schema would lose them, and a restore to a time before the drop brings the
-        // column back (docsim's rule; seed 92963).
+        // column back (docsim's rule; seed 92963). Rows expired whole still go: expired
+        // at the cutoff, they are expired at every time a restore can go back to (seed
+        // 95335, three replicas: the rule kept one forever).
         let dropped_after = params.schema.dropped.iter().any(|(_, ht)| *ht > params.cutoff_ht);
-        let repack = match self.packings.is_empty() || dropped_after {
-            false => Some(Arc::new(self.plan_repack((params.cutoff_ht, params.table_ttl_ms))?)),
+        let repack = match self.packings.is_empty() {
+            false => {
+                let cutoff = (params.cutoff_ht, params.table_ttl_ms);
+                Some(Arc::new(self.plan_repack(cutoff, dropped_after)?))
+            }
             true => None,
         };
         if !self.plants.contains(Plant::YbExpiredParentGc) {
@@ -503,8 +514,12 @@ impl DocDb {
 
     /// Plan the repacking of every row for a full compaction with `cutoff` (the history
     /// cutoff, the table's TTL): each row's stored entries, decoded, through the pure
-    /// [`crate::gc::plan_row`].
-    fn plan_repack(&self, cutoff: (HybridTime, Option<u64>)) -> Result<RepackPlan> {
+    /// [`crate::gc::plan_row`]; `expired_only`: only the rows that go whole.
+    fn plan_repack(
+        &self,
+        cutoff: (HybridTime, Option<u64>),
+        expired_only: bool,
+    ) -> Result<RepackPlan> {
         let mut plan = RepackPlan::default();
         let (mut row, mut doc) = (StoredRow::default(), Vec::new());
         self.for_each_stored(|key, value, it| {
@@ -513,7 +528,7 @@ impl DocDb {
             }
             let doc_len = doc_key_len(key).ok_or_else(|| corrupt_key(key, "no document key"))?;
             if key[..doc_len] != doc[..] {
-                self.plan_stored_row(std::mem::take(&mut row), cutoff, &mut plan);
+                self.plan_stored_row(std::mem::take(&mut row), cutoff, expired_only, &mut plan);
                 doc = key[..doc_len].to_vec();
             }
             let mut entry = decode_doc_entry(key, doc_len, false, value)?;
@@ -526,7 +541,7 @@ impl DocDb {
             row.entries.push(entry);
             Ok(())
         })?;
-        self.plan_stored_row(row, cutoff, &mut plan);
+        self.plan_stored_row(row, cutoff, expired_only, &mut plan);
         Ok(plan)
     }
 
@@ -571,6 +586,7 @@ impl DocDb {
         &self,
         row: StoredRow,
         cutoff: (HybridTime, Option<u64>),
+        expired_only: bool,
         plan: &mut RepackPlan,
     ) {
         let planned = match row.undecodable {
@@ -579,6 +595,7 @@ impl DocDb {
                 .map_err(|e| with_key(row.keys.first().map_or(&[], Vec::as_slice), e).to_string()),
         };
         match planned {
+            Ok(Some(p)) if expired_only && p.value.is_some() => {} // a rewrite: not now
             Ok(Some(p)) => {
                 if let Some(value) = p.value {
                     plan.rewrite.insert(row.keys[p.packed_row].clone(), value);

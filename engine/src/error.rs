@@ -332,6 +332,13 @@ impl From<rocksdb::Error> for Error {
 }
 
 impl Error {
+    /// A storage error of a RocksDB status text that the shim reports as a string (an
+    /// iterator's): its node directories and file numbers taken out, as the `From`
+    /// conversion does, its kind left a storage error.
+    pub(crate) fn storage(status: String) -> Error {
+        Error::Storage(disk_names(status))
+    }
+
     /// A RocksDB status as its text (`Status::ToString`, what the C API and the shim
     /// report), classified by its code as the `From` conversion says.
     pub(crate) fn from_rocksdb_status(status: String) -> Error {

@@ -102,7 +102,7 @@ impl DocDb {
             }
             it.next();
         }
-        it.status().map_err(Error::Storage)?;
+        it.status().map_err(Error::storage)?;
         Ok(None)
     }
 
@@ -131,7 +131,7 @@ impl DocDb {
             }
             it.next();
         }
-        it.status().map_err(Error::Storage)?;
+        it.status().map_err(Error::storage)?;
         if packed {
             out[from..].sort_by(DocEntry::key_cmp);
         }
@@ -240,7 +240,7 @@ impl DocDb {
             }
             it.next();
         }
-        it.status().map_err(Error::Storage)?;
+        it.status().map_err(Error::storage)?;
         docs.finish(read);
         Ok(docs.out)
     }
