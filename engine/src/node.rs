@@ -556,7 +556,8 @@ impl Node {
 
     /// Snapshot `snapshot` of tablet `id` on this node as a backup exports it
     /// (`backup export`): its record, the table's schema as its checkpoint holds it, and
-    /// its checkpoint's files read through the disk.
+    /// its checkpoint's files read through the disk, once every entry of the checkpoint
+    /// read back (a damaged one is refused).
     pub fn export_snapshot(&self, id: &TabletId, snapshot: &str) -> Result<ExportedSnapshot> {
         self.check_on()?;
         let db = self.replica(id)?.tablet().db();
@@ -564,6 +565,9 @@ impl Node {
         let info = db.snapshots()?.into_iter().find(|s| s.id == snapshot).ok_or_else(no_such)?;
         let dir = db.snapshot_dir(snapshot).ok_or_else(no_such)?;
         let (o, schema) = (&self.options, self.catalog[id].clone());
+        // A damaged checkpoint is refused here, not carried into a backup whose checksums
+        // would then vouch for it.
+        db.verify_checkpoint(&dir)?;
         let tablet = Tablet::open_snapshot(&dir, &self.rocks, o.plants, o.storage, schema)?;
         let schema = tablet.schema().clone();
         drop(tablet);

@@ -226,6 +226,14 @@ impl Rocks {
         Rocks { medium: RocksMedium::Files, block_cache }
     }
 
+    /// The same medium with a block cache of its own (1 MiB): what is read through it
+    /// comes from the files, not from blocks the node's cache holds of files that share
+    /// their cache keys (a checkpoint's SSTs are copies of the live ones).
+    pub(crate) fn with_own_cache(&self) -> Rocks {
+        let block_cache = BlockCache::Default(Cache::new_lru_cache(1 << 20));
+        Rocks { medium: self.medium.clone(), block_cache }
+    }
+
     /// The medium the files live on.
     pub fn medium(&self) -> Medium {
         match self.medium {

@@ -128,6 +128,13 @@ impl DocDb {
         DocDb::open_mode(dir, &self.rocks, self.settings(), true)
     }
 
+    /// Read every entry of the checkpoint in `dir` from its files (through a block cache
+    /// of its own): the first damage found, as its error.
+    pub fn verify_checkpoint(&self, dir: &Path) -> Result<()> {
+        let rocks = self.rocks.with_own_cache();
+        DocDb::open_mode(dir, &rocks, self.settings(), true)?.read_everything()
+    }
+
     /// Step 2: the staged copy in `tmp` made what the restore leaves.
     fn build_restored(&self, tmp: &Path, spec: &RestoreSpec<'_>, own: OwnRecords) -> Result<()> {
         let staged = DocDb::open_mode(tmp, &self.rocks, self.settings(), false)?;

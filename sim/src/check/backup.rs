@@ -46,7 +46,10 @@ impl Checker {
                 _ => return Ok(false),
             }
         }
-        let Some(exported) = export(cluster, &tablets, id) else { return Ok(false) };
+        let exported = match export(cluster, &tablets, id) {
+            Ok(exported) => exported,
+            Err(refusals) => return refused_exports(cluster, &tablets, refusals),
+        };
         let then_run = format!(
             "backup export bk {id} {table}\ncluster replicas=1 seed=0\nbackup import bk\n\
              cql SELECT * FROM {table}"
@@ -61,7 +64,12 @@ impl Checker {
         let written = to_backup(table, id, &exported);
         let read = match round_trip(&written) {
             Ok(read) if same_backup(&read, &written) => read,
-            Ok(_) => return Err(found(vec!["the backup as written".into()], vec![])),
+            Ok(read) => {
+                let files = |b: &Backup| b.tablets.iter().map(|t| t.files.len()).sum::<usize>();
+                let want = format!("the backup as written: {} files", files(&written));
+                let got = format!("read back: {} files, or other bytes", files(&read));
+                return Err(found(vec![want], vec![got]));
+            }
             Err(e) => return Err(found(vec!["the backup read back".into()], vec![e.to_string()])),
         };
         docsim_engine::probe::hit("backup.exported");
@@ -80,18 +88,61 @@ impl Checker {
     }
 }
 
-/// Every tablet's snapshot `id` from the first running node that exports them all.
-fn export(cluster: &Cluster, tablets: &[TabletId], id: &str) -> Option<Vec<ExportedSnapshot>> {
-    cluster.ids().filter(|&node| cluster.running(node)).find_map(|node| {
+/// Every tablet's snapshot `id` from the first running node that exports them all, or
+/// each running node's refusal.
+fn export(
+    cluster: &Cluster,
+    tablets: &[TabletId],
+    id: &str,
+) -> Result<Vec<ExportedSnapshot>, Vec<(u64, Error)>> {
+    let mut refusals = Vec::new();
+    for node in cluster.ids().filter(|&node| cluster.running(node)) {
         let slot = cluster.slot(node);
-        tablets.iter().map(|t| slot.node.export_snapshot(t, id)).collect::<Result<_, _>>().ok()
-    })
+        match tablets.iter().map(|t| slot.node.export_snapshot(t, id)).collect() {
+            Ok(exported) => return Ok(exported),
+            Err(e) => refusals.push((node, e)),
+        }
+    }
+    Err(refusals)
+}
+
+/// No node exported the snapshot: fine (no backup to check) when none runs, or every
+/// refusal is of damage the node's disk took in one of the table's tablets' files (a bit
+/// flipped, a tear, files lost: the export reads every entry and refuses a damaged
+/// checkpoint); anything else is a failure.
+fn refused_exports(
+    cluster: &Cluster,
+    tablets: &[TabletId],
+    refusals: Vec<(u64, Error)>,
+) -> Result<bool, Found> {
+    use docsim_engine::disk::Fault;
+    let dirs: Vec<String> = tablets.iter().map(docsim_engine::tablet_dir).collect();
+    let damaged = |node: u64| {
+        let ledger = cluster.slot(node).node.disk().ledger();
+        ledger.iter().any(|fault| {
+            matches!(fault, Fault::BitFlip { .. } | Fault::Torn { .. } | Fault::Lost { .. })
+                && dirs.iter().any(|dir| fault.file().starts_with(dir.as_str()))
+        })
+    };
+    let unexplained: Vec<String> = refusals
+        .iter()
+        .filter(|(node, _)| !damaged(*node))
+        .map(|(node, e)| format!("node {node}: error: {e}"))
+        .collect();
+    if unexplained.is_empty() {
+        if !refusals.is_empty() {
+            docsim_engine::probe::hit("backup.export_refused_damage");
+        }
+        return Ok(false);
+    }
+    let expected = vec!["a snapshot every running node exports".to_owned()];
+    Err(Found::new(FailureKind::Backup, expected, unexplained))
 }
 
 /// `backup` written to a scratch directory of real files and read back.
 fn round_trip(backup: &Backup) -> Result<Backup, Error> {
     let store = crate::ScratchDir::new().map_err(|e| Error::Io(e.to_string()))?;
-    backup::write(&store.path().join("bk"), backup)?;
+    backup::write(&store.path().join("bk"), "bk", backup)?;
     backup::read(&store.path().join("bk"), "bk")
 }
 
