@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::hybrid_time::HybridTime;
 use crate::ids::OpId;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The manifest's file name.
 pub const MANIFEST: &str = "BACKUP";
@@ -63,6 +63,15 @@ pub fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len()) && name.chars().all(allowed)
 }
 
+/// Whether `name` is a table's name: a letter, then letters, digits and `_` (lower-case,
+/// as CQL stores names).
+pub fn valid_table_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+        && name.len() <= 64
+}
+
 /// The name a backup gives a checkpoint file: its kind (`sst`, `manifest`, `current`,
 /// `options`, else `file`) and its place among the tablet's files of that kind.
 fn backup_name(rocksdb_name: &str, counts: &mut BTreeMap<&'static str, usize>) -> String {
@@ -87,18 +96,25 @@ fn tablet_paths(i: usize, tablet: &TabletBackup) -> Vec<(String, &str)> {
     names.into_iter().map(|n| (format!("tablet-{i}/{}", backup_name(n, &mut counts)), n)).collect()
 }
 
-/// Write `backup` as the directory `dir` (which must not exist).
-pub fn write(dir: &Path, backup: &Backup) -> Result<()> {
-    let io = |what: &Path, e: std::io::Error| Error::Io(format!("{}: {e}", what.display()));
+/// Write `backup` as the directory `dir` (called `name` in errors; it must not exist):
+/// everything into `<dir>.tmp` first (a leftover of an export cut short is replaced),
+/// files and directories synced, the manifest last, then renamed `dir`.
+pub fn write(dir: &Path, name: &str, backup: &Backup) -> Result<()> {
+    let io = |what: &str, e: std::io::Error| Error::Io(format!("backup {name}: {what}: {e}"));
     if dir.exists() {
-        return Err(Error::InvalidRequest(format!("backup {}: exists already", dir.display())));
+        return Err(Error::InvalidRequest(format!("backup {name}: exists already")));
     }
-    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let tmp = PathBuf::from(format!("{}.tmp", dir.display()));
+    if tmp.exists() {
+        std::fs::remove_dir_all(&tmp).map_err(|e| io("a leftover", e))?;
+    }
+    std::fs::create_dir_all(&tmp).map_err(|e| io("its directory", e))?;
     let mut manifest = format!("{FORMAT}\ntable {}\nsnapshot {}\n", backup.table, backup.snapshot);
     let mut files = vec![(SCHEMA.to_owned(), None, backup.schema.as_slice())];
     for (i, tablet) in backup.tablets.iter().enumerate() {
         manifest += &format!("tablet {i} op={} ht={}\n", tablet.op_id, tablet.ht.raw());
-        std::fs::create_dir_all(dir.join(format!("tablet-{i}"))).map_err(|e| io(dir, e))?;
+        let sub = format!("tablet-{i}");
+        std::fs::create_dir_all(tmp.join(&sub)).map_err(|e| io(&sub, e))?;
         let bytes: BTreeMap<&str, &[u8]> =
             tablet.files.iter().map(|(n, b)| (n.as_str(), b.as_slice())).collect();
         for (path, name) in tablet_paths(i, tablet) {
@@ -106,16 +122,23 @@ pub fn write(dir: &Path, backup: &Backup) -> Result<()> {
         }
     }
     for (path, name, bytes) in files {
-        write_synced(&dir.join(&path), bytes).map_err(|e| io(&dir.join(&path), e))?;
+        write_synced(&tmp.join(&path), bytes).map_err(|e| io(&path, e))?;
         let crc = crc32c::crc32c(bytes);
         let name = name.map(|n| format!(" {n}")).unwrap_or_default();
         manifest += &format!("file {path} {} {crc:08x}{name}\n", bytes.len());
     }
     manifest += &format!("end {:08x}\n", crc32c::crc32c(manifest.as_bytes()));
-    let tmp = dir.join(format!("{MANIFEST}.tmp"));
-    write_synced(&tmp, manifest.as_bytes()).map_err(|e| io(&tmp, e))?;
-    std::fs::rename(&tmp, dir.join(MANIFEST)).map_err(|e| io(dir, e))?;
-    std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| io(dir, e))
+    write_synced(&tmp.join(MANIFEST), manifest.as_bytes()).map_err(|e| io(MANIFEST, e))?;
+    for i in 0..backup.tablets.len() {
+        sync_dir(&tmp.join(format!("tablet-{i}"))).map_err(|e| io(&format!("tablet-{i}"), e))?;
+    }
+    sync_dir(&tmp).map_err(|e| io("its directory", e))?;
+    std::fs::rename(&tmp, dir).map_err(|e| io("its rename", e))?;
+    sync_dir(dir.parent().unwrap_or(Path::new("."))).map_err(|e| io("the store", e))
+}
+
+fn sync_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::File::open(dir)?.sync_all()
 }
 
 fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -208,6 +231,12 @@ fn parse_manifest(text: &str) -> std::result::Result<Manifest, String> {
         None => Err(format!("no `{key}` line")),
     };
     let (table, snapshot) = (field("table")?, field("snapshot")?);
+    if !valid_table_name(&table) {
+        return Err(format!("`{table}` is no table name"));
+    }
+    if !valid_name(&snapshot) {
+        return Err(format!("`{snapshot}` is no snapshot name"));
+    }
     let mut manifest = Manifest { table, snapshot, tablets: Vec::new(), files: Vec::new() };
     for (n, line) in lines {
         let bad = || format!("line {n}: `{line}` is no tablet or file line");
@@ -224,8 +253,22 @@ fn parse_manifest(text: &str) -> std::result::Result<Manifest, String> {
         }
     }
     match manifest.files.iter().filter(|f| f.tablet.is_none()).count() {
-        1 => Ok(manifest),
-        n => Err(format!("{n} schema files, not 1")),
+        1 => {}
+        n => return Err(format!("{n} schema files, not 1")),
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for f in &manifest.files {
+        let name = f.tablet.as_ref().map(|(i, n)| format!("{i}/{n}"));
+        if !names.insert(f.path.clone()) || name.is_some_and(|n| !names.insert(n)) {
+            return Err(format!("{} named twice", f.path));
+        }
+    }
+    let empty = (0..manifest.tablets.len())
+        .find(|i| !manifest.files.iter().any(|f| f.tablet.as_ref().is_some_and(|t| t.0 == *i)));
+    match (manifest.tablets.is_empty(), empty) {
+        (true, _) => Err("no tablet".into()),
+        (_, Some(i)) => Err(format!("tablet {i} has no file")),
+        _ => Ok(manifest),
     }
 }
 
@@ -237,7 +280,9 @@ fn parse_tablet(text: &str, i: usize) -> Option<TabletBackup> {
     let (term, index) = op_id.split_once('.')?;
     let op_id = OpId::new(term.parse().ok()?, index.parse().ok()?);
     let ht = HybridTime::from_raw(parts.next()?.strip_prefix("ht=")?.parse().ok()?);
-    parts.next().is_none().then_some(TabletBackup { op_id, ht, files: Vec::new() })
+    // Room left for clocks that move past it (an import moves every replica's).
+    let sane = ht.physical_us() < HybridTime::PHYSICAL_MAX_US / 2;
+    (sane && parts.next().is_none()).then_some(TabletBackup { op_id, ht, files: Vec::new() })
 }
 
 /// `<path> <length> <crc32c> [<RocksDB name>]`, a tablet's file naming one of `tablets`.
@@ -261,7 +306,7 @@ fn parse_file(text: &str, tablets: usize) -> Option<ManifestFile> {
 
 /// A file name RocksDB gives a checkpoint's file: no path, nothing but letters, digits,
 /// `-`, `_` and `.`.
-fn valid_rocksdb_name(name: &str) -> bool {
+pub fn valid_rocksdb_name(name: &str) -> bool {
     let plain = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '.' || c == '_';
     !name.is_empty() && !name.starts_with('.') && name.chars().all(plain)
 }
@@ -314,7 +359,7 @@ mod tests {
     #[test]
     fn a_backup_reads_back_as_written() {
         let dir = scratch("round-trip");
-        write(&dir, &sample()).expect("written");
+        write(&dir, "b", &sample()).expect("written");
         let mut read = read(&dir, "b").expect("read back");
         read.tablets.iter_mut().for_each(|t| t.files.sort());
         let mut want = sample();
@@ -322,7 +367,10 @@ mod tests {
         assert_eq!(read, want);
         assert_eq!(std::fs::read(dir.join("tablet-0/sst-1")).expect("named"), b"nine");
         assert_eq!(std::fs::read(dir.join("tablet-0/manifest-1")).expect("named"), b"m");
-        assert!(matches!(write(&dir, &sample()), Err(Error::InvalidRequest(_))), "no overwrite");
+        assert!(
+            matches!(write(&dir, "b", &sample()), Err(Error::InvalidRequest(_))),
+            "no overwrite"
+        );
         std::fs::remove_dir_all(&dir).expect("removed");
     }
 
@@ -332,7 +380,7 @@ mod tests {
         let dir = scratch("damaged");
         let refused = |change: &dyn Fn(&Path)| {
             let _ = std::fs::remove_dir_all(&dir);
-            write(&dir, &sample()).expect("written");
+            write(&dir, "b", &sample()).expect("written");
             change(&dir);
             match read(&dir, "b") {
                 Err(Error::FileCorruption(text)) => text,
@@ -359,5 +407,43 @@ mod tests {
         assert_eq!(short, "backup b: tablet-0/sst-1: 2 bytes, the manifest says 4");
         std::fs::remove_dir_all(&dir).expect("removed");
         assert!(matches!(read(&dir, "b"), Err(Error::InvalidRequest(_))), "no manifest: none");
+    }
+
+    /// A manifest that checks (its `end` CRC recomputed) but says what no backup says is
+    /// refused, naming the manifest: names that leave their directory, a tablet index out
+    /// of range, two schema files, a file named twice, a tablet without files, a time no
+    /// clock can move past.
+    #[test]
+    fn a_manifest_that_checks_but_is_malformed_is_refused() {
+        let dir = scratch("tampered");
+        write(&dir, "b", &sample()).expect("written");
+        let text = std::fs::read_to_string(dir.join(MANIFEST)).expect("read");
+        let body = &text[..text.rfind("end ").expect("an end line")];
+        let original = body.to_owned();
+        let resealed =
+            |body: String| format!("{body}end {:08x}\n", crc32c::crc32c(body.as_bytes()));
+        let first_file = body.lines().find(|l| l.starts_with("file tablet-0/")).expect("a file");
+        let tampered = [
+            body.replace("table t\n", "table x/../../y\n"),
+            body.replace("snapshot s1\n", "snapshot ..\n"),
+            body.replace("file tablet-0/sst-1", "file tablet-0/../../sst-1"),
+            body.replace("000009.sst", "../000009.sst"),
+            body.replace("file tablet-1/", "file tablet-2/"),
+            format!("{body}file schema 1 00000000\n"),
+            format!("{body}{first_file}\n"),
+            body.replace(&format!("tablet 1 op=1.4 ht={}\n", 4096 * 4), ""),
+            body.replace("tablet 0 op=1.3 ht=12288", "tablet 0 op=1.3 ht=18446744073709551615"),
+        ];
+        for (i, body) in tampered.into_iter().enumerate() {
+            assert_ne!(body, original, "case {i} changes the manifest");
+            std::fs::write(dir.join(MANIFEST), resealed(body)).expect("written");
+            match read(&dir, "b") {
+                Err(Error::FileCorruption(why)) => {
+                    assert!(why.starts_with("backup b: BACKUP: "), "case {i}: {why}")
+                }
+                other => panic!("case {i}: not refused: {other:?}"),
+            }
+        }
+        std::fs::remove_dir_all(&dir).expect("removed");
     }
 }

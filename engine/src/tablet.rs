@@ -366,7 +366,7 @@ impl Tablet {
         // Changed in memory only once the restored instance stands.
         let (mut schema, mut list_next) = (self.schema.clone(), self.list_next);
         if let (true, Some(dir)) = (restore.imported, &checkpoint) {
-            (schema, list_next) = self.imported_metadata(dir).map_err(refused)?;
+            (schema, list_next) = self.imported_metadata(dir, restore.to).map_err(refused)?;
         }
         schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
         let kept_since = self.kept_since.map(|at| at.max(ht));
@@ -381,7 +381,7 @@ impl Tablet {
     /// The schema and list counter an imported backup's checkpoint in `dir` holds, under
     /// this tablet's table name; refused unless it is the table this tablet was created
     /// as (an import creates the table from the backup's schema).
-    fn imported_metadata(&self, dir: &Path) -> Result<(Schema, i64)> {
+    fn imported_metadata(&self, dir: &Path, restore_to: HybridTime) -> Result<(Schema, i64)> {
         let copy = Tablet::over(self.db.open_checkpoint(dir)?, self.schema.as_created())?;
         let name = self.schema.cql().map(|t| t.name.clone()).unwrap_or_default();
         let schema = copy.schema.renamed(&name);
@@ -389,7 +389,13 @@ impl Tablet {
             let why = format!("the backup's table is not table {name} as created");
             return Err(Error::InvalidRequest(why));
         }
-        Ok((schema, copy.list_next))
+        let (frontier, to) = (copy.db.opened_frontier().ht, restore_to);
+        if frontier > to {
+            let why = format!("its data reaches {frontier}, after the time it restores to ({to})");
+            return Err(Error::InvalidRequest(why));
+        }
+        // The list counter only grows (list indexes are never reused).
+        Ok((schema, copy.list_next.max(self.list_next)))
     }
 
     /// This tablet's snapshots as a Raft snapshot carries them, each checkpoint read under

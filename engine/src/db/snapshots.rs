@@ -129,6 +129,11 @@ impl DocDb {
     /// [`DocDb::create_snapshot`] makes one: into `<id>.tmp`, the record synced, the
     /// rename, a sync of the snapshots directory. A snapshot of that name is replaced.
     pub fn place_snapshot(&self, info: &SnapshotInfo, files: &[(String, Vec<u8>)]) -> Result<()> {
+        let plain = |(name, _): &(String, Vec<u8>)| crate::backup::valid_rocksdb_name(name);
+        if !crate::backup::valid_name(&info.id) || !files.iter().all(plain) {
+            let why = format!("snapshot {}: a name that is no plain file name", info.id);
+            return Err(Error::InvalidRequest(why));
+        }
         let dirs = self.dirs()?;
         let top = snapshots_dir(&self.dir);
         let (done, tmp) = (top.join(&info.id), top.join(format!("{}{TMP}", info.id)));

@@ -648,7 +648,8 @@ fn write_snapshot_command(f: &mut fmt::Formatter<'_>, command: &Command) -> fmt:
             match target {
                 RestoreTarget::Snapshot(id) => write!(f, "restore {id} {table}")?,
                 RestoreTarget::Time(to) => write!(f, "restore {table} to {to}")?,
-                RestoreTarget::Imported(_) => unreachable!("an import restores by `backup`"),
+                // Not a line of its own: `backup import` issues it (printed for debugging).
+                RestoreTarget::Imported(id) => write!(f, "restore imported={id} {table}")?,
             }
             write_ht(f, ht)?;
             write_route(f, "to", route)

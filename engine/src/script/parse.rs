@@ -361,12 +361,12 @@ fn parse_backup(p: &mut Parser<'_>) -> PResult<Command> {
     let op = match word {
         "export" => {
             let (name, snapshot) = (backup_name(p)?, snapshot_id(p)?);
-            let table = table_ref(p)?;
+            let table = whole_table(p)?;
             BackupOp::Export { name, snapshot, table, node: node_option(p)? }
         }
         "import" => {
             let name = backup_name(p)?;
-            let table = if p.eat_word("as") { Some(table_ref(p)?) } else { None };
+            let table = if p.eat_word("as") { Some(whole_table(p)?) } else { None };
             BackupOp::Import { name, table }
         }
         "damage" => {
@@ -383,6 +383,15 @@ fn parse_backup(p: &mut Parser<'_>) -> PResult<Command> {
         }
     };
     Ok(Command::Backup(op))
+}
+
+/// A table's name, not one of its tablets (`t`, not `t/0`).
+fn whole_table(p: &mut Parser<'_>) -> PResult<String> {
+    let name = table_ref(p)?;
+    match name.contains('/') {
+        true => Err(p.error(format!("`{name}` names a tablet: a backup is of a whole table"))),
+        false => Ok(name),
+    }
 }
 
 /// A snapshot's name: letters, digits, `_` and `-` (it names a directory).

@@ -104,6 +104,8 @@ fn bad_backup_lines_are_refused_naming_the_part() {
     assert!(error("backup import b1 as").contains("expected a table name"));
     assert!(error("backup damage b1").contains("expected a backup's file"));
     assert!(error("backup import b1 t2").contains("line 7"));
+    assert!(error("backup import b1 as t/0").contains("`t/0` names a tablet"));
+    assert!(error("backup export b1 s1 t/1").contains("`t/1` names a tablet"));
 }
 
 #[test]

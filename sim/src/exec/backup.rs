@@ -8,7 +8,10 @@
 //! tablet's checkpoint is copied onto each of its replicas as a snapshot, and a restore
 //! of every tablet from it is a Raft entry, as `restore` is (`db/restore.rs`). The copy
 //! needs every node up (docsim's rule: YugabyteDB's tool copies to each tablet server
-//! too); a replica that is down or added later gets the data by Raft.
+//! too); a replica added later gets the data, snapshots included, by a Raft snapshot.
+//! Everything the backup says is checked before the table is created; a node whose disk
+//! fails while the files are copied leaves the table created and empty, with the import's
+//! error (there is no DROP TABLE: import again under another name).
 
 use super::client::CommandError;
 use super::Cluster;
@@ -75,7 +78,7 @@ impl Cluster {
             match exported {
                 Ok(exported) => {
                     let backup = to_backup(table, snapshot, &exported);
-                    backup::write(&store.join(name), &backup).map_err(CommandError::Node)?;
+                    backup::write(&store.join(name), name, &backup).map_err(CommandError::Node)?;
                     let lines = tablets.iter().zip(&exported).map(|(t, e)| {
                         let SnapshotInfo { op_id, ht, .. } = &e.info;
                         format!("backup: {}{name} {snapshot} op={op_id} ht={ht}", t.line_prefix())
