@@ -426,6 +426,10 @@ fn runs_with_tables_check_a_backup_at_their_end() {
         let probe = |name: &str| outcome.probes.get(name).copied().unwrap_or(0);
         assert_eq!(probe("backup.imported"), 1, "{replicas} replicas: {:?}", outcome.probes);
         assert!(probe("restore.from_backup") >= 1, "{replicas} replicas");
+        // RocksDB's in-memory environment keeps no snapshot: no final one, no backup.
+        let in_memory = run(&RunConfig { rocks_in_memory: true, ..config.clone() });
+        assert!(in_memory.failure.is_none(), "{replicas}: {:?}", in_memory.failure);
+        assert_eq!(in_memory.probes.get("backup.imported"), None);
     }
 }
 

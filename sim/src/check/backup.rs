@@ -46,10 +46,13 @@ impl Checker {
                 _ => return Ok(false),
             }
         }
-        let exported = match export(cluster, &tablets, id) {
-            Ok(exported) => exported,
-            Err(refusals) => return refused_exports(cluster, &tablets, refusals),
-        };
+        let mut exported = Vec::new();
+        for tablet in &tablets {
+            match export(cluster, tablet, id) {
+                Ok(snapshot) => exported.push(snapshot),
+                Err(refusals) => return self.refused_exports(cluster, (tablet, id), refusals),
+            }
+        }
         let then_run = format!(
             "backup export bk {id} {table}\ncluster replicas=1 seed=0\nbackup import bk\n\
              cql SELECT * FROM {table}"
@@ -88,17 +91,17 @@ impl Checker {
     }
 }
 
-/// Every tablet's snapshot `id` from the first running node that exports them all, or
-/// each running node's refusal.
+/// Snapshot `id` of `tablet` from the first running node that exports it (a backup takes
+/// each tablet from a replica that holds it, as YugabyteDB's does), or each running
+/// node's refusal.
 fn export(
     cluster: &Cluster,
-    tablets: &[TabletId],
+    tablet: &TabletId,
     id: &str,
-) -> Result<Vec<ExportedSnapshot>, Vec<(u64, Error)>> {
+) -> Result<ExportedSnapshot, Vec<(u64, Error)>> {
     let mut refusals = Vec::new();
     for node in cluster.ids().filter(|&node| cluster.running(node)) {
-        let slot = cluster.slot(node);
-        match tablets.iter().map(|t| slot.node.export_snapshot(t, id)).collect() {
+        match cluster.slot(node).node.export_snapshot(tablet, id) {
             Ok(exported) => return Ok(exported),
             Err(e) => refusals.push((node, e)),
         }
@@ -106,37 +109,45 @@ fn export(
     Err(refusals)
 }
 
-/// No node exported the snapshot: fine (no backup to check) when none runs, or every
-/// refusal is of damage the node's disk took in one of the table's tablets' files (a bit
-/// flipped, a tear, files lost: the export reads every entry and refuses a damaged
-/// checkpoint); anything else is a failure.
-fn refused_exports(
-    cluster: &Cluster,
-    tablets: &[TabletId],
-    refusals: Vec<(u64, Error)>,
-) -> Result<bool, Found> {
-    use docsim_engine::disk::Fault;
-    let dirs: Vec<String> = tablets.iter().map(docsim_engine::tablet_dir).collect();
-    let damaged = |node: u64| {
-        let ledger = cluster.slot(node).node.disk().ledger();
-        ledger.iter().any(|fault| {
-            matches!(fault, Fault::BitFlip { .. } | Fault::Torn { .. } | Fault::Lost { .. })
-                && dirs.iter().any(|dir| fault.file().starts_with(dir.as_str()))
-        })
-    };
-    let unexplained: Vec<String> = refusals
-        .iter()
-        .filter(|(node, _)| !damaged(*node))
-        .map(|(node, e)| format!("node {node}: error: {e}"))
-        .collect();
-    if unexplained.is_empty() {
-        if !refusals.is_empty() {
-            docsim_engine::probe::hit("backup.export_refused_damage");
+impl Checker {
+    /// No running node exported snapshot `id` of `tablet`: fine (no backup to check) when
+    /// every refusal is explained — the node has not applied the snapshot's entry yet (by
+    /// the model's account), or its disk took damage in the tablet's files (a bit flipped,
+    /// a tear, files lost: the export reads every entry and refuses a damaged
+    /// checkpoint); anything else is a failure.
+    fn refused_exports(
+        &self,
+        cluster: &Cluster,
+        (tablet, id): (&TabletId, &str),
+        refusals: Vec<(u64, Error)>,
+    ) -> Result<bool, Found> {
+        use docsim_engine::disk::Fault;
+        let dir = docsim_engine::tablet_dir(tablet);
+        let entry = self.models.snapshots.get(&(tablet.clone(), id.to_owned())).map(|s| s.0);
+        let lags =
+            |node: u64| entry.is_some_and(|op| self.models.applied_index(tablet, node) < op.index);
+        let damaged = |node: u64| {
+            let ledger = cluster.slot(node).node.disk().ledger();
+            ledger.iter().any(|fault| {
+                matches!(fault, Fault::BitFlip { .. } | Fault::Torn { .. } | Fault::Lost { .. })
+                    && fault.file().starts_with(dir.as_str())
+            })
+        };
+        let unexplained: Vec<String> = refusals
+            .iter()
+            .filter(|(node, _)| !lags(*node) && !damaged(*node))
+            .map(|(node, e)| format!("node {node}: error: {e}"))
+            .collect();
+        if unexplained.is_empty() {
+            if refusals.iter().any(|(node, _)| damaged(*node)) {
+                docsim_engine::probe::hit("backup.export_refused_damage");
+            }
+            return Ok(false);
         }
-        return Ok(false);
+        let expected =
+            vec![format!("snapshot {id} of {tablet} exported by a node that applied it")];
+        Err(Found::new(FailureKind::Backup, expected, unexplained))
     }
-    let expected = vec!["a snapshot every running node exports".to_owned()];
-    Err(Found::new(FailureKind::Backup, expected, unexplained))
 }
 
 /// `backup` written to a scratch directory of real files and read back.

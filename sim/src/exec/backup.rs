@@ -53,8 +53,8 @@ impl Cluster {
         self.setup.backups.clone().ok_or_else(none).map_err(CommandError::Node)
     }
 
-    /// `backup export`: every tablet's snapshot from one node (the one named, else the
-    /// first running node that holds it for every tablet).
+    /// `backup export`: each tablet's snapshot from the node named, else from the first
+    /// running node that holds it (a backup takes each tablet from a replica that has it).
     fn export_backup(
         &self,
         name: &str,
@@ -69,27 +69,28 @@ impl Cluster {
             Some(id) => vec![self.existing(id)?],
             None => self.ids().filter(|&id| self.running(id)).collect(),
         };
-        let mut last_error = CommandError::Node(Error::Down { cause: None });
-        for id in ids {
-            let exported: Result<Vec<ExportedSnapshot>, Error> = {
-                let slot = self.slot(id);
-                tablets.iter().map(|t| slot.node.export_snapshot(t, snapshot)).collect()
-            };
-            match exported {
-                Ok(exported) => {
-                    let backup = to_backup(table, snapshot, &exported);
-                    backup::write(&store.join(name), name, &backup).map_err(CommandError::Node)?;
-                    let lines = tablets.iter().zip(&exported).map(|(t, e)| {
-                        let SnapshotInfo { op_id, ht, .. } = &e.info;
-                        format!("backup: {}{name} {snapshot} op={op_id} ht={ht}", t.line_prefix())
-                    });
-                    printed.extend(lines);
-                    return Ok(());
+        let mut exported = Vec::new();
+        for tablet in &tablets {
+            let mut last_error = CommandError::Node(Error::Down { cause: None });
+            let found = ids.iter().find_map(|&id| {
+                match self.slot(id).node.export_snapshot(tablet, snapshot) {
+                    Ok(e) => Some(e),
+                    Err(e) => {
+                        last_error = CommandError::At(id, e);
+                        None
+                    }
                 }
-                Err(e) => last_error = CommandError::At(id, e),
-            }
+            });
+            exported.push(found.ok_or(last_error)?);
         }
-        Err(last_error)
+        let backup = to_backup(table, snapshot, &exported);
+        backup::write(&store.join(name), name, &backup).map_err(CommandError::Node)?;
+        let lines = tablets.iter().zip(&exported).map(|(t, e)| {
+            let SnapshotInfo { op_id, ht, .. } = &e.info;
+            format!("backup: {}{name} {snapshot} op={op_id} ht={ht}", t.line_prefix())
+        });
+        printed.extend(lines);
+        Ok(())
     }
 
     /// `backup import`: the backup checked, its table created, its checkpoints placed on

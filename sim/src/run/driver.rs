@@ -743,10 +743,14 @@ impl Driver {
         self.backup_check();
     }
 
-    /// A snapshot of the first table, if the run has a table: the backup check takes it
-    /// (or, if its entry did not commit, the last one that did).
+    /// A snapshot of the first table, if the run has a table and RocksDB's files are on a
+    /// disk: the backup check takes it (or, if its entry did not commit, the last one
+    /// that did).
     async fn final_snapshot(&mut self) {
         let Some(table) = self.schemas.keys().next().cloned() else { return };
+        if self.config.rocks_in_memory {
+            return; // RocksDB's in-memory environment keeps no snapshot
+        }
         if self.over() {
             return;
         }
