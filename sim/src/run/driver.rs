@@ -740,6 +740,12 @@ impl Driver {
             }
         }
         self.final_snapshot().await;
+        // A power cut armed earlier may fire inside it: its aftermath runs (a group of one
+        // restarts, every power cut's restart checked).
+        while !self.over() && self.settling() {
+            let step = self.next_step().await;
+            self.exec(step).await;
+        }
         self.backup_check();
     }
 
