@@ -90,8 +90,21 @@ pub struct Tablet {
     list_next: i64,
     /// The part of its table's hash space this tablet owns (the document tablet: all).
     part: Part,
-    /// The time since which history is kept for restores ([`Tablet::kept_since`]).
-    kept_since: Option<HybridTime>,
+    /// The time since which history is kept for restores ([`Tablet::kept_since`]), and
+    /// the snapshots its entries took and did not delete.
+    kept: Kept,
+}
+
+/// The history kept for restores: since when, and for which snapshots. The snapshots are
+/// the ones the log's entries took and did not delete, recorded with the frontier, not
+/// the snapshot directories on disk: a deletion applied before a power cut removed its
+/// directory for good, while its entry is applied again (docsim's rule; seed 104395,
+/// three replicas: replaying an older deletion found no directory left and dropped the
+/// term the model still held).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Kept {
+    since: Option<HybridTime>,
+    snapshots: std::collections::BTreeSet<String>,
 }
 
 impl Tablet {
@@ -134,8 +147,8 @@ impl Tablet {
                 bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()))?,
             ),
         };
-        let kept_since = decode_kept(db.metadata(KEPT_SINCE_KEY)?)?;
-        let mut tablet = Tablet { db, schema, list_next, part: Part::WHOLE, kept_since };
+        let kept = decode_kept(db.metadata(KEPT_SINCE_KEY)?)?;
+        let mut tablet = Tablet { db, schema, list_next, part: Part::WHOLE, kept };
         tablet.attach_schema();
         Ok(tablet)
     }
@@ -251,7 +264,7 @@ impl Tablet {
     /// it when the entry applies.
     fn planted_snapshot_now(&self, id: &str, ht: HybridTime) -> Result<()> {
         match self.db.plants().contains(Plant::SnapshotAtDifferentOpIds) {
-            true => self.db.create_snapshot(id, OpId::default(), ht, self.kept_since).map(drop),
+            true => self.db.create_snapshot(id, OpId::default(), ht, self.kept.since).map(drop),
             false => Ok(()),
         }
     }
@@ -291,7 +304,7 @@ impl Tablet {
             }
             Payload::Meta { ht, change: MetaChange::Snapshot(snapshot) } => {
                 let taken = self.apply_snapshot(snapshot, op_id, *ht)?;
-                let kept = encode_kept(self.kept_since);
+                let kept = encode_kept(&self.kept);
                 self.db.write_metadata(&[(KEPT_SINCE_KEY, &kept)], op_id, *ht)?;
                 Ok(Applied { ht: Some(*ht), writes: false, snapshot: taken, restored: None })
             }
@@ -333,14 +346,16 @@ impl Tablet {
                 Ok(Some(SnapshotTaken { id: id.clone(), flushed: None }))
             }
             SnapshotOp::Create(id) => {
-                let flushed = self.db.create_snapshot(id, op_id, ht, self.kept_since)?;
-                self.kept_since = Some(self.kept_since.map_or(ht, |at| at.max(ht)));
+                let flushed = self.db.create_snapshot(id, op_id, ht, self.kept.since)?;
+                self.kept.since = Some(self.kept.since.map_or(ht, |at| at.max(ht)));
+                self.kept.snapshots.insert(id.clone());
                 Ok(Some(SnapshotTaken { id: id.clone(), flushed }))
             }
             SnapshotOp::Delete(id) => {
                 self.db.delete_snapshot(id)?;
-                if !self.db.holds_snapshots() {
-                    self.kept_since = None;
+                self.kept.snapshots.remove(id);
+                if self.kept.snapshots.is_empty() {
+                    self.kept.since = None;
                 }
                 Ok(None)
             }
@@ -369,11 +384,11 @@ impl Tablet {
             (schema, list_next) = self.imported_metadata(dir, restore.to).map_err(refused)?;
         }
         schema.apply(&MetaChange::Restore(restore.clone()), ht).map_err(refused)?;
-        let kept_since = self.kept_since.map(|at| at.max(ht));
-        let meta = metadata_pairs(&schema, list_next, kept_since);
+        let kept = Kept { since: self.kept.since.map(|at| at.max(ht)), ..self.kept.clone() };
+        let meta = metadata_pairs(&schema, list_next, &kept);
         let (to, checkpoint) = (restore.to, checkpoint.as_deref());
         self.db.restore(&RestoreSpec { checkpoint, to, op_id, ht, meta })?;
-        (self.schema, self.list_next, self.kept_since) = (schema, list_next, kept_since);
+        (self.schema, self.list_next, self.kept) = (schema, list_next, kept);
         self.attach_schema();
         Ok(())
     }
@@ -443,7 +458,7 @@ impl Tablet {
             }
             RestoreTarget::Time(to) => *to,
         };
-        if self.kept_since.is_some_and(|since| since <= to) {
+        if self.kept.since.is_some_and(|since| since <= to) {
             return Ok(RestoreOp { from: None, to, imported: false });
         }
         let reaches = |s: &&SnapshotInfo| s.ht >= to && s.kept.is_some_and(|since| since <= to);
@@ -453,7 +468,7 @@ impl Tablet {
             }
             None => Err(Error::InvalidRequest(format!(
                 "restore to {to}: no snapshot keeps the history back to it (history is kept {})",
-                self.kept_since.map_or("for no snapshot".into(), |at| format!("since {at}")),
+                self.kept.since.map_or("for no snapshot".into(), |at| format!("since {at}")),
             ))),
         }
     }
@@ -466,7 +481,7 @@ impl Tablet {
     /// each schedule); docsim's rule is that every snapshot is a schedule's, and the term
     /// travels with the entry, so every replica holds the same one.
     pub fn kept_since(&self) -> Option<HybridTime> {
-        self.kept_since
+        self.kept.since
     }
 
     /// The next list index after the indexes `batch` uses, if it uses any past the
@@ -590,7 +605,7 @@ impl Tablet {
 
     /// The metadata a snapshot of this tablet carries beside its documents.
     pub(crate) fn snapshot_metadata(&self) -> Vec<(Vec<u8>, Vec<u8>)> {
-        metadata_pairs(&self.schema, self.list_next, self.kept_since)
+        metadata_pairs(&self.schema, self.list_next, &self.kept)
     }
 
     /// After a snapshot was installed: the metadata it carried is the tablet's.
@@ -602,7 +617,7 @@ impl Tablet {
             let bytes = bytes.try_into().map_err(|_| stored(LIST_NEXT_KEY, "not 8 bytes".into()));
             self.list_next = i64::from_be_bytes(bytes?);
         }
-        self.kept_since = decode_kept(self.db.metadata(KEPT_SINCE_KEY)?)?;
+        self.kept = decode_kept(self.db.metadata(KEPT_SINCE_KEY)?)?;
         self.attach_schema();
         Ok(())
     }
@@ -634,15 +649,11 @@ fn stored_schema(db: &DocDb, initial: Schema) -> Result<Schema> {
 }
 
 /// The tablet's metadata keys and values: its schema, list-index counter, history kept.
-fn metadata_pairs(
-    schema: &Schema,
-    list_next: i64,
-    kept_since: Option<HybridTime>,
-) -> Vec<(Vec<u8>, Vec<u8>)> {
+fn metadata_pairs(schema: &Schema, list_next: i64, kept: &Kept) -> Vec<(Vec<u8>, Vec<u8>)> {
     vec![
         (SCHEMA_KEY.to_vec(), schema.encode()),
         (LIST_NEXT_KEY.to_vec(), list_next.to_be_bytes().to_vec()),
-        (KEPT_SINCE_KEY.to_vec(), encode_kept(kept_since)),
+        (KEPT_SINCE_KEY.to_vec(), encode_kept(kept)),
     ]
 }
 
@@ -655,18 +666,37 @@ fn layout_of(schema: &Schema) -> (crate::encoding::Packings, bool) {
     }
 }
 
-/// `kept_since` as stored: its raw hybrid time, or nothing (none).
-fn encode_kept(kept: Option<HybridTime>) -> Vec<u8> {
-    kept.map(|at| at.raw().to_be_bytes().to_vec()).unwrap_or_default()
+/// The history kept as stored: nothing (none), or its raw hybrid time and then the
+/// snapshots' ids, each after a `\n`.
+fn encode_kept(kept: &Kept) -> Vec<u8> {
+    let Some(since) = kept.since else { return Vec::new() };
+    let mut bytes = since.raw().to_be_bytes().to_vec();
+    for id in &kept.snapshots {
+        bytes.push(b'\n');
+        bytes.extend_from_slice(id.as_bytes());
+    }
+    bytes
 }
 
-fn decode_kept(bytes: Option<Vec<u8>>) -> Result<Option<HybridTime>> {
-    match bytes.as_deref() {
-        None | Some([]) => Ok(None),
-        Some(bytes) => {
-            let raw = bytes.try_into().map_err(|_| stored(KEPT_SINCE_KEY, "not 8 bytes".into()))?;
-            Ok(Some(HybridTime::from_raw(u64::from_be_bytes(raw))))
+fn decode_kept(bytes: Option<Vec<u8>>) -> Result<Kept> {
+    let bytes = bytes.unwrap_or_default();
+    if bytes.is_empty() {
+        return Ok(Kept::default());
+    }
+    let bad = |why: &str| stored(KEPT_SINCE_KEY, why.into());
+    let (raw, ids) = bytes.split_at_checked(8).ok_or_else(|| bad("shorter than 8 bytes"))?;
+    let since = HybridTime::from_raw(u64::from_be_bytes(raw.try_into().expect("8 bytes")));
+    let ids = std::str::from_utf8(ids).map_err(|_| bad("snapshot ids not UTF-8"))?;
+    let mut snapshots = std::collections::BTreeSet::new();
+    for id in ids.split('\n').skip(1) {
+        if !valid_snapshot_id(id) {
+            return Err(bad(&format!("`{id}` is no snapshot id")));
         }
+        snapshots.insert(id.to_owned());
+    }
+    match snapshots.is_empty() {
+        true => Err(bad("a time kept for no snapshot")),
+        false => Ok(Kept { since: Some(since), snapshots }),
     }
 }
 

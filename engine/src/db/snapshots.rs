@@ -251,13 +251,6 @@ impl DocDb {
         Ok(())
     }
 
-    /// Whether this replica holds any snapshot, by the names in its snapshots directory
-    /// alone (a damaged record of one does not decide it).
-    pub fn holds_snapshots(&self) -> bool {
-        let Ok(dirs) = self.dirs() else { return false };
-        dirs.children(&snapshots_dir(&self.dir)).iter().any(|name| !name.ends_with(TMP))
-    }
-
     /// The directory of snapshot `id`, if this replica holds it.
     pub fn snapshot_dir(&self, id: &str) -> Option<PathBuf> {
         let dir = snapshots_dir(&self.dir).join(id);
