@@ -444,6 +444,11 @@ fn a_damaged_snapshot_is_refused_at_export_and_an_earlier_one_checked() {
     let outcome = run(&RunConfig { storage, ..config(98546, 1, 1000) });
     assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
     let probe = |name: &str| outcome.probes.get(name).copied().unwrap_or(0);
-    assert_eq!(probe("backup.export_refused_damage"), 1, "{:?}", outcome.probes);
+    assert_eq!(
+        outcome.faults.get("backup-export-refused-damage"),
+        Some(&1),
+        "{:?}",
+        outcome.faults
+    );
     assert_eq!(probe("backup.imported"), 1, "{:?}", outcome.probes);
 }

@@ -116,7 +116,7 @@ impl Checker {
     /// a tear, files lost: the export reads every entry and refuses a damaged
     /// checkpoint); anything else is a failure.
     fn refused_exports(
-        &self,
+        &mut self,
         cluster: &Cluster,
         (tablet, id): (&TabletId, &str),
         refusals: Vec<(u64, Error)>,
@@ -139,9 +139,8 @@ impl Checker {
             .map(|(node, e)| format!("node {node}: error: {e}"))
             .collect();
         if unexplained.is_empty() {
-            if refusals.iter().any(|(node, _)| damaged(*node)) {
-                docsim_engine::probe::hit("backup.export_refused_damage");
-            }
+            let damage = refusals.iter().any(|(node, _)| damaged(*node));
+            self.backups_refused_damage += u64::from(damage);
             return Ok(false);
         }
         let expected =

@@ -108,6 +108,9 @@ pub struct Checker {
     alone: bool,
     /// Snapshots a lagging follower took past its own cutoff (unreadable at their time).
     pub snapshots_unreadable: u64,
+    /// Snapshots the backup check found refused at export for damage the disk took (a
+    /// rare path, so counted here, not as a probe every smoke run must hit).
+    pub backups_refused_damage: u64,
     /// The read points long scans registered: (node, tablet, read time) → how many.
     holds: BTreeMap<(u64, TabletId, HybridTime), usize>,
     markers: Markers,
@@ -149,6 +152,7 @@ impl Checker {
             alone: replicas == 1,
             holds: BTreeMap::new(),
             snapshots_unreadable: 0,
+            backups_refused_damage: 0,
             markers: Markers::Optional,
             cutoffs: BTreeMap::new(),
             highest: BTreeMap::new(),

@@ -802,6 +802,10 @@ impl Driver {
         if self.checker.ended {
             self.outcome.faults.insert("ended-by-detected-damage".to_owned(), 1);
         }
+        if self.checker.backups_refused_damage > 0 {
+            let n = self.checker.backups_refused_damage;
+            self.outcome.faults.insert("backup-export-refused-damage".to_owned(), n);
+        }
         if self.checker.snapshots_unreadable > 0 {
             let n = self.checker.snapshots_unreadable;
             self.outcome.faults.insert("snapshot-past-follower-cutoff".to_owned(), n);
