@@ -452,3 +452,14 @@ fn a_damaged_snapshot_is_refused_at_export_and_an_earlier_one_checked() {
     );
     assert_eq!(probe("backup.imported"), 1, "{:?}", outcome.probes);
 }
+
+/// A snapshot cut by a full disk in its own files (its record, after the checkpoint) had
+/// made its flush durable first: the durability book counts that flush, and the restart
+/// replays nothing it flushed. Seed 108588 (one replica, `--config 2`) failed `restart`
+/// before the book knew.
+#[test]
+fn a_snapshot_cut_in_its_own_files_made_its_flush_durable() {
+    let storage = docsim_engine::StorageConfig::SET[2];
+    let outcome = run(&RunConfig { storage, ..config(108588, 1, 1000) });
+    assert!(outcome.failure.is_none(), "{:?}", outcome.failure);
+}
