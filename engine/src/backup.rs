@@ -57,7 +57,8 @@ pub struct TabletBackup {
     pub files: Vec<(String, Vec<u8>)>,
 }
 
-/// Whether `name` names a backup: 1 to 64 letters, digits, `_` or `-`.
+/// Whether `name` names a backup or a snapshot (each a directory): 1 to 64 letters,
+/// digits, `_` or `-`.
 pub fn valid_name(name: &str) -> bool {
     let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
     (1..=64).contains(&name.len()) && name.chars().all(allowed)

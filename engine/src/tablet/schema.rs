@@ -100,8 +100,7 @@ pub enum SnapshotOp {
 
 /// Whether `id` is a snapshot's name: 1 to 64 letters, digits, `_` or `-`.
 pub fn valid_snapshot_id(id: &str) -> bool {
-    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
-    (1..=64).contains(&id.len()) && id.chars().all(allowed)
+    crate::backup::valid_name(id) // one rule for every name that is a directory's
 }
 
 impl TableSchema {

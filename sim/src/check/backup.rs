@@ -15,8 +15,8 @@ use docsim_engine::canary::Plants;
 use docsim_engine::cql::{parse_statement, Outcome, Row};
 use docsim_engine::disk::{FaultConfig, SimDisk};
 use docsim_engine::{
-    Error, ExportedSnapshot, HybridTime, Medium, Node, NodeOptions, Part, Reply, RestoreTarget,
-    Schema, SnapshotInfo, TabletId,
+    Error, HybridTime, Medium, Node, NodeOptions, Part, Reply, RestoreTarget, Schema, SnapshotInfo,
+    TabletId,
 };
 
 /// The importing node's log segment size.
@@ -46,9 +46,10 @@ impl Checker {
                 _ => return Ok(false),
             }
         }
+        let running: Vec<u64> = cluster.ids().filter(|&node| cluster.running(node)).collect();
         let mut exported = Vec::new();
         for tablet in &tablets {
-            match export(cluster, tablet, id) {
+            match cluster.export_tablet(tablet, id, &running) {
                 Ok(snapshot) => exported.push(snapshot),
                 Err(refusals) => return self.refused_exports(cluster, (tablet, id), refusals),
             }
@@ -89,24 +90,6 @@ impl Checker {
             Err(e) => Err(found(model::reply_lines(&want), vec![format!("error: {e}")])),
         }
     }
-}
-
-/// Snapshot `id` of `tablet` from the first running node that exports it (a backup takes
-/// each tablet from a replica that holds it, as YugabyteDB's does), or each running
-/// node's refusal.
-fn export(
-    cluster: &Cluster,
-    tablet: &TabletId,
-    id: &str,
-) -> Result<ExportedSnapshot, Vec<(u64, Error)>> {
-    let mut refusals = Vec::new();
-    for node in cluster.ids().filter(|&node| cluster.running(node)) {
-        match cluster.slot(node).node.export_snapshot(tablet, id) {
-            Ok(exported) => return Ok(exported),
-            Err(e) => refusals.push((node, e)),
-        }
-    }
-    Err(refusals)
 }
 
 impl Checker {

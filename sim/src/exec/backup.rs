@@ -71,17 +71,11 @@ impl Cluster {
         };
         let mut exported = Vec::new();
         for tablet in &tablets {
-            let mut last_error = CommandError::Node(Error::Down { cause: None });
-            let found = ids.iter().find_map(|&id| {
-                match self.slot(id).node.export_snapshot(tablet, snapshot) {
-                    Ok(e) => Some(e),
-                    Err(e) => {
-                        last_error = CommandError::At(id, e);
-                        None
-                    }
-                }
-            });
-            exported.push(found.ok_or(last_error)?);
+            let refused = |mut refusals: Vec<(u64, Error)>| match refusals.pop() {
+                Some((id, e)) => CommandError::At(id, e),
+                None => CommandError::Node(Error::Down { cause: None }),
+            };
+            exported.push(self.export_tablet(tablet, snapshot, &ids).map_err(refused)?);
         }
         let backup = to_backup(table, snapshot, &exported);
         backup::write(&store.join(name), name, &backup).map_err(CommandError::Node)?;
@@ -91,6 +85,24 @@ impl Cluster {
         });
         printed.extend(lines);
         Ok(())
+    }
+
+    /// Snapshot `snapshot` of `tablet` from the first of the nodes `ids` that exports it
+    /// (a backup takes each tablet from a replica that holds it), or each node's refusal.
+    pub(crate) fn export_tablet(
+        &self,
+        tablet: &TabletId,
+        snapshot: &str,
+        ids: &[u64],
+    ) -> Result<ExportedSnapshot, Vec<(u64, Error)>> {
+        let mut refusals = Vec::new();
+        for &id in ids {
+            match self.slot(id).node.export_snapshot(tablet, snapshot) {
+                Ok(exported) => return Ok(exported),
+                Err(e) => refusals.push((id, e)),
+            }
+        }
+        Err(refusals)
     }
 
     /// `backup import`: the backup checked, its table created, its checkpoints placed on
